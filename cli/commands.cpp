@@ -1,0 +1,118 @@
+#include "cli/commands.hpp"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "model/model_json.hpp"
+#include "model/templates.hpp"
+#include "ops/error.hpp"
+#include "reports/report.hpp"
+#include "sim/analysis.hpp"
+
+namespace roofline::cli {
+
+Outcome& outcome() {
+    static Outcome o;
+    return o;
+}
+
+namespace {
+
+struct ModelArgs {
+    std::string model;
+    std::string dtype;
+    std::int64_t batch = 0;
+    std::int64_t seq = 0;
+
+    void add_to(CLI::App* cmd) {
+        cmd->add_option("MODEL", model, "model file (roofline-model/1 JSON) or built-in template: " + template_choices())
+            ->required();
+        cmd->add_option("--dtype", dtype, "compute and parameter dtype policy (" + dtype_choices() + ")");
+        cmd->add_option("--batch", batch, "override the model's batch dimension")->check(CLI::PositiveNumber);
+        cmd->add_option("--seq", seq, "override the model's sequence-length dimension")->check(CLI::PositiveNumber);
+    }
+
+    ModelOverrides overrides() const {
+        ModelOverrides ov;
+        if (batch > 0) ov.batch = batch;
+        if (seq > 0) ov.seq = seq;
+        if (!dtype.empty()) {
+            auto d = parse_dtype(dtype);
+            if (!d || !is_floating(*d)) throw InputError("--dtype: expected a floating-point dtype (f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2), got '" + dtype + "'");
+            ov.dtype = d;
+        }
+        return ov;
+    }
+};
+
+void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+
+}  // namespace
+
+void add_analyze(CLI::App& app) {
+    auto* cmd = app.add_subcommand("analyze", "hierarchical roofline of every op of a model on a chip");
+    auto args = std::make_shared<ModelArgs>();
+    auto hw = std::make_shared<std::string>("h100-sxm");
+    auto out = std::make_shared<std::string>();
+    auto top = std::make_shared<std::size_t>(0);
+    auto quiet = std::make_shared<bool>(false);
+    args->add_to(cmd);
+    cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
+    cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
+    cmd->add_option("--top", *top, "show only the N slowest ops in the table");
+    cmd->add_flag("-q,--quiet", *quiet, "print no table");
+    cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --batch 8 -o report.json");
+    cmd->callback([=] {
+        const Hardware h = resolve_hardware(*hw);
+        const Graph g = load_model_arg(args->model, args->overrides());
+        const Analysis a = analyze(g, h);
+        const ReportContext ctx{g, h, a, "forward"};
+        std::string json;
+        if (!out->empty()) json = report_json_text(ctx);  // build fully before touching the file system
+        if (!*quiet) print(render_table(ctx, TableOptions{*top}));
+        if (!out->empty()) {
+            write_file_atomic(*out, json);
+            if (!*quiet) print("report written to " + *out + "\n");
+        }
+    });
+}
+
+void add_hw(CLI::App& app) {
+    auto* cmd = app.add_subcommand("hw", "the hardware catalog");
+    cmd->require_subcommand(1);
+    auto* list = cmd->add_subcommand("list", "list the built-in hardware specs");
+    list->footer("Example: roofline hw list");
+    list->callback([] { print(render_hardware_list()); });
+    auto* show = cmd->add_subcommand("show", "show a spec with every value's source and its ridge points");
+    auto name = std::make_shared<std::string>();
+    auto as_json = std::make_shared<bool>(false);
+    show->add_option("NAME", *name, "built-in name or spec file")->required();
+    show->add_flag("--json", *as_json, "print the validated spec and ridge points as JSON");
+    show->footer("Example: roofline hw show h100-sxm");
+    show->callback([=] {
+        const Hardware h = resolve_hardware(*name);
+        print(*as_json ? hardware_json(h).dump(2) + "\n" : render_hardware(h));
+    });
+}
+
+void add_model(CLI::App& app) {
+    auto* cmd = app.add_subcommand("model", "built-in model templates");
+    cmd->require_subcommand(1);
+    auto* list = cmd->add_subcommand("list", "list the built-in templates");
+    list->footer("Example: roofline model list");
+    list->callback([] { print(template_choices() + "\n"); });
+    auto* exp = cmd->add_subcommand("export", "print a template as the roofline-model/1 JSON it expands to");
+    auto name = std::make_shared<std::string>();
+    auto out = std::make_shared<std::string>();
+    exp->add_option("TEMPLATE", *name, "template name: " + template_choices())->required();
+    exp->add_option("-o,--output", *out, "write to this file instead of standard output");
+    exp->footer("Example: roofline model export gpt2-small -o gpt2-small.json");
+    exp->callback([=] {
+        if (!is_template_name(*name)) throw InputError("unknown template '" + *name + "' (templates: " + template_choices() + ")");
+        const std::string text = expand_template(*name, nlohmann::json::object(), "template '" + *name + "'").dump(2) + "\n";
+        if (out->empty()) print(text);
+        else write_file_atomic(*out, text);
+    });
+}
+
+}  // namespace roofline::cli

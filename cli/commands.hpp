@@ -1,0 +1,18 @@
+#pragma once
+// Subcommands of the roofline executable. Each returns the process exit code:
+// 0 success, 2 bad input (message already printed), 3 no GPU / driver / permission (measure).
+#include <CLI/CLI.hpp>
+
+namespace roofline::cli {
+
+void add_analyze(CLI::App& app);
+void add_hw(CLI::App& app);
+void add_model(CLI::App& app);
+
+// Exit code and message of the subcommand that ran (set by its callback).
+struct Outcome {
+    int code = 0;
+};
+Outcome& outcome();
+
+}  // namespace roofline::cli

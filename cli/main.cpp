@@ -1,0 +1,36 @@
+// roofline: where does the time go on this accelerator, and what would a change pay?
+// Only this file decides exit codes: 0 success, 2 bad input, 1 internal error.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.hpp"
+#include "ops/error.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"roofline — hierarchical roofline analysis of deep-learning op graphs on GPUs and TPUs", "roofline"};
+    app.set_version_flag("--version", std::string("roofline ") + ROOFLINE_VERSION);
+    app.require_subcommand(1);
+    app.fallthrough(false);
+    roofline::cli::add_analyze(app);
+    roofline::cli::add_hw(app);
+    roofline::cli::add_model(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "roofline: %s\nRun with --help for usage.\n", e.what());
+        return 2;
+    } catch (const roofline::InputError& e) {
+        std::fprintf(stderr, "roofline: error: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "roofline: internal error: %s\n", e.what());
+        return 1;
+    }
+    return roofline::cli::outcome().code;
+}

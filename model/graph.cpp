@@ -1,0 +1,223 @@
+#include "model/graph.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+#include <iterator>
+#include <set>
+
+#include "ops/op_rule.hpp"
+
+namespace roofline {
+
+// Vertex i = node i; one edge per (producer, consumer, tensor) use.
+struct GraphStorage {
+    using Adjacency = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
+                                            boost::property<boost::edge_name_t, TensorId>>;
+    Adjacency adj;
+};
+
+std::string_view role_name(TensorRole r) {
+    switch (r) {
+        case TensorRole::input: return "input";
+        case TensorRole::parameter: return "parameter";
+        case TensorRole::activation: return "activation";
+    }
+    return "?";
+}
+
+Graph::Graph() : storage_(std::make_unique<GraphStorage>()) {}
+Graph::~Graph() = default;
+Graph::Graph(const Graph& o)
+    : name(o.name),
+      origin(o.origin),
+      dims(o.dims),
+      compute_dtype(o.compute_dtype),
+      nodes_(o.nodes_),
+      tensors_(o.tensors_),
+      outputs_(o.outputs_),
+      tensor_by_name_(o.tensor_by_name_),
+      node_by_name_(o.node_by_name_),
+      storage_(std::make_unique<GraphStorage>(*o.storage_)) {}
+Graph& Graph::operator=(const Graph& o) {
+    if (this != &o) *this = Graph(o);
+    return *this;
+}
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+
+TensorId Graph::add_tensor(Tensor t) {
+    if (tensor_by_name_.count(t.name)) throw InputError("tensor name '" + t.name + "' is defined twice");
+    (void)t.desc.bytes();  // overflow check
+    const auto id = static_cast<TensorId>(tensors_.size());
+    tensor_by_name_.emplace(t.name, id);
+    tensors_.push_back(std::move(t));
+    return id;
+}
+
+TensorId Graph::add_input(const std::string& n, TensorDesc desc) {
+    check_dims(desc.shape);
+    return add_tensor(Tensor{n, std::move(desc), TensorRole::input, kNoNode, 0});
+}
+
+TensorId Graph::add_parameter(const std::string& n, TensorDesc desc) {
+    check_dims(desc.shape);
+    return add_tensor(Tensor{n, std::move(desc), TensorRole::parameter, kNoNode, 0});
+}
+
+NodeId Graph::add_node(const std::string& n, OpKind kind, const std::vector<TensorId>& inputs, Attrs attrs,
+                       const std::vector<std::string>& output_names) {
+    if (node_by_name_.count(n)) throw InputError("node name '" + n + "' is used twice");
+    std::vector<TensorDesc> in;
+    for (TensorId t : inputs) in.push_back(tensor(t).desc);
+    std::vector<TensorDesc> out = infer_outputs(kind, in, attrs);
+    if (out.size() != output_names.size()) {
+        throw InputError(std::string(op_name(kind)) + " produces " + std::to_string(out.size()) + " outputs, " +
+                         std::to_string(output_names.size()) + " names given");
+    }
+    const auto id = static_cast<NodeId>(nodes_.size());
+    Node node{n, kind, std::move(attrs), inputs, {}};
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        node.outputs.push_back(add_tensor(Tensor{output_names[i], out[i], TensorRole::activation, id, static_cast<int>(i)}));
+    }
+    node_by_name_.emplace(n, id);
+    nodes_.push_back(std::move(node));
+    const auto v = boost::add_vertex(storage_->adj);
+    for (TensorId t : inputs) {
+        if (tensor(t).producer != kNoNode) {
+            boost::add_edge(static_cast<std::size_t>(tensor(t).producer), v, t, storage_->adj);
+        }
+    }
+    return id;
+}
+
+void Graph::mark_output(TensorId t) {
+    (void)tensor(t);
+    outputs_.push_back(t);
+}
+
+TensorId Graph::find_tensor(const std::string& n) const {
+    auto it = tensor_by_name_.find(n);
+    return it == tensor_by_name_.end() ? -1 : it->second;
+}
+
+NodeId Graph::find_node(const std::string& n) const {
+    auto it = node_by_name_.find(n);
+    return it == node_by_name_.end() ? kNoNode : it->second;
+}
+
+std::vector<TensorDesc> Graph::input_descs(NodeId n) const {
+    std::vector<TensorDesc> d;
+    for (TensorId t : node(n).inputs) d.push_back(tensor(t).desc);
+    return d;
+}
+
+std::vector<TensorDesc> Graph::output_descs(NodeId n) const {
+    std::vector<TensorDesc> d;
+    for (TensorId t : node(n).outputs) d.push_back(tensor(t).desc);
+    return d;
+}
+
+Work Graph::work(NodeId n) const {
+    const Node& nd = node(n);
+    return count_work(nd.kind, input_descs(n), output_descs(n), nd.attrs);
+}
+
+std::vector<NodeId> Graph::topological_order() const {
+    std::vector<NodeId> order(nodes_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<NodeId>(i);
+    return order;
+}
+
+std::vector<NodeId> Graph::consumers(TensorId t) const {
+    std::vector<NodeId> result;
+    const Tensor& ten = tensor(t);
+    if (ten.producer == kNoNode) {
+        // inputs and parameters have no vertex: scan the nodes
+        for (std::size_t i = 0; i < nodes_.size(); ++i) {
+            for (TensorId in : nodes_[i].inputs) {
+                if (in == t) {
+                    result.push_back(static_cast<NodeId>(i));
+                    break;
+                }
+            }
+        }
+        return result;
+    }
+    const auto names = boost::get(boost::edge_name, storage_->adj);
+    for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(ten.producer), storage_->adj); e != end; ++e) {
+        if (names[*e] == t) {
+            const auto c = static_cast<NodeId>(boost::target(*e, storage_->adj));
+            if (result.empty() || result.back() != c) result.push_back(c);
+        }
+    }
+    return result;
+}
+
+std::size_t Graph::edge_count() const { return boost::num_edges(storage_->adj); }
+
+bool Graph::edges_acyclic() const {
+    std::vector<std::size_t> order;
+    try {
+        boost::topological_sort(storage_->adj, std::back_inserter(order));
+    } catch (const boost::not_a_dag&) {
+        return false;
+    }
+    return true;
+}
+
+namespace {
+
+std::string where(const Graph& g, NodeId n) { return "node '" + g.node(n).name + "'"; }
+
+}  // namespace
+
+void verify(const Graph& g) {
+    std::set<std::string> node_names;
+    std::size_t expected_edges = 0;
+    for (std::size_t i = 0; i < g.nodes().size(); ++i) {
+        const auto id = static_cast<NodeId>(i);
+        const Node& n = g.node(id);
+        if (!node_names.insert(n.name).second) throw InputError("node name '" + n.name + "' is used twice");
+        for (TensorId t : n.inputs) {
+            if (t < 0 || static_cast<std::size_t>(t) >= g.tensors().size()) {
+                throw InputError(where(g, id) + ": input refers to a tensor that does not exist");
+            }
+            const Tensor& ten = g.tensor(t);
+            if (ten.producer != kNoNode) {
+                ++expected_edges;
+                if (ten.producer >= id) {
+                    throw InputError(where(g, id) + ": input '" + ten.name + "' is produced later (the graph has a cycle or is out of order)");
+                }
+            } else if (ten.role == TensorRole::activation) {
+                throw InputError(where(g, id) + ": activation '" + ten.name + "' has no producer");
+            }
+        }
+        for (std::size_t o = 0; o < n.outputs.size(); ++o) {
+            const Tensor& ten = g.tensor(n.outputs[o]);
+            if (ten.producer != id || ten.output_index != static_cast<int>(o) || ten.role != TensorRole::activation) {
+                throw InputError(where(g, id) + ": output '" + ten.name + "' does not name this node as its producer");
+            }
+        }
+        std::vector<TensorDesc> inferred;
+        try {
+            inferred = infer_outputs(n.kind, g.input_descs(id), n.attrs);
+            (void)g.work(id);
+        } catch (const InputError& e) {
+            rethrow_with_context(e, where(g, id));
+        }
+        if (inferred != g.output_descs(id)) {
+            throw InputError(where(g, id) + ": stored output descriptors differ from the op's shape inference");
+        }
+    }
+    std::set<std::string> tensor_names;
+    for (const Tensor& t : g.tensors()) {
+        if (!tensor_names.insert(t.name).second) throw InputError("tensor name '" + t.name + "' is defined twice");
+    }
+    if (g.edge_count() != expected_edges) {
+        throw InputError("edge list has " + std::to_string(g.edge_count()) + " edges, node inputs imply " +
+                         std::to_string(expected_edges));
+    }
+    if (!g.edges_acyclic()) throw InputError("the graph has a cycle");
+}
+
+}  // namespace roofline

@@ -1,0 +1,101 @@
+#pragma once
+// The op graph: nodes are ops, edges are tensors flowing from producer to consumer, stored in a
+// Boost.Graph adjacency_list (vertex i is node i). Tensors are named; graph inputs and parameters
+// are tensors without a producer. Nodes are appended with their inputs already present, so every
+// construction path yields an acyclic graph; verify() re-checks every invariant on demand.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ops/attrs.hpp"
+#include "ops/op_kind.hpp"
+#include "ops/tensor.hpp"
+#include "ops/work.hpp"
+
+namespace roofline {
+
+using NodeId = std::int32_t;
+using TensorId = std::int32_t;
+inline constexpr NodeId kNoNode = -1;
+
+enum class TensorRole { input, parameter, activation };
+std::string_view role_name(TensorRole r);
+
+struct Tensor {
+    std::string name;
+    TensorDesc desc;
+    TensorRole role = TensorRole::activation;
+    NodeId producer = kNoNode;  // kNoNode for inputs and parameters
+    int output_index = 0;
+};
+
+struct Node {
+    std::string name;
+    OpKind kind{};
+    Attrs attrs;
+    std::vector<TensorId> inputs;
+    std::vector<TensorId> outputs;
+};
+
+struct GraphStorage;  // the Boost.Graph adjacency list, kept out of this header (compile time)
+
+class Graph {
+public:
+    Graph();
+    ~Graph();
+    Graph(const Graph&);
+    Graph& operator=(const Graph&);
+    Graph(Graph&&) noexcept;
+    Graph& operator=(Graph&&) noexcept;
+
+    std::string name;
+    std::string origin;                          // file or template it was loaded from
+    std::map<std::string, std::int64_t> dims;    // symbolic dimensions used (batch, seq, ...)
+    DType compute_dtype = DType::f32;            // the dtype policy's compute dtype
+
+    TensorId add_input(const std::string& name, TensorDesc desc);
+    TensorId add_parameter(const std::string& name, TensorDesc desc);
+    // Infers output descriptors with the op's rule; throws InputError naming the node.
+    NodeId add_node(const std::string& name, OpKind kind, const std::vector<TensorId>& inputs, Attrs attrs,
+                    const std::vector<std::string>& output_names);
+    void mark_output(TensorId t);
+
+    const std::vector<Node>& nodes() const { return nodes_; }
+    const std::vector<Tensor>& tensors() const { return tensors_; }
+    const std::vector<TensorId>& outputs() const { return outputs_; }
+    const Node& node(NodeId n) const { return nodes_.at(static_cast<std::size_t>(n)); }
+    const Tensor& tensor(TensorId t) const { return tensors_.at(static_cast<std::size_t>(t)); }
+    TensorId find_tensor(const std::string& name) const;  // -1 when absent
+    NodeId find_node(const std::string& name) const;      // kNoNode when absent
+
+    std::vector<TensorDesc> input_descs(NodeId n) const;
+    std::vector<TensorDesc> output_descs(NodeId n) const;
+    Work work(NodeId n) const;  // the op rule's count for this node
+
+    // Nodes in dependency order: insertion order, which add_node makes topological (a node's
+    // inputs exist before it); verify() re-checks it against Boost's topological_sort.
+    std::vector<NodeId> topological_order() const;
+    // Consumers of each tensor, from the edge list.
+    std::vector<NodeId> consumers(TensorId t) const;
+    std::size_t edge_count() const;
+    bool edges_acyclic() const;  // Boost topological_sort over the edge list
+
+private:
+    TensorId add_tensor(Tensor t);
+    std::vector<Node> nodes_;
+    std::vector<Tensor> tensors_;
+    std::vector<TensorId> outputs_;
+    std::unordered_map<std::string, TensorId> tensor_by_name_;
+    std::unordered_map<std::string, NodeId> node_by_name_;
+    std::unique_ptr<GraphStorage> storage_;
+};
+
+// Checks every invariant: unique names, producers and edges consistent with node inputs and
+// outputs, arity and attributes accepted, stored descriptors equal re-inferred ones, acyclic.
+// Throws InputError describing the first violation.
+void verify(const Graph& g);
+
+}  // namespace roofline

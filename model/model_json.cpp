@@ -1,0 +1,389 @@
+#include "model/model_json.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/strong_components.hpp>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <set>
+#include <sstream>
+
+#include "model/templates.hpp"
+#include "ops/error.hpp"
+
+namespace roofline {
+namespace {
+
+using nlohmann::json;
+
+// Error helpers: every message names the document and the JSON path.
+[[noreturn]] void fail(const std::string& origin, const std::string& path, const std::string& msg) {
+    throw InputError(origin + ": " + (path.empty() ? "/" : path) + ": " + msg);
+}
+
+std::string type_of(const json& j) { return j.type_name(); }
+
+void only_keys(const json& obj, const std::set<std::string>& allowed, const std::string& origin,
+               const std::string& path) {
+    for (const auto& [k, v] : obj.items()) {
+        if (!allowed.count(k)) {
+            std::string list;
+            for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+            fail(origin, path + "/" + k, "unknown key '" + k + "' (expected one of: " + list + ")");
+        }
+    }
+}
+
+const json& require(const json& obj, const std::string& key, json::value_t type, const std::string& origin,
+                    const std::string& path) {
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(origin, path, "missing key '" + key + "'");
+    const bool ok = it->type() == type || (type == json::value_t::number_integer && it->is_number_unsigned());
+    if (!ok) fail(origin, path + "/" + key, "expected " + std::string(json(type).type_name()) + ", got " + type_of(*it));
+    return *it;
+}
+
+struct Context {
+    std::string origin;
+    std::map<std::string, std::int64_t> dims;
+    DType compute = DType::f32;
+    DType parameters = DType::f32;
+};
+
+std::int64_t to_int(const json& j, const Context& c, const std::string& path, bool allow_symbols) {
+    if (j.is_number_unsigned()) {
+        const auto u = j.get<std::uint64_t>();
+        if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+            fail(c.origin, path, "integer " + j.dump() + " overflows int64");
+        }
+        return static_cast<std::int64_t>(u);
+    }
+    if (j.is_number_integer()) return j.get<std::int64_t>();
+    if (j.is_number_float()) fail(c.origin, path, "expected an integer, got " + j.dump());
+    if (allow_symbols && j.is_string()) {
+        auto it = c.dims.find(j.get<std::string>());
+        if (it == c.dims.end()) {
+            std::string known;
+            for (const auto& [k, v] : c.dims) known += (known.empty() ? "" : ", ") + k;
+            fail(c.origin, path, "unknown dimension '" + j.get<std::string>() + "' (dims defines: " +
+                                     (known.empty() ? "none" : known) + ")");
+        }
+        return it->second;
+    }
+    fail(c.origin, path, std::string("expected an integer") + (allow_symbols ? " or a dimension name" : "") +
+                             ", got " + type_of(j));
+}
+
+Shape to_shape(const json& j, const Context& c, const std::string& path) {
+    if (!j.is_array()) fail(c.origin, path, "expected an array of dimensions, got " + type_of(j));
+    Shape s;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        const std::int64_t d = to_int(j[i], c, path + "/" + std::to_string(i), true);
+        if (d < 0) fail(c.origin, path + "/" + std::to_string(i), "negative dimension " + std::to_string(d));
+        s.push_back(d);
+    }
+    try {
+        (void)numel(s);
+    } catch (const InputError& e) {
+        fail(c.origin, path, std::string(e.what()) + " for shape " + shape_str(s));
+    }
+    return s;
+}
+
+DType to_dtype(const json& j, const std::string& origin, const std::string& path) {
+    if (!j.is_string()) fail(origin, path, "expected a dtype name, got " + type_of(j));
+    auto d = parse_dtype(j.get<std::string>());
+    if (!d) fail(origin, path, "unknown dtype '" + j.get<std::string>() + "' (expected one of: " + dtype_choices() + ")");
+    return *d;
+}
+
+AttrValue to_attr(const json& j, const Context& c, const std::string& path) {
+    if (j.is_boolean()) return j.get<bool>();
+    if (j.is_number_integer() || j.is_number_unsigned()) return to_int(j, c, path, false);
+    if (j.is_number_float()) return j.get<double>();
+    if (j.is_string()) return j.get<std::string>();
+    if (j.is_array()) {
+        std::vector<std::int64_t> v;
+        for (std::size_t i = 0; i < j.size(); ++i) v.push_back(to_int(j[i], c, path + "/" + std::to_string(i), true));
+        return v;
+    }
+    fail(c.origin, path, "an attribute must be a boolean, number, string or list of integers, got " + type_of(j));
+}
+
+struct TensorDecl {
+    std::string name;
+    TensorDesc desc;
+};
+
+std::vector<TensorDecl> read_tensors(const json& doc, const std::string& key, bool parameters, const Context& c) {
+    std::vector<TensorDecl> out;
+    auto it = doc.find(key);
+    if (it == doc.end()) return out;
+    const std::string path = "/" + key;
+    if (!it->is_array()) fail(c.origin, path, "expected an array, got " + type_of(*it));
+    for (std::size_t i = 0; i < it->size(); ++i) {
+        const std::string p = path + "/" + std::to_string(i);
+        const json& t = (*it)[i];
+        if (!t.is_object()) fail(c.origin, p, "expected an object, got " + type_of(t));
+        only_keys(t, {"name", "shape", "dtype"}, c.origin, p);
+        TensorDecl d;
+        d.name = require(t, "name", json::value_t::string, c.origin, p).get<std::string>();
+        d.desc.shape = to_shape(require(t, "shape", json::value_t::array, c.origin, p), c, p + "/shape");
+        d.desc.dtype = t.contains("dtype") ? to_dtype(t["dtype"], c.origin, p + "/dtype")
+                                           : (parameters ? c.parameters : c.compute);
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+struct NodeDecl {
+    std::string name;
+    OpKind kind{};
+    std::vector<std::string> inputs;
+    std::vector<std::string> outputs;
+    Attrs attrs;
+    std::string path;
+};
+
+NodeDecl read_node(const json& n, const Context& c, const std::string& p) {
+    if (!n.is_object()) fail(c.origin, p, "expected an object, got " + type_of(n));
+    only_keys(n, {"name", "op", "inputs", "outputs", "attrs"}, c.origin, p);
+    NodeDecl d;
+    d.path = p;
+    d.name = require(n, "name", json::value_t::string, c.origin, p).get<std::string>();
+    const std::string op = require(n, "op", json::value_t::string, c.origin, p).get<std::string>();
+    auto kind = parse_op(op);
+    if (!kind) fail(c.origin, p + "/op", "unknown op '" + op + "' in node '" + d.name + "' (known ops: " + op_choices() + ")");
+    d.kind = *kind;
+    const json& ins = require(n, "inputs", json::value_t::array, c.origin, p);
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+        if (!ins[i].is_string()) fail(c.origin, p + "/inputs/" + std::to_string(i), "expected a tensor name");
+        d.inputs.push_back(ins[i].get<std::string>());
+    }
+    if (n.contains("outputs")) {
+        const json& outs = require(n, "outputs", json::value_t::array, c.origin, p);
+        for (std::size_t i = 0; i < outs.size(); ++i) {
+            if (!outs[i].is_string()) fail(c.origin, p + "/outputs/" + std::to_string(i), "expected a tensor name");
+            d.outputs.push_back(outs[i].get<std::string>());
+        }
+    }
+    if (n.contains("attrs")) {
+        const json& a = require(n, "attrs", json::value_t::object, c.origin, p);
+        for (const auto& [k, v] : a.items()) d.attrs.set(k, to_attr(v, c, p + "/attrs/" + k));
+    }
+    return d;
+}
+
+// Default output names: the node's name for a single output, "<name>:<i>" otherwise.
+std::vector<std::string> output_names(const NodeDecl& d, std::size_t count) {
+    if (!d.outputs.empty()) return d.outputs;
+    if (count == 1) return {d.name};
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < count; ++i) names.push_back(d.name + ":" + std::to_string(i));
+    return names;
+}
+
+// The number of outputs an op produces, known before shape inference for naming.
+std::size_t output_count(const NodeDecl& d) {
+    if (d.kind == OpKind::split) return d.attrs.get_ints("sizes", {0}).size();
+    if (d.kind == OpKind::dropout) return 2;
+    return 1;
+}
+
+// Orders nodes so that producers come first, keeping file order where it already is one.
+// A cycle is reported with the names of the nodes on it (Boost strong_components).
+std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const std::set<std::string>& sources,
+                                     const Context& c) {
+    std::map<std::string, std::size_t> producer;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        for (const auto& o : output_names(nodes[i], output_count(nodes[i]))) {
+            if (sources.count(o) || !producer.emplace(o, i).second) {
+                fail(c.origin, nodes[i].path, "tensor name '" + o + "' is defined twice");
+            }
+        }
+    }
+    using Adj = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+    Adj adj(nodes.size());
+    std::vector<int> indegree(nodes.size(), 0);
+    std::vector<std::vector<std::size_t>> users(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        for (std::size_t k = 0; k < nodes[i].inputs.size(); ++k) {
+            const std::string& in = nodes[i].inputs[k];
+            if (sources.count(in)) continue;
+            auto it = producer.find(in);
+            if (it == producer.end()) {
+                fail(c.origin, nodes[i].path + "/inputs/" + std::to_string(k),
+                     "node '" + nodes[i].name + "' uses tensor '" + in +
+                         "', which no input, parameter or node output defines");
+            }
+            boost::add_edge(it->second, i, adj);
+            users[it->second].push_back(i);
+            ++indegree[i];
+        }
+    }
+    std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (indegree[i] == 0) ready.push(i);
+    }
+    std::vector<std::size_t> order;
+    while (!ready.empty()) {
+        const std::size_t n = ready.top();
+        ready.pop();
+        order.push_back(n);
+        for (std::size_t u : users[n]) {
+            if (--indegree[u] == 0) ready.push(u);
+        }
+    }
+    if (order.size() != nodes.size()) {
+        std::vector<std::size_t> component(nodes.size());
+        boost::strong_components(adj, boost::make_iterator_property_map(component.begin(),
+                                                                         boost::get(boost::vertex_index, adj)));
+        std::map<std::size_t, std::vector<std::size_t>> members;
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            if (indegree[i] > 0) members[component[i]].push_back(i);
+        }
+        std::vector<std::size_t> cycle;
+        for (const auto& [comp, m] : members) {
+            const bool self_loop = m.size() == 1 && boost::edge(m[0], m[0], adj).second;
+            if (m.size() > 1 || self_loop) {
+                cycle = m;
+                break;
+            }
+        }
+        std::string names;
+        for (std::size_t i : cycle) names += (names.empty() ? "'" : ", '") + nodes[i].name + "'";
+        fail(c.origin, "/nodes", "the graph has a cycle through nodes " + names);
+    }
+    return order;
+}
+
+Graph build_graph(const json& doc, Context& c) {
+    only_keys(doc, {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs"},
+              c.origin, "");
+    Graph g;
+    g.name = doc.contains("name") ? require(doc, "name", json::value_t::string, c.origin, "").get<std::string>()
+                                  : std::filesystem::path(c.origin).stem().string();
+    std::set<std::string> sources;
+    for (bool params : {false, true}) {
+        for (const auto& t : read_tensors(doc, params ? "parameters" : "inputs", params, c)) {
+            if (!sources.insert(t.name).second) fail(c.origin, params ? "/parameters" : "/inputs", "tensor name '" + t.name + "' is defined twice");
+            if (params) g.add_parameter(t.name, t.desc);
+            else g.add_input(t.name, t.desc);
+        }
+    }
+    const json& nodes_json = require(doc, "nodes", json::value_t::array, c.origin, "");
+    std::vector<NodeDecl> nodes;
+    std::set<std::string> node_names;
+    for (std::size_t i = 0; i < nodes_json.size(); ++i) {
+        nodes.push_back(read_node(nodes_json[i], c, "/nodes/" + std::to_string(i)));
+        if (!node_names.insert(nodes.back().name).second) {
+            fail(c.origin, nodes.back().path + "/name", "node name '" + nodes.back().name + "' is used twice");
+        }
+    }
+    for (std::size_t i : order_nodes(nodes, sources, c)) {
+        const NodeDecl& d = nodes[i];
+        std::vector<TensorId> ins;
+        for (const auto& n : d.inputs) ins.push_back(g.find_tensor(n));
+        try {
+            g.add_node(d.name, d.kind, ins, d.attrs, output_names(d, output_count(d)));
+        } catch (const InputError& e) {
+            fail(c.origin, d.path, "node '" + d.name + "': " + e.what());
+        }
+    }
+    if (doc.contains("outputs")) {
+        const json& outs = require(doc, "outputs", json::value_t::array, c.origin, "");
+        for (std::size_t i = 0; i < outs.size(); ++i) {
+            const std::string p = "/outputs/" + std::to_string(i);
+            if (!outs[i].is_string()) fail(c.origin, p, "expected a tensor name");
+            const TensorId t = g.find_tensor(outs[i].get<std::string>());
+            if (t < 0) fail(c.origin, p, "unknown tensor '" + outs[i].get<std::string>() + "'");
+            g.mark_output(t);
+        }
+    }
+    return g;
+}
+
+void read_policy(const json& doc, Context& c, const ModelOverrides& ov) {
+    if (doc.contains("dtype_policy")) {
+        const json& p = require(doc, "dtype_policy", json::value_t::object, c.origin, "");
+        only_keys(p, {"compute", "parameters"}, c.origin, "/dtype_policy");
+        if (p.contains("compute")) c.compute = to_dtype(p["compute"], c.origin, "/dtype_policy/compute");
+        c.parameters = p.contains("parameters") ? to_dtype(p["parameters"], c.origin, "/dtype_policy/parameters") : c.compute;
+    }
+    if (ov.dtype) c.compute = c.parameters = *ov.dtype;
+}
+
+void read_dims(const json& doc, Context& c, const ModelOverrides& ov) {
+    if (doc.contains("dims")) {
+        const json& d = require(doc, "dims", json::value_t::object, c.origin, "");
+        for (const auto& [k, v] : d.items()) {
+            const std::int64_t value = to_int(v, c, "/dims/" + k, false);
+            if (value < 0) fail(c.origin, "/dims/" + k, "negative dimension " + std::to_string(value));
+            c.dims[k] = value;
+        }
+    }
+    const std::pair<const char*, std::optional<std::int64_t>> overrides[] = {{"batch", ov.batch}, {"seq", ov.seq}};
+    for (const auto& [name, value] : overrides) {
+        if (!value) continue;
+        if (!c.dims.count(name)) {
+            throw InputError(c.origin + ": --" + std::string(name) + " given, but the model has no '" + name +
+                             "' entry in /dims");
+        }
+        if (*value <= 0) throw InputError("--" + std::string(name) + " must be positive");
+        c.dims[name] = *value;
+    }
+}
+
+}  // namespace
+
+Graph load_model(const json& doc, const std::string& origin, const ModelOverrides& ov) {
+    if (!doc.is_object()) fail(origin, "", "expected a JSON object, got " + type_of(doc));
+    const std::string format = require(doc, "format", json::value_t::string, origin, "").get<std::string>();
+    if (format != "roofline-model/1") fail(origin, "/format", "expected \"roofline-model/1\", got \"" + format + "\"");
+    if (doc.contains("template")) {
+        only_keys(doc, {"format", "template", "config"}, origin, "");
+        const std::string name = require(doc, "template", json::value_t::string, origin, "").get<std::string>();
+        const json config = doc.contains("config") ? require(doc, "config", json::value_t::object, origin, "") : json::object();
+        return load_model(expand_template(name, config, origin), origin, ov);
+    }
+    Context c;
+    c.origin = origin;
+    read_policy(doc, c, ov);
+    read_dims(doc, c, ov);
+    Graph g = build_graph(doc, c);
+    g.origin = origin;
+    g.dims = c.dims;
+    g.compute_dtype = c.compute;
+    verify(g);
+    return g;
+}
+
+json read_json_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path + ": cannot open file");
+    std::stringstream buf;
+    buf << in.rdbuf();
+    try {
+        return json::parse(buf.str());
+    } catch (const json::parse_error& e) {
+        // nlohmann's message carries line and column: "parse error at line 3, column 5: ..."
+        std::string msg = e.what();
+        const auto pos = msg.find("parse error");
+        throw InputError(path + ": malformed JSON: " + (pos == std::string::npos ? msg : msg.substr(pos)));
+    }
+}
+
+Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(model, ec)) return load_model(read_json_file(model), model, ov);
+    if (is_template_name(model)) {
+        return load_model(expand_template(model, json::object(), "template '" + model + "'"), "template '" + model + "'", ov);
+    }
+    throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " +
+                     template_choices() + ")");
+}
+
+}  // namespace roofline

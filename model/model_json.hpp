@@ -1,0 +1,30 @@
+#pragma once
+// The model file format "roofline-model/1" (documented in README.md, "Model format"), and the
+// entry point that turns a file, a template file or a built-in template name into a Graph.
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+
+#include "model/graph.hpp"
+#include "ops/dtype.hpp"
+
+namespace roofline {
+
+// Command-line overrides applied to any model: symbolic dimensions and the dtype policy.
+struct ModelOverrides {
+    std::optional<std::int64_t> batch;  // sets dims.batch
+    std::optional<std::int64_t> seq;    // sets dims.seq
+    std::optional<DType> dtype;         // sets dtype_policy.compute and .parameters
+};
+
+// Builds a graph from a parsed "roofline-model/1" document (a graph or a template reference).
+// origin names the document in error messages (a file path or "template 'gpt2-small'").
+Graph load_model(const nlohmann::json& doc, const std::string& origin, const ModelOverrides& ov = {});
+
+// Resolves MODEL as given on the command line: an existing file path, or a built-in template name.
+Graph load_model_arg(const std::string& model, const ModelOverrides& ov = {});
+
+// Reads and parses a JSON file; malformed JSON is an InputError with file, line and column.
+nlohmann::json read_json_file(const std::string& path);
+
+}  // namespace roofline

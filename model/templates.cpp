@@ -1,0 +1,280 @@
+#include "model/templates.hpp"
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "ops/error.hpp"
+
+namespace roofline {
+namespace {
+
+using nlohmann::json;
+
+// GPT presets. GPT-2: Radford et al. 2019, "Language Models are Unsupervised Multitask Learners",
+// Table 2 (layers, d_model), with the released configs' n_head, n_ctx 1024, vocab 50257 and
+// dropout 0.1 (resid/embd/attn_pdrop). GPT-3 175B: Brown et al. 2020, "Language Models are
+// Few-Shot Learners", Table 2.1 (96 layers, d_model 12288, 96 heads, n_ctx 2048), same BPE
+// vocabulary; the paper does not state dropout, so GPT-2's 0.1 is kept.
+struct GptConfig {
+    std::int64_t vocab = 50257;
+    std::int64_t n_ctx = 1024;
+    std::int64_t d_model = 768;
+    std::int64_t n_layer = 12;
+    std::int64_t n_head = 12;
+    std::int64_t d_ff = 0;  // 0: 4 * d_model
+    std::int64_t batch = 8;
+    std::int64_t seq = 0;  // 0: n_ctx
+    double dropout = 0.1;
+    bool tied_embeddings = true;
+    std::string dtype = "bf16";
+};
+
+const std::map<std::string, GptConfig>& gpt_presets() {
+    static const std::map<std::string, GptConfig> presets = [] {
+        std::map<std::string, GptConfig> p;
+        p["gpt2-small"] = GptConfig{};
+        GptConfig m;
+        m.d_model = 1024, m.n_layer = 24, m.n_head = 16;
+        p["gpt2-medium"] = m;
+        GptConfig l;
+        l.d_model = 1280, l.n_layer = 36, l.n_head = 20;
+        p["gpt2-large"] = l;
+        GptConfig xl;
+        xl.d_model = 1600, xl.n_layer = 48, xl.n_head = 25;
+        p["gpt2-xl"] = xl;
+        GptConfig g3;
+        g3.d_model = 12288, g3.n_layer = 96, g3.n_head = 96, g3.n_ctx = 2048, g3.batch = 1;
+        p["gpt3-175b"] = g3;
+        return p;
+    }();
+    return presets;
+}
+
+[[noreturn]] void bad_config(const std::string& origin, const std::string& key, const std::string& msg) {
+    throw InputError(origin + ": /config/" + key + ": " + msg);
+}
+
+std::int64_t positive_int(const json& v, const std::string& origin, const std::string& key) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) bad_config(origin, key, "expected a positive integer, got " + v.dump());
+    return v.get<std::int64_t>();
+}
+
+GptConfig gpt_config(const std::string& preset, const json& cfg, const std::string& origin) {
+    std::string base = preset;
+    if (cfg.contains("preset")) {
+        if (!cfg["preset"].is_string()) bad_config(origin, "preset", "expected a preset name");
+        base = cfg["preset"].get<std::string>();
+    }
+    auto it = gpt_presets().find(base);
+    if (it == gpt_presets().end()) bad_config(origin, "preset", "unknown preset '" + base + "'");
+    GptConfig c = it->second;
+    for (const auto& [k, v] : cfg.items()) {
+        if (k == "preset") continue;
+        if (k == "vocab") c.vocab = positive_int(v, origin, k);
+        else if (k == "n_ctx") c.n_ctx = positive_int(v, origin, k);
+        else if (k == "d_model") c.d_model = positive_int(v, origin, k);
+        else if (k == "n_layer") c.n_layer = positive_int(v, origin, k);
+        else if (k == "n_head") c.n_head = positive_int(v, origin, k);
+        else if (k == "d_ff") c.d_ff = positive_int(v, origin, k);
+        else if (k == "batch") c.batch = positive_int(v, origin, k);
+        else if (k == "seq") c.seq = positive_int(v, origin, k);
+        else if (k == "dropout") {
+            if (!v.is_number() || v.get<double>() < 0 || v.get<double>() >= 1) bad_config(origin, k, "expected a number in [0, 1)");
+            c.dropout = v.get<double>();
+        } else if (k == "tied_embeddings") {
+            if (!v.is_boolean()) bad_config(origin, k, "expected true or false");
+            c.tied_embeddings = v.get<bool>();
+        } else if (k == "dtype") {
+            if (!v.is_string()) bad_config(origin, k, "expected a dtype name");
+            c.dtype = v.get<std::string>();
+        } else {
+            bad_config(origin, k, "unknown key '" + k + "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, dtype)");
+        }
+    }
+    if (c.d_model % c.n_head != 0) bad_config(origin, "n_head", "n_head must divide d_model");
+    if (c.d_ff == 0) c.d_ff = 4 * c.d_model;
+    if (c.seq == 0) c.seq = c.n_ctx;
+    if (c.seq > c.n_ctx) bad_config(origin, "seq", "seq " + std::to_string(c.seq) + " exceeds n_ctx " + std::to_string(c.n_ctx));
+    return c;
+}
+
+// Accumulates a roofline-model/1 document.
+class DocBuilder {
+public:
+    explicit DocBuilder(const std::string& name) {
+        doc_["format"] = "roofline-model/1";
+        doc_["name"] = name;
+        doc_["inputs"] = json::array();
+        doc_["parameters"] = json::array();
+        doc_["nodes"] = json::array();
+    }
+    json& doc() { return doc_; }
+    void input(const std::string& name, json shape, const char* dtype = nullptr) {
+        json t{{"name", name}, {"shape", std::move(shape)}};
+        if (dtype) t["dtype"] = dtype;
+        doc_["inputs"].push_back(std::move(t));
+    }
+    void param(const std::string& name, json shape) {
+        doc_["parameters"].push_back(json{{"name", name}, {"shape", std::move(shape)}});
+    }
+    // Returns the first output's name (the node's name).
+    std::string node(const std::string& name, const char* op, json inputs, json attrs = json::object()) {
+        json n{{"name", name}, {"op", op}, {"inputs", std::move(inputs)}};
+        if (!attrs.empty()) n["attrs"] = std::move(attrs);
+        doc_["nodes"].push_back(std::move(n));
+        return name;
+    }
+    // dropout returns its y output ("<name>:0"); skipped entirely when p == 0.
+    std::string dropout(const std::string& name, const std::string& x, double p) {
+        if (p == 0.0) return x;
+        node(name, "dropout", {x}, {{"p", p}});
+        return name + ":0";
+    }
+
+private:
+    json doc_;
+};
+
+json expand_gpt(const std::string& name, const GptConfig& c) {
+    const std::int64_t d = c.d_model, h = c.n_head, dh = c.d_model / c.n_head;
+    DocBuilder b(name);
+    b.doc()["description"] = "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) +
+                             ", " + std::to_string(h) + " heads, vocab " + std::to_string(c.vocab);
+    b.doc()["dims"] = {{"batch", c.batch}, {"seq", c.seq}};
+    b.doc()["dtype_policy"] = {{"compute", c.dtype}};
+    b.input("tokens", {"batch", "seq"}, "int64");
+    b.input("positions", {"seq"}, "int64");
+    b.input("targets", {"batch", "seq"}, "int64");
+    b.param("wte", {c.vocab, d});
+    b.param("wpe", {c.n_ctx, d});
+    b.node("tok_emb", "embedding", {"wte", "tokens"});
+    b.node("pos_emb", "embedding", {"wpe", "positions"});
+    std::string x = b.node("embed", "add", {"tok_emb", "pos_emb"});
+    x = b.dropout("embed_drop", x, c.dropout);
+    const json heads_shape = {"batch", "seq", h, dh};
+    const json to_heads = {{"perm", {0, 2, 1, 3}}};
+    for (std::int64_t l = 0; l < c.n_layer; ++l) {
+        const std::string p = "h" + std::to_string(l) + ".";
+        for (const char* n : {"ln1.w", "ln1.b", "ln2.w", "ln2.b"}) b.param(p + n, {d});
+        b.param(p + "attn.qkv.w", {3 * d, d});
+        b.param(p + "attn.qkv.b", {3 * d});
+        b.param(p + "attn.proj.w", {d, d});
+        b.param(p + "attn.proj.b", {d});
+        b.param(p + "mlp.up.w", {c.d_ff, d});
+        b.param(p + "mlp.up.b", {c.d_ff});
+        b.param(p + "mlp.down.w", {d, c.d_ff});
+        b.param(p + "mlp.down.b", {d});
+
+        const std::string a = b.node(p + "ln1", "layernorm", {x, p + "ln1.w", p + "ln1.b"});
+        const std::string qkv = b.node(p + "attn.qkv", "linear", {a, p + "attn.qkv.w", p + "attn.qkv.b"});
+        b.node(p + "attn.split", "split", {qkv}, {{"axis", -1}, {"sizes", {d, d, d}}});
+        for (const char* part : {"q", "k", "v"}) {
+            const int idx = part[0] == 'q' ? 0 : part[0] == 'k' ? 1 : 2;
+            b.node(p + "attn." + part + ".view", "reshape", {p + "attn.split:" + std::to_string(idx)}, {{"shape", heads_shape}});
+            b.node(p + "attn." + part, "permute", {p + "attn." + part + ".view"}, to_heads);
+        }
+        b.node(p + "attn.scores", "matmul", {p + "attn.q", p + "attn.k"}, {{"transpose_b", true}});
+        b.node(p + "attn.scale", "scale", {p + "attn.scores"}, {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
+        b.node(p + "attn.mask", "causal_mask", {p + "attn.scale"});
+        std::string probs = b.node(p + "attn.softmax", "softmax", {p + "attn.mask"}, {{"axis", -1}});
+        probs = b.dropout(p + "attn.drop", probs, c.dropout);
+        b.node(p + "attn.context", "matmul", {probs, p + "attn.v"});
+        // merge heads: [B, H, S, Dh] -> [B, S, H, Dh] must be materialised before the reshape
+        b.node(p + "attn.merge", "permute", {p + "attn.context"}, {{"perm", {0, 2, 1, 3}}, {"copy", true}});
+        b.node(p + "attn.merged", "reshape", {p + "attn.merge"}, {{"shape", {"batch", "seq", d}}});
+        std::string o = b.node(p + "attn.proj", "linear", {p + "attn.merged", p + "attn.proj.w", p + "attn.proj.b"});
+        o = b.dropout(p + "attn.resid_drop", o, c.dropout);
+        x = b.node(p + "attn.residual", "add", {x, o});
+        const std::string m = b.node(p + "ln2", "layernorm", {x, p + "ln2.w", p + "ln2.b"});
+        b.node(p + "mlp.up", "linear", {m, p + "mlp.up.w", p + "mlp.up.b"});
+        b.node(p + "mlp.gelu", "gelu", {p + "mlp.up"}, {{"approximate", "tanh"}});
+        std::string dn = b.node(p + "mlp.down", "linear", {p + "mlp.gelu", p + "mlp.down.w", p + "mlp.down.b"});
+        dn = b.dropout(p + "mlp.resid_drop", dn, c.dropout);
+        x = b.node(p + "mlp.residual", "add", {x, dn});
+    }
+    b.param("ln_f.w", {d});
+    b.param("ln_f.b", {d});
+    b.node("ln_f", "layernorm", {x, "ln_f.w", "ln_f.b"});
+    std::string head = "wte";
+    if (!c.tied_embeddings) {
+        b.param("lm_head.w", {c.vocab, d});
+        head = "lm_head.w";
+    }
+    b.node("lm_head", "matmul", {"ln_f", head}, {{"transpose_b", true}});
+    b.node("loss", "cross_entropy", {"lm_head", "targets"});
+    b.doc()["outputs"] = {"loss"};
+    return b.doc();
+}
+
+// mlp: batch x input -> (linear, activation) per hidden width -> linear to classes -> cross-entropy.
+json expand_mlp(const json& cfg, const std::string& origin) {
+    std::int64_t batch = 64, input = 784, classes = 10;
+    std::vector<std::int64_t> hidden = {1024, 1024};
+    std::string activation = "relu", dtype = "f32";
+    for (const auto& [k, v] : cfg.items()) {
+        if (k == "batch") batch = positive_int(v, origin, k);
+        else if (k == "input") input = positive_int(v, origin, k);
+        else if (k == "classes") classes = positive_int(v, origin, k);
+        else if (k == "hidden") {
+            if (!v.is_array()) bad_config(origin, k, "expected a list of widths");
+            hidden.clear();
+            for (const auto& w : v) hidden.push_back(positive_int(w, origin, k));
+        } else if (k == "activation") {
+            if (!v.is_string()) bad_config(origin, k, "expected an op name");
+            activation = v.get<std::string>();
+            if (activation != "relu" && activation != "gelu" && activation != "silu" && activation != "sigmoid" && activation != "tanh") {
+                bad_config(origin, k, "expected relu, gelu, silu, sigmoid or tanh");
+            }
+        } else if (k == "dtype") {
+            if (!v.is_string()) bad_config(origin, k, "expected a dtype name");
+            dtype = v.get<std::string>();
+        } else {
+            bad_config(origin, k, "unknown key '" + k + "' (expected: batch, input, hidden, classes, activation, dtype)");
+        }
+    }
+    DocBuilder b("mlp");
+    b.doc()["dims"] = {{"batch", batch}};
+    b.doc()["dtype_policy"] = {{"compute", dtype}};
+    b.input("x", {"batch", input});
+    b.input("labels", {"batch"}, "int64");
+    std::string x = "x";
+    std::int64_t width = input;
+    for (std::size_t i = 0; i <= hidden.size(); ++i) {
+        const bool last = i == hidden.size();
+        const std::int64_t out = last ? classes : hidden[i];
+        const std::string p = last ? "head" : "fc" + std::to_string(i + 1);
+        b.param(p + ".w", {out, width});
+        b.param(p + ".b", {out});
+        x = b.node(p, "linear", {x, p + ".w", p + ".b"});
+        if (!last) x = b.node(p + "." + activation, activation.c_str(), {x});
+        width = out;
+    }
+    b.node("loss", "cross_entropy", {x, "labels"});
+    b.doc()["outputs"] = {"loss"};
+    return b.doc();
+}
+
+}  // namespace
+
+bool is_template_name(const std::string& name) {
+    return name == "mlp" || name == "gpt" || gpt_presets().count(name) != 0;
+}
+
+std::string template_choices() {
+    std::string s = "mlp, gpt";
+    for (const auto& [name, c] : gpt_presets()) s += ", " + name;
+    return s;
+}
+
+json expand_template(const std::string& name, const json& config, const std::string& origin) {
+    if (name == "mlp") return expand_mlp(config, origin);
+    if (name == "gpt" || gpt_presets().count(name)) {
+        const std::string preset = name == "gpt" ? "gpt2-small" : name;
+        std::string doc_name = config.contains("preset") && config["preset"].is_string() ? config["preset"].get<std::string>() : name;
+        return expand_gpt(doc_name, gpt_config(preset, config, origin));
+    }
+    throw InputError(origin + ": /template: unknown template '" + name + "' (templates: " + template_choices() + ")");
+}
+
+}  // namespace roofline

@@ -1,0 +1,17 @@
+#pragma once
+// Built-in model templates. A template is sugar: it expands to a "roofline-model/1" document,
+// exactly what a user could write by hand, and goes through the same loader.
+//   mlp  — batch x input -> [linear, activation] x hidden -> linear -> cross-entropy
+//   gpt  — a GPT-2/GPT-3 decoder (see expand_gpt in templates.cpp for the exact node list)
+// Presets: gpt2-small, gpt2-medium, gpt2-large, gpt2-xl, gpt3-175b (gpt with a config).
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+namespace roofline {
+
+bool is_template_name(const std::string& name);
+std::string template_choices();
+// config keys are validated (unknown keys rejected, with origin and JSON path in the message).
+nlohmann::json expand_template(const std::string& name, const nlohmann::json& config, const std::string& origin);
+
+}  // namespace roofline

@@ -1,0 +1,69 @@
+// attention(q[..., Sq, D], k[..., Sk, D], v[..., Sk, Dv]) -> [..., Sq, Dv]: scaled dot-product
+// attention as a composite. Its work is the sum of the materialised algorithm's parts, counted by
+// their own rules: scores = q k^T, scale, causal mask (when causal), softmax, probabilities x v.
+// The fused (flash-style) variant and its different traffic belong to the fusion pass.
+#include <cmath>
+
+#include "ops/op_rule.hpp"
+
+namespace roofline {
+namespace {
+
+struct Parts {
+    TensorDesc scores;
+    TensorDesc out;
+};
+
+Parts attention_parts(Inputs in) {
+    const TensorDesc& q = in[0];
+    const TensorDesc& k = in[1];
+    const TensorDesc& v = in[2];
+    if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank()) {
+        throw InputError("q, k, v must have the same rank >= 2, got " + desc_str(q) + ", " + desc_str(k) + ", " +
+                         desc_str(v));
+    }
+    if (k.shape[k.shape.size() - 2] != v.shape[v.shape.size() - 2]) {
+        throw InputError("k " + desc_str(k) + " and v " + desc_str(v) + " differ in sequence length");
+    }
+    Attrs tb;
+    tb.set("transpose_b", true);
+    const TensorDesc qk[2] = {q, k};
+    TensorDesc scores = infer_outputs(OpKind::matmul, qk, tb)[0];
+    const TensorDesc pv[2] = {scores, v};
+    TensorDesc out = infer_outputs(OpKind::matmul, pv, Attrs{})[0];
+    return {scores, out};
+}
+
+std::vector<TensorDesc> attention_infer(OpKind k, Inputs in, const Attrs& attrs) {
+    require_floating(k, in[0], "q");
+    (void)common_dtype(k, in);
+    if (attrs.has("scale") && !(attrs.get_double("scale", 1.0) > 0)) throw InputError("attribute 'scale' must be positive");
+    return {attention_parts(in).out};
+}
+
+Work attention_work(OpKind, Inputs in, std::span<const TensorDesc>, const Attrs& attrs) {
+    const Parts p = attention_parts(in);
+    Attrs tb;
+    tb.set("transpose_b", true);
+    Attrs scale;
+    scale.set("factor", attrs.get_double("scale", 1.0 / std::sqrt(static_cast<double>(in[0].shape.back()))));
+    const TensorDesc qk[2] = {in[0], in[1]};
+    const TensorDesc pv[2] = {p.scores, in[2]};
+    const TensorDesc s[1] = {p.scores};
+    const TensorDesc o[1] = {p.out};
+    Work w = count_work(OpKind::matmul, qk, s, tb);
+    w += count_work(OpKind::scale, s, s, scale);
+    if (attrs.get_bool("causal", false)) w += count_work(OpKind::causal_mask, s, s, Attrs{});
+    w += count_work(OpKind::softmax, s, s, Attrs{});
+    w += count_work(OpKind::matmul, pv, o, Attrs{});
+    return w;
+}
+
+}  // namespace
+
+const OpRule& attention_rule() {
+    static const OpRule r{OpFamily::attention, 3, 3, {"causal", "scale"}, attention_infer, attention_work};
+    return r;
+}
+
+}  // namespace roofline

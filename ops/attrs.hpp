@@ -1,0 +1,34 @@
+#pragma once
+// Op attributes: a small typed map filled by the model loaders. Each op rule reads what it needs
+// through the typed getters, which throw InputError naming the attribute and the expected type.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace roofline {
+
+using AttrValue = std::variant<bool, std::int64_t, double, std::string, std::vector<std::int64_t>>;
+
+class Attrs {
+public:
+    void set(const std::string& name, AttrValue v) { values_[name] = std::move(v); }
+    bool has(const std::string& name) const { return values_.count(name) != 0; }
+    const std::map<std::string, AttrValue>& all() const { return values_; }
+
+    std::int64_t get_int(const std::string& name, std::int64_t fallback) const;
+    std::int64_t require_int(const std::string& name) const;
+    double get_double(const std::string& name, double fallback) const;  // ints convert
+    bool get_bool(const std::string& name, bool fallback) const;
+    std::string get_string(const std::string& name, const std::string& fallback) const;
+    std::vector<std::int64_t> get_ints(const std::string& name, const std::vector<std::int64_t>& fallback) const;
+    std::vector<std::int64_t> require_ints(const std::string& name) const;
+
+    bool operator==(const Attrs&) const = default;
+
+private:
+    std::map<std::string, AttrValue> values_;
+};
+
+}  // namespace roofline

@@ -1,0 +1,210 @@
+#include <algorithm>
+#include <string>
+
+#include "ops/checked.hpp"
+#include "ops/op_rule.hpp"
+
+namespace roofline {
+
+std::string_view op_name(OpKind k) {
+    switch (k) {
+        case OpKind::matmul: return "matmul";
+        case OpKind::linear: return "linear";
+        case OpKind::conv2d: return "conv2d";
+        case OpKind::relu: return "relu";
+        case OpKind::gelu: return "gelu";
+        case OpKind::silu: return "silu";
+        case OpKind::sigmoid: return "sigmoid";
+        case OpKind::tanh: return "tanh";
+        case OpKind::exp: return "exp";
+        case OpKind::log: return "log";
+        case OpKind::sin: return "sin";
+        case OpKind::sqrt: return "sqrt";
+        case OpKind::rsqrt: return "rsqrt";
+        case OpKind::neg: return "neg";
+        case OpKind::scale: return "scale";
+        case OpKind::add: return "add";
+        case OpKind::sub: return "sub";
+        case OpKind::mul: return "mul";
+        case OpKind::div: return "div";
+        case OpKind::maximum: return "maximum";
+        case OpKind::softmax: return "softmax";
+        case OpKind::layernorm: return "layernorm";
+        case OpKind::rmsnorm: return "rmsnorm";
+        case OpKind::reduce_sum: return "reduce_sum";
+        case OpKind::reduce_mean: return "reduce_mean";
+        case OpKind::reduce_max: return "reduce_max";
+        case OpKind::embedding: return "embedding";
+        case OpKind::transpose: return "transpose";
+        case OpKind::permute: return "permute";
+        case OpKind::reshape: return "reshape";
+        case OpKind::concat: return "concat";
+        case OpKind::split: return "split";
+        case OpKind::dropout: return "dropout";
+        case OpKind::causal_mask: return "causal_mask";
+        case OpKind::cross_entropy: return "cross_entropy";
+        case OpKind::attention: return "attention";
+    }
+    return "?";
+}
+
+const OpRule& rule_of(OpKind k) {
+    switch (k) {
+        case OpKind::matmul: return matmul_rule();
+        case OpKind::linear: return linear_rule();
+        case OpKind::conv2d: return conv2d_rule();
+        case OpKind::relu:
+        case OpKind::gelu:
+        case OpKind::silu:
+        case OpKind::sigmoid:
+        case OpKind::tanh:
+        case OpKind::exp:
+        case OpKind::log:
+        case OpKind::sin:
+        case OpKind::sqrt:
+        case OpKind::rsqrt:
+        case OpKind::neg:
+        case OpKind::scale: return unary_rule();
+        case OpKind::add:
+        case OpKind::sub:
+        case OpKind::mul:
+        case OpKind::div:
+        case OpKind::maximum: return binary_rule();
+        case OpKind::softmax: return softmax_rule();
+        case OpKind::layernorm: return layernorm_rule();
+        case OpKind::rmsnorm: return rmsnorm_rule();
+        case OpKind::reduce_sum:
+        case OpKind::reduce_mean:
+        case OpKind::reduce_max: return reduce_rule();
+        case OpKind::embedding: return embedding_rule();
+        case OpKind::transpose: return transpose_rule();
+        case OpKind::permute: return permute_rule();
+        case OpKind::reshape: return reshape_rule();
+        case OpKind::concat: return concat_rule();
+        case OpKind::split: return split_rule();
+        case OpKind::dropout: return dropout_rule();
+        case OpKind::causal_mask: return causal_mask_rule();
+        case OpKind::cross_entropy: return cross_entropy_rule();
+        case OpKind::attention: return attention_rule();
+    }
+    throw InputError("internal: op kind without a rule");
+}
+
+std::optional<OpKind> parse_op(std::string_view name) {
+    for (OpKind k : kAllOpKinds) {
+        if (op_name(k) == name) return k;
+    }
+    return std::nullopt;
+}
+
+std::string op_choices() {
+    std::string s;
+    for (OpKind k : kAllOpKinds) {
+        if (!s.empty()) s += ", ";
+        s += op_name(k);
+    }
+    return s;
+}
+
+std::string_view family_name(OpFamily f) {
+    switch (f) {
+        case OpFamily::matrix: return "matrix";
+        case OpFamily::elementwise: return "elementwise";
+        case OpFamily::normalization: return "normalization";
+        case OpFamily::reduction: return "reduction";
+        case OpFamily::movement: return "movement";
+        case OpFamily::attention: return "attention";
+        case OpFamily::loss: return "loss";
+    }
+    return "?";
+}
+
+namespace {
+
+void check_call(OpKind k, const OpRule& r, Inputs in, const Attrs& attrs) {
+    const auto n = static_cast<int>(in.size());
+    if (n < r.min_inputs || (r.max_inputs != OpRule::kVariadic && n > r.max_inputs)) {
+        std::string expected = std::to_string(r.min_inputs);
+        if (r.max_inputs == OpRule::kVariadic) {
+            expected += " or more";
+        } else if (r.max_inputs != r.min_inputs) {
+            expected += " to " + std::to_string(r.max_inputs);
+        }
+        throw InputError(std::string(op_name(k)) + " takes " + expected + " inputs, got " + std::to_string(n));
+    }
+    for (const auto& [name, value] : attrs.all()) {
+        if (std::find(r.attrs.begin(), r.attrs.end(), name) == r.attrs.end()) {
+            std::string accepted;
+            for (auto a : r.attrs) accepted += (accepted.empty() ? "" : ", ") + std::string(a);
+            throw InputError(std::string(op_name(k)) + " has no attribute '" + name + "' (accepted: " +
+                             (accepted.empty() ? "none" : accepted) + ")");
+        }
+    }
+    for (const TensorDesc& t : in) check_dims(t.shape);
+}
+
+}  // namespace
+
+std::vector<TensorDesc> infer_outputs(OpKind k, Inputs in, const Attrs& attrs) {
+    const OpRule& r = rule_of(k);
+    check_call(k, r, in, attrs);
+    try {
+        auto out = r.infer(k, in, attrs);
+        for (const TensorDesc& t : out) (void)t.bytes();  // overflow check on every output
+        return out;
+    } catch (const InputError& e) {
+        const std::string prefix = std::string(op_name(k)) + ": ";
+        if (std::string(e.what()).rfind(prefix, 0) == 0) throw;
+        throw InputError(prefix + e.what());
+    }
+}
+
+Work count_work(OpKind k, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    try {
+        return rule_of(k).work(k, in, out, attrs);
+    } catch (const InputError& e) {
+        throw InputError(std::string(op_name(k)) + ": " + e.what());
+    }
+}
+
+Work io_bytes(Inputs in, std::span<const TensorDesc> out) {
+    Work w;
+    for (const TensorDesc& t : in) w.bytes_read = checked_add(w.bytes_read, t.bytes(), "bytes read");
+    for (const TensorDesc& t : out) w.bytes_written = checked_add(w.bytes_written, t.bytes(), "bytes written");
+    return w;
+}
+
+DType common_dtype(OpKind k, Inputs in) {
+    for (const TensorDesc& t : in) {
+        if (t.dtype != in[0].dtype) {
+            throw InputError(std::string(op_name(k)) + ": inputs must share a dtype, got " + desc_str(in[0]) +
+                             " and " + desc_str(t));
+        }
+    }
+    return in[0].dtype;
+}
+
+void require_floating(OpKind k, const TensorDesc& t, const char* role) {
+    if (!is_floating(t.dtype)) {
+        throw InputError(std::string(op_name(k)) + ": " + role + " must be floating point, got " + desc_str(t));
+    }
+}
+
+DType matrix_output_dtype(DType in) {
+    switch (in) {
+        case DType::int8: return DType::int32;
+        case DType::fp8_e4m3:
+        case DType::fp8_e5m2: return DType::bf16;
+        case DType::f64:
+        case DType::f32:
+        case DType::tf32:
+        case DType::f16:
+        case DType::bf16:
+        case DType::u8:
+        case DType::int32:
+        case DType::int64: return in;
+    }
+    return in;
+}
+
+}  // namespace roofline

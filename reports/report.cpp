@@ -1,0 +1,349 @@
+#include "reports/report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ops/op_rule.hpp"
+#include "reports/units.hpp"
+
+namespace roofline {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson sourced_json(const Sourced& s) {
+    ojson j;
+    j["value"] = s.value;
+    j["source"] = s.source;
+    if (!s.note.empty()) j["note"] = s.note;
+    return j;
+}
+
+ojson ceiling_json(const ComputeCeiling& c, double time_s) {
+    ojson j;
+    j["unit"] = unit_name(c.unit);
+    if (c.unit != ComputeUnit::transcendental) j["dtype"] = dtype_name(c.dtype);
+    j["peak_per_s"] = c.flop_per_s;
+    j["fallback"] = c.fallback;
+    j["time_s"] = time_s;
+    return j;
+}
+
+ojson tensor_json(const Tensor& t) {
+    ojson j;
+    j["name"] = t.name;
+    j["dtype"] = dtype_name(t.desc.dtype);
+    j["shape"] = t.desc.shape;
+    return j;
+}
+
+ojson attrs_json(const Attrs& a) {
+    ojson j = ojson::object();
+    for (const auto& [k, v] : a.all()) {
+        std::visit([&](const auto& x) { j[k] = x; }, v);
+    }
+    return j;
+}
+
+ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
+    const Node& n = ctx.graph.node(op.node);
+    const OpRoofline& r = op.roofline;
+    ojson j;
+    j["name"] = n.name;
+    j["op"] = op_name(n.kind);
+    j["family"] = family_name(rule_of(n.kind).family);
+    j["inputs"] = ojson::array();
+    for (TensorId t : n.inputs) j["inputs"].push_back(tensor_json(ctx.graph.tensor(t)));
+    j["outputs"] = ojson::array();
+    for (TensorId t : n.outputs) j["outputs"].push_back(tensor_json(ctx.graph.tensor(t)));
+    j["attrs"] = attrs_json(n.attrs);
+    j["dtype"] = dtype_name(r.dtype);
+    ojson w;
+    w["flops"] = r.work.flops();
+    w["matrix_flops"] = r.work.matrix_flops;
+    w["vector_flops"] = r.work.vector_flops;
+    w["transcendentals"] = r.work.transcendentals;
+    w["bytes_read"] = r.work.bytes_read;
+    w["bytes_written"] = r.work.bytes_written;
+    j["work"] = w;
+    ojson c;
+    c["matrix"] = ceiling_json(r.matrix, r.matrix_time_s);
+    c["vector"] = ceiling_json(r.vector, r.vector_time_s);
+    c["transcendental"] = ceiling_json(r.transcendental, r.transcendental_time_s);
+    c["time_s"] = r.compute_time_s;
+    c["flop_per_s"] = r.compute_flop_per_s;
+    j["compute"] = c;
+    j["levels"] = ojson::array();
+    for (const LevelRoofline& l : r.levels) {
+        ojson lj;
+        lj["level"] = l.level;
+        lj["bytes"] = l.bytes;
+        lj["bytes_per_s"] = l.bytes_per_s;
+        lj["intensity"] = l.intensity ? ojson(*l.intensity) : ojson(nullptr);
+        lj["attainable_flop_per_s"] = l.attainable_flop_per_s;
+        lj["ridge"] = l.ridge;
+        lj["time_s"] = l.time_s;
+        j["levels"].push_back(lj);
+    }
+    j["bound"] = r.bound.label();
+    j["time_s"] = r.time_s;
+    j["attainable_flop_per_s"] = r.attainable_flop_per_s;
+    j["share"] = ctx.analysis.time_s > 0 ? r.time_s / ctx.analysis.time_s : 0.0;
+    return j;
+}
+
+ojson shares_json(const std::map<std::string, BoundShare>& m, double total) {
+    ojson j = ojson::object();
+    for (const auto& [k, v] : m) {
+        ojson e;
+        e["ops"] = v.ops;
+        e["time_s"] = v.time_s;
+        e["share"] = total > 0 ? v.time_s / total : 0.0;
+        j[k] = e;
+    }
+    return j;
+}
+
+}  // namespace
+
+ojson hardware_json(const Hardware& hw) {
+    ojson j;
+    j["name"] = hw.name;
+    j["display_name"] = hw.display_name;
+    j["kind"] = kind_name(hw.kind);
+    j["origin"] = hw.origin;
+    j["clock_hz"] = sourced_json(hw.clock_hz);
+    ojson m = ojson::object(), v = ojson::object();
+    for (const auto& [d, s] : hw.matrix_flop_per_s) m[std::string(dtype_name(d))] = sourced_json(s);
+    for (const auto& [d, s] : hw.vector_flop_per_s) v[std::string(dtype_name(d))] = sourced_json(s);
+    j["matrix_flop_per_s"] = m;
+    j["vector_flop_per_s"] = v;
+    j["transcendental_per_s"] = sourced_json(hw.transcendental_per_s);
+    j["memory"] = ojson::array();
+    for (const MemoryLevel& l : hw.memory) {
+        ojson lj;
+        lj["name"] = l.name;
+        lj["capacity_bytes"] = sourced_json(l.capacity_bytes);
+        lj["bytes_per_s"] = sourced_json(l.bytes_per_s);
+        j["memory"].push_back(lj);
+    }
+    j["ridge_points"] = ojson::array();
+    auto add_ridges = [&](const char* unit, const std::map<DType, Sourced>& peaks) {
+        for (const auto& [d, s] : peaks) {
+            for (const MemoryLevel& l : hw.memory) {
+                ojson r;
+                r["compute"] = std::string(unit) + " " + std::string(dtype_name(d));
+                r["level"] = l.name;
+                r["flop_per_byte"] = ridge_point(s.value, l);
+                j["ridge_points"].push_back(r);
+            }
+        }
+    };
+    add_ridges("matrix", hw.matrix_flop_per_s);
+    add_ridges("vector", hw.vector_flop_per_s);
+    j["launch_overhead_s"] = sourced_json(hw.launch_overhead_s);
+    j["sources"] = hw.sources;
+    return j;
+}
+
+ojson report_json(const ReportContext& ctx) {
+    const Analysis& a = ctx.analysis;
+    ojson j;
+    j["schema"] = "roofline-report/1";
+    j["tool"] = {{"name", "roofline"}, {"version", ROOFLINE_VERSION}};
+    ojson model;
+    model["name"] = ctx.graph.name;
+    model["origin"] = ctx.graph.origin;
+    model["dims"] = ctx.graph.dims;
+    model["compute_dtype"] = dtype_name(ctx.graph.compute_dtype);
+    model["nodes"] = ctx.graph.nodes().size();
+    model["tensors"] = ctx.graph.tensors().size();
+    model["parameters"] = a.parameter_count;
+    model["parameter_bytes"] = a.parameter_bytes;
+    j["model"] = model;
+    j["hardware"] = hardware_json(ctx.hw);
+    j["settings"] = {{"mode", ctx.mode}, {"cost_model", "roofline-l0"}};
+    ojson t;
+    t["flops"] = a.total.flops();
+    t["matrix_flops"] = a.total.matrix_flops;
+    t["vector_flops"] = a.total.vector_flops;
+    t["transcendentals"] = a.total.transcendentals;
+    t["bytes_read"] = a.total.bytes_read;
+    t["bytes_written"] = a.total.bytes_written;
+    t["intensity"] = a.total.bytes() > 0 ? ojson(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes()))
+                                         : ojson(nullptr);
+    t["time_s"] = a.time_s;
+    t["achieved_flop_per_s"] = a.time_s > 0 ? static_cast<double>(a.total.flops()) / a.time_s : 0.0;
+    t["by_bound"] = shares_json(a.by_bound, a.time_s);
+    t["by_family"] = shares_json(a.by_family, a.time_s);
+    j["totals"] = t;
+    j["ops"] = ojson::array();
+    for (const OpAnalysis& op : a.ops) j["ops"].push_back(op_json(ctx, op));
+    return j;
+}
+
+std::string report_json_text(const ReportContext& ctx) { return report_json(ctx).dump(2) + "\n"; }
+
+namespace {
+
+struct Row {
+    std::string cells[10];
+};
+
+std::string render_rows(const std::vector<Row>& rows, const bool right[10]) {
+    std::size_t width[10] = {};
+    for (const Row& r : rows) {
+        for (int c = 0; c < 10; ++c) width[c] = std::max(width[c], r.cells[c].size());
+    }
+    std::string out;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        std::string line;
+        for (int c = 0; c < 10; ++c) {
+            if (c) line += "  ";
+            line += right[c] ? fmt::format("{:>{}}", rows[i].cells[c], width[c]) : fmt::format("{:<{}}", rows[i].cells[c], width[c]);
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out += line + "\n";
+        if (i == 0) {
+            std::size_t total = 0;
+            for (int c = 0; c < 10; ++c) total += width[c] + (c ? 2 : 0);
+            out += std::string(total, '-') + "\n";
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
+    const Analysis& a = ctx.analysis;
+    std::vector<const OpAnalysis*> shown;
+    for (const OpAnalysis& op : a.ops) shown.push_back(&op);
+    if (opt.top > 0) {
+        std::stable_sort(shown.begin(), shown.end(),
+                         [](const OpAnalysis* x, const OpAnalysis* y) { return x->roofline.time_s > y->roofline.time_s; });
+        if (shown.size() > opt.top) shown.resize(opt.top);
+    }
+    std::vector<Row> rows;
+    rows.push_back(Row{{"#", "op", "kind", "output", "FLOPs", "bytes", "FLOP/B", "bound", "time", "%"}});
+    for (const OpAnalysis* op : shown) {
+        const Node& n = ctx.graph.node(op->node);
+        const OpRoofline& r = op->roofline;
+        const auto& hbm = r.levels.front();
+        rows.push_back(Row{{std::to_string(op->node + 1), n.name, std::string(op_name(n.kind)),
+                            desc_str(ctx.graph.tensor(n.outputs.front()).desc), human_si(static_cast<double>(r.work.flops()), ""),
+                            human_bytes(static_cast<double>(r.work.bytes())),
+                            hbm.intensity ? human_intensity(*hbm.intensity) : "-", r.bound.label(), human_time(r.time_s),
+                            fmt::format("{:.1f}", a.time_s > 0 ? 100.0 * r.time_s / a.time_s : 0.0)}});
+    }
+    rows.push_back(Row{{"", "total", "", fmt::format("{} ops", a.ops.size()), human_si(static_cast<double>(a.total.flops()), ""),
+                        human_bytes(static_cast<double>(a.total.bytes())),
+                        a.total.bytes() > 0 ? human_intensity(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes())) : "-",
+                        "", human_time(a.time_s), "100.0"}});
+    static const bool right[10] = {true, false, false, false, true, true, true, false, true, true};
+    std::string out = fmt::format("{} ({} mode) on {} — hierarchical roofline lower bound per op\n", ctx.graph.name, ctx.mode,
+                                  ctx.hw.display_name);
+    if (opt.top > 0) out += fmt::format("showing the {} slowest of {} ops\n", shown.size(), a.ops.size());
+    out += "\n" + render_rows(rows, right) + "\n";
+    out += fmt::format("parameters {} ({}); FLOPs {}; device-memory traffic {}; lower-bound time {}; {}FLOP/s achieved\n",
+                       human_si(static_cast<double>(a.parameter_count), ""), human_bytes(static_cast<double>(a.parameter_bytes)),
+                       human_si(static_cast<double>(a.total.flops()), ""), human_bytes(static_cast<double>(a.total.bytes())),
+                       human_time(a.time_s), human_si(a.time_s > 0 ? static_cast<double>(a.total.flops()) / a.time_s : 0, ""));
+    out += "time by bound:";
+    for (const auto& [k, v] : a.by_bound) {
+        out += fmt::format("  {} {:.1f}% ({} ops)", k, a.time_s > 0 ? 100.0 * v.time_s / a.time_s : 0.0, v.ops);
+    }
+    out += "\n";
+    return out;
+}
+
+std::string render_hardware(const Hardware& hw) {
+    std::string out = fmt::format("{} ({}, {}) — {}\n", hw.display_name, hw.name, kind_name(hw.kind), hw.origin);
+    auto line = [&](const std::string& what, const std::string& value, const Sourced& s) {
+        out += fmt::format("  {:<28} {:>14}  [{}]{}\n", what, value, s.source, s.note.empty() ? "" : "  " + s.note);
+    };
+    line("clock", human_si(hw.clock_hz.value, "Hz"), hw.clock_hz);
+    for (const auto& [d, s] : hw.matrix_flop_per_s) line(fmt::format("matrix {}", dtype_name(d)), human_si(s.value, "FLOP/s"), s);
+    for (const auto& [d, s] : hw.vector_flop_per_s) line(fmt::format("vector {}", dtype_name(d)), human_si(s.value, "FLOP/s"), s);
+    line("transcendental", human_si(hw.transcendental_per_s.value, "op/s"), hw.transcendental_per_s);
+    for (const MemoryLevel& l : hw.memory) {
+        line(l.name + " capacity", human_bytes(l.capacity_bytes.value), l.capacity_bytes);
+        line(l.name + " bandwidth", human_si(l.bytes_per_s.value, "B/s"), l.bytes_per_s);
+    }
+    if (hw.gpu) {
+        out += fmt::format("  {:<28} {:>14}\n", "compute capability", hw.gpu->compute_capability);
+        line("SMs", fmt::format("{:.0f}", hw.gpu->sm_count.value), hw.gpu->sm_count);
+        line("max threads / SM", fmt::format("{:.0f}", hw.gpu->max_threads_per_sm.value), hw.gpu->max_threads_per_sm);
+        line("registers / SM", fmt::format("{:.0f}", hw.gpu->registers_per_sm.value), hw.gpu->registers_per_sm);
+        line("shared memory / SM", human_bytes(hw.gpu->shared_memory_per_sm_bytes.value), hw.gpu->shared_memory_per_sm_bytes);
+    }
+    if (hw.tpu) {
+        line("TensorCores", fmt::format("{:.0f}", hw.tpu->tensor_cores.value), hw.tpu->tensor_cores);
+        line("MXUs per core", fmt::format("{:.0f}", hw.tpu->mxus_per_core.value), hw.tpu->mxus_per_core);
+        line("MXU size", fmt::format("{:.0f}x{:.0f}", hw.tpu->mxu_rows.value, hw.tpu->mxu_cols.value), hw.tpu->mxu_rows);
+    }
+    line("launch overhead", human_time(hw.launch_overhead_s.value), hw.launch_overhead_s);
+    line("host link " + hw.host_link.name, human_si(hw.host_link.bytes_per_s.value, "B/s"), hw.host_link.bytes_per_s);
+    line("interconnect " + hw.interconnect.name, human_si(hw.interconnect.bytes_per_s.value, "B/s"), hw.interconnect.bytes_per_s);
+    out += "  ridge points (FLOP/byte):\n";
+    auto ridges = [&](const char* unit, const std::map<DType, Sourced>& peaks) {
+        for (const auto& [d, s] : peaks) {
+            std::string row = fmt::format("    {:<22}", fmt::format("{} {}", unit, dtype_name(d)));
+            for (const MemoryLevel& l : hw.memory) row += fmt::format("  {} {:>8.1f}", l.name, ridge_point(s.value, l));
+            out += row + "\n";
+        }
+    };
+    ridges("matrix", hw.matrix_flop_per_s);
+    ridges("vector", hw.vector_flop_per_s);
+    out += "  sources:\n";
+    for (const auto& [k, v] : hw.sources) out += fmt::format("    [{}] {}\n", k, v);
+    return out;
+}
+
+std::string render_hardware_list() {
+    std::string out;
+    for (const std::string& name : builtin_hardware_names()) {
+        const Hardware hw = builtin_hardware(name);
+        const auto& mem = hw.device_memory();
+        auto best = std::max_element(hw.matrix_flop_per_s.begin(), hw.matrix_flop_per_s.end(),
+                                     [](const auto& x, const auto& y) {
+                                         return (x.first == DType::bf16) < (y.first == DType::bf16);
+                                     });
+        out += fmt::format("{:<15} {:<32} {:>4}  {:>10} {}  {:>12}  matrix {} {}\n", hw.name, hw.display_name, kind_name(hw.kind),
+                           human_bytes(mem.capacity_bytes.value), mem.name, human_si(mem.bytes_per_s.value, "B/s"),
+                           dtype_name(best->first), human_si(best->second.value, "FLOP/s"));
+    }
+    return out;
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+    const std::filesystem::path target(path);
+    const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+    std::string tmpl = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+    const int fd = mkstemp(tmpl.data());
+    if (fd < 0) throw InputError(path + ": cannot create a temporary file in " + dir.string());
+    fchmod(fd, 0644);  // mkstemp creates 0600; a report is an ordinary readable file
+    close(fd);
+    {
+        std::ofstream out(tmpl, std::ios::binary | std::ios::trunc);
+        out << content;
+        out.flush();
+        if (!out) {
+            std::filesystem::remove(tmpl);
+            throw InputError(path + ": write failed");
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmpl, target, ec);
+    if (ec) {
+        std::filesystem::remove(tmpl);
+        throw InputError(path + ": cannot rename temporary file: " + ec.message());
+    }
+}
+
+}  // namespace roofline

@@ -1,0 +1,37 @@
+#pragma once
+// The analyze report: JSON ("schema": "roofline-report/1", documented in docs/report-schema.md)
+// and the terminal table. Same input, same bytes out: no timestamps, fixed key order.
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model/graph.hpp"
+#include "sim/analysis.hpp"
+#include "sim/hardware.hpp"
+
+namespace roofline {
+
+struct ReportContext {
+    const Graph& graph;
+    const Hardware& hw;
+    const Analysis& analysis;
+    std::string mode = "forward";
+};
+
+nlohmann::ordered_json report_json(const ReportContext& ctx);
+std::string report_json_text(const ReportContext& ctx);  // 2-space indented, trailing newline
+
+struct TableOptions {
+    std::size_t top = 0;  // 0: every op in execution order; N: the N slowest ops
+};
+std::string render_table(const ReportContext& ctx, const TableOptions& opt);
+
+// Hardware: JSON summary with ridge points, and the text of `roofline hw show`.
+nlohmann::ordered_json hardware_json(const Hardware& hw);
+std::string render_hardware(const Hardware& hw);
+std::string render_hardware_list();
+
+// Writes to a temporary file beside path and renames it over path: never half-written.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+}  // namespace roofline

@@ -1,0 +1,38 @@
+#include "sim/analysis.hpp"
+
+#include "ops/checked.hpp"
+#include "ops/op_rule.hpp"
+
+namespace roofline {
+
+DType op_compute_dtype(const Graph& g, NodeId n) {
+    for (TensorId t : g.node(n).inputs) {
+        const DType d = g.tensor(t).desc.dtype;
+        if (is_floating(d) || d == DType::int8) return d;
+    }
+    return DType::f32;
+}
+
+Analysis analyze(const Graph& g, const Hardware& hw) {
+    Analysis a;
+    for (NodeId n : g.topological_order()) {
+        OpAnalysis op{n, op_roofline(g.work(n), op_compute_dtype(g, n), hw)};
+        a.total += op.roofline.work;
+        a.time_s += op.roofline.time_s;
+        BoundShare& b = a.by_bound[op.roofline.bound.label()];
+        b.time_s += op.roofline.time_s;
+        ++b.ops;
+        BoundShare& f = a.by_family[std::string(family_name(rule_of(g.node(n).kind).family))];
+        f.time_s += op.roofline.time_s;
+        ++f.ops;
+        a.ops.push_back(std::move(op));
+    }
+    for (const Tensor& t : g.tensors()) {
+        if (t.role != TensorRole::parameter) continue;
+        a.parameter_count = checked_add(a.parameter_count, t.desc.numel(), "parameter count");
+        a.parameter_bytes = checked_add(a.parameter_bytes, t.desc.bytes(), "parameter bytes");
+    }
+    return a;
+}
+
+}  // namespace roofline

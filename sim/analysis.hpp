@@ -1,0 +1,37 @@
+#pragma once
+// Runs the L0 roofline over every node of a graph and aggregates the result.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/graph.hpp"
+#include "sim/roofline.hpp"
+
+namespace roofline {
+
+struct OpAnalysis {
+    NodeId node = kNoNode;
+    OpRoofline roofline;
+};
+
+struct BoundShare {
+    double time_s = 0;
+    std::int64_t ops = 0;
+};
+
+struct Analysis {
+    std::vector<OpAnalysis> ops;  // in execution (topological) order
+    Work total;
+    double time_s = 0;  // sum of op lower bounds: ops run one after another on one stream
+    std::map<std::string, BoundShare> by_bound;   // Bound::label()
+    std::map<std::string, BoundShare> by_family;  // OpFamily name
+    std::int64_t parameter_count = 0;
+    std::int64_t parameter_bytes = 0;
+};
+
+// The dtype an op computes in: its first floating-point input (or int8 operand), else f32.
+DType op_compute_dtype(const Graph& g, NodeId n);
+
+Analysis analyze(const Graph& g, const Hardware& hw);
+
+}  // namespace roofline
