@@ -378,7 +378,8 @@ json read_json_file(const std::string& path) {
 
 Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
     std::error_code ec;
-    if (std::filesystem::is_regular_file(model, ec)) return load_model(read_json_file(model), model, ov);
+    const bool looks_like_path = model.find('/') != std::string::npos || std::filesystem::path(model).extension() == ".json";
+    if (looks_like_path || std::filesystem::is_regular_file(model, ec)) return load_model(read_json_file(model), model, ov);
     if (is_template_name(model)) {
         return load_model(expand_template(model, json::object(), "template '" + model + "'"), "template '" + model + "'", ov);
     }

@@ -238,7 +238,8 @@ Hardware builtin_hardware(const std::string& name) {
 
 Hardware resolve_hardware(const std::string& arg) {
     std::error_code ec;
-    if (std::filesystem::is_regular_file(arg, ec)) return load_hardware_file(arg);
+    const bool looks_like_path = arg.find('/') != std::string::npos || std::filesystem::path(arg).extension() == ".json";
+    if (looks_like_path || std::filesystem::is_regular_file(arg, ec)) return load_hardware_file(arg);
     return builtin_hardware(arg);
 }
 

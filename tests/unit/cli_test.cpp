@@ -1,0 +1,145 @@
+// The roofline executable: every bad-input class gives one clear message and exit code 2 with no
+// file written; reports are deterministic; every subcommand has --help.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+using test::run_cli;
+using test::source_path;
+using test::tmp_path;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+struct BadCase {
+    const char* what;
+    std::string args;
+    const char* message;
+};
+
+}  // namespace
+
+TEST_CASE("bad input: one clear message, exit code 2, no report written", "[cli][errors]") {
+    const std::string bad = source_path("tests/data/bad/");
+    const std::string hw = source_path("tests/data/hw/");
+    const BadCase cases[] = {
+        {"malformed JSON", "analyze '" + bad + "malformed.json'", "malformed.json: malformed JSON: parse error at line 5, column 1"},
+        {"unknown op", "analyze '" + bad + "unknown-op.json'", "unknown-op.json: /nodes/0/op: unknown op 'swishy' in node 'act'"},
+        {"shape mismatch", "analyze '" + bad + "shape-mismatch.json'",
+         "shape-mismatch.json: /nodes/0: node 'fc1': linear: x has 784 input features but weight f32[256,700] expects 700"},
+        {"int64 overflow", "analyze '" + bad + "overflow.json'", "overflow.json: /inputs/0/shape: int64 overflow computing element count"},
+        {"cycle", "analyze '" + bad + "cycle.json'", "cycle.json: /nodes: the graph has a cycle through nodes 'a', 'b', 'c'"},
+        {"negative dimension", "analyze '" + bad + "negative-dim.json'", "negative-dim.json: /inputs/0/shape/1: negative dimension -8"},
+        {"unknown tensor", "analyze '" + bad + "unknown-tensor.json'", "/nodes/0/inputs/1: node 'r' uses tensor 'y', which no input"},
+        {"unknown hardware key", "analyze mlp --hw '" + hw + "bad-unknown-key.json'",
+         "bad-unknown-key.json: /memory/0/bandwith_bytes_per_s: unknown key 'bandwith_bytes_per_s'"},
+        {"missing hardware key", "analyze mlp --hw '" + hw + "bad-missing-key.json'", "bad-missing-key.json: /memory/1: missing key 'bytes_per_s'"},
+        {"non-positive rate", "analyze mlp --hw '" + hw + "bad-negative-rate.json'",
+         "bad-negative-rate.json: /vector_flop_per_s/f32/value: must be positive"},
+        {"unsourced value", "analyze mlp --hw '" + hw + "bad-unknown-source.json'", "/clock_hz/source: source 'nowhere' is not a key of /sources"},
+        {"unknown hardware name", "analyze mlp --hw h900", "unknown hardware 'h900'"},
+        {"unknown model", "analyze gpt5", "MODEL 'gpt5' is neither a model file nor a built-in template"},
+        {"missing hardware file", "analyze mlp --hw /nonexistent/chip.json", "/nonexistent/chip.json: cannot open file"},
+        {"missing model file", "analyze /nonexistent/model.json", "/nonexistent/model.json: cannot open file"},
+        {"bad dtype", "analyze mlp --dtype float", "--dtype: expected a floating-point dtype"},
+        {"bad option value", "analyze mlp --batch -3", "--batch"},
+        {"seq on a model without seq", "analyze mlp --seq 128", "--seq given, but the model has no 'seq' entry in /dims"},
+        {"unknown subcommand", "frobnicate", "frobnicate"},
+    };
+    for (const BadCase& c : cases) {
+        INFO(c.what);
+        const std::string out = tmp_path("bad-input-report.json");
+        fs::remove(out);
+        const auto r = run_cli(c.args + " -o '" + out + "'");
+        INFO(r.out);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.out, Catch::Contains(c.message));
+        CHECK_FALSE(fs::exists(out));
+        // one message: a single "roofline:" line, no stack of errors
+        CHECK(std::count(r.out.begin(), r.out.end(), '\n') <= 2);
+    }
+}
+
+TEST_CASE("analyze writes a deterministic report: same input, same bytes", "[cli][report]") {
+    const std::string a = tmp_path("det-a.json"), b = tmp_path("det-b.json");
+    REQUIRE(run_cli("analyze gpt2-small --batch 2 --seq 128 -q -o '" + a + "'").code == 0);
+    REQUIRE(run_cli("analyze gpt2-small --batch 2 --seq 128 -q -o '" + b + "'").code == 0);
+    const std::string ta = slurp(a), tb = slurp(b);
+    CHECK(!ta.empty());
+    CHECK(ta == tb);
+    const auto j = nlohmann::json::parse(ta);
+    CHECK(j["schema"] == "roofline-report/1");
+    CHECK(j["hardware"]["name"] == "h100-sxm");
+    CHECK(j["model"]["dims"]["batch"] == 2);
+    CHECK(j["ops"].size() == j["model"]["nodes"]);
+    // the per-op times add up to the total
+    double sum = 0;
+    for (const auto& op : j["ops"]) sum += op["time_s"].get<double>();
+    CHECK(sum == Approx(j["totals"]["time_s"].get<double>()).epsilon(1e-9));
+    // no temporary files left beside the report
+    for (const auto& e : fs::directory_iterator(ROOFLINE_TEST_TMP)) {
+        CHECK(e.path().filename().string().rfind(".det-", 0) != 0);
+    }
+}
+
+TEST_CASE("an exported template analyses to the same report as the template", "[cli][report]") {
+    const std::string model = tmp_path("mlp-export.json");
+    REQUIRE(run_cli("model export mlp -o '" + model + "'").code == 0);
+    const std::string a = tmp_path("mlp-a.json"), b = tmp_path("mlp-b.json");
+    REQUIRE(run_cli("analyze mlp -q -o '" + a + "'").code == 0);
+    REQUIRE(run_cli("analyze '" + model + "' -q -o '" + b + "'").code == 0);
+    auto ja = nlohmann::json::parse(slurp(a)), jb = nlohmann::json::parse(slurp(b));
+    ja["model"].erase("origin");
+    jb["model"].erase("origin");
+    CHECK(ja == jb);
+}
+
+TEST_CASE("every subcommand answers --help; --version prints the version", "[cli]") {
+    for (const char* cmd : {"", "analyze", "hw", "hw list", "hw show", "model", "model export", "model list"}) {
+        INFO(cmd);
+        const auto r = run_cli(std::string(cmd) + " --help");
+        CHECK(r.code == 0);
+        CHECK_THAT(r.out, Catch::Contains("Usage"));
+    }
+    const auto v = run_cli("--version");
+    CHECK(v.code == 0);
+    CHECK_THAT(v.out, Catch::StartsWith("roofline 0."));
+}
+
+TEST_CASE("hw list and hw show cover the catalog", "[cli][hardware]") {
+    const auto list = run_cli("hw list");
+    REQUIRE(list.code == 0);
+    for (const char* name : {"h100-sxm", "h100-pcie", "h200", "a100-sxm-40gb", "a100-sxm-80gb", "l4", "t4", "tpu-v4", "tpu-v5e", "tpu-v5p"}) {
+        INFO(name);
+        CHECK_THAT(list.out, Catch::Contains(name));
+        const auto show = run_cli(std::string("hw show ") + name);
+        CHECK(show.code == 0);
+        CHECK_THAT(show.out, Catch::Contains("ridge points"));
+        CHECK_THAT(show.out, Catch::Contains("sources:"));
+    }
+    const auto custom = run_cli("hw show '" + source_path("tests/data/hw/round-gpu.json") + "' --json");
+    REQUIRE(custom.code == 0);
+    const auto j = nlohmann::json::parse(custom.out);
+    CHECK(j["name"] == "round-gpu");
+}
+
+TEST_CASE("analyze prints the table with totals", "[cli]") {
+    const auto r = run_cli("analyze mlp --hw '" + source_path("tests/data/hw/round-gpu.json") + "'");
+    REQUIRE(r.code == 0);
+    for (const char* col : {"op", "kind", "output", "FLOPs", "bytes", "FLOP/B", "bound", "time", "%", "total"}) {
+        CHECK_THAT(r.out, Catch::Contains(col));
+    }
+    CHECK_THAT(r.out, Catch::Contains("fc1"));
+    CHECK_THAT(r.out, Catch::Contains("memory (hbm)"));
+}
