@@ -27,7 +27,7 @@ struct ModelArgs {
     void add_to(CLI::App* cmd) {
         cmd->add_option("MODEL", model, "model file (roofline-model/1 JSON) or built-in template: " + template_choices())
             ->required();
-        cmd->add_option("--dtype", dtype, "compute and parameter dtype policy (" + dtype_choices() + ")");
+        cmd->add_option("--dtype", dtype, "compute and parameter dtype policy: f64, f32, tf32, f16, bf16, fp8_e4m3 or fp8_e5m2");
         cmd->add_option("--batch", batch, "override the model's batch dimension")->check(CLI::PositiveNumber);
         cmd->add_option("--seq", seq, "override the model's sequence-length dimension")->check(CLI::PositiveNumber);
     }
@@ -61,7 +61,7 @@ void add_analyze(CLI::App& app) {
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
     cmd->add_option("--top", *top, "show only the N slowest ops in the table");
     cmd->add_flag("-q,--quiet", *quiet, "print no table");
-    cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --batch 8 -o report.json");
+    cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --batch 8 -o report.json\n\n");
     cmd->callback([=] {
         const Hardware h = resolve_hardware(*hw);
         const Graph g = load_model_arg(args->model, args->overrides());
@@ -81,14 +81,14 @@ void add_hw(CLI::App& app) {
     auto* cmd = app.add_subcommand("hw", "the hardware catalog");
     cmd->require_subcommand(1);
     auto* list = cmd->add_subcommand("list", "list the built-in hardware specs");
-    list->footer("Example: roofline hw list");
+    list->footer("Example: roofline hw list\n");
     list->callback([] { print(render_hardware_list()); });
     auto* show = cmd->add_subcommand("show", "show a spec with every value's source and its ridge points");
     auto name = std::make_shared<std::string>();
     auto as_json = std::make_shared<bool>(false);
     show->add_option("NAME", *name, "built-in name or spec file")->required();
     show->add_flag("--json", *as_json, "print the validated spec and ridge points as JSON");
-    show->footer("Example: roofline hw show h100-sxm");
+    show->footer("Example: roofline hw show h100-sxm\n");
     show->callback([=] {
         const Hardware h = resolve_hardware(*name);
         print(*as_json ? hardware_json(h).dump(2) + "\n" : render_hardware(h));
@@ -99,14 +99,14 @@ void add_model(CLI::App& app) {
     auto* cmd = app.add_subcommand("model", "built-in model templates");
     cmd->require_subcommand(1);
     auto* list = cmd->add_subcommand("list", "list the built-in templates");
-    list->footer("Example: roofline model list");
+    list->footer("Example: roofline model list\n");
     list->callback([] { print(template_choices() + "\n"); });
     auto* exp = cmd->add_subcommand("export", "print a template as the roofline-model/1 JSON it expands to");
     auto name = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
     exp->add_option("TEMPLATE", *name, "template name: " + template_choices())->required();
     exp->add_option("-o,--output", *out, "write to this file instead of standard output");
-    exp->footer("Example: roofline model export gpt2-small -o gpt2-small.json");
+    exp->footer("Example: roofline model export gpt2-small -o gpt2-small.json\n");
     exp->callback([=] {
         if (!is_template_name(*name)) throw InputError("unknown template '" + *name + "' (templates: " + template_choices() + ")");
         const std::string text = expand_template(*name, nlohmann::json::object(), "template '" + *name + "'").dump(2) + "\n";

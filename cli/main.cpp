@@ -14,6 +14,16 @@ int main(int argc, char** argv) {
     roofline::cli::add_analyze(app);
     roofline::cli::add_hw(app);
     roofline::cli::add_model(app);
+    auto known = [&](const char* name) {
+        for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+            if (sub->get_name() == name) return true;
+        }
+        return false;
+    };
+    if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
+        std::fprintf(stderr, "roofline: unknown command '%s' (commands: analyze, hw, model)\nRun with --help for usage.\n", argv[1]);
+        return 2;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

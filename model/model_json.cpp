@@ -199,7 +199,13 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const s
                                      const Context& c) {
     std::map<std::string, std::size_t> producer;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-        for (const auto& o : output_names(nodes[i], output_count(nodes[i]))) {
+        std::size_t count = 0;
+        try {
+            count = output_count(nodes[i]);
+        } catch (const InputError& e) {
+            fail(c.origin, nodes[i].path, "node '" + nodes[i].name + "': " + e.what());
+        }
+        for (const auto& o : output_names(nodes[i], count)) {
             if (sources.count(o) || !producer.emplace(o, i).second) {
                 fail(c.origin, nodes[i].path, "tensor name '" + o + "' is defined twice");
             }

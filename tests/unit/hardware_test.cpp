@@ -27,7 +27,7 @@ TEST_CASE("every catalog spec loads and is internally consistent", "[hardware]")
         const Hardware hw = builtin_hardware(name);
         CHECK(hw.name == name);
         CHECK(!hw.sources.empty());
-        CHECK(hw.matrix_flop_per_s.count(DType::f32) + hw.matrix_flop_per_s.count(DType::bf16) >= 1);
+        CHECK(hw.matrix_flop_per_s.count(DType::f16) + hw.matrix_flop_per_s.count(DType::bf16) >= 1);
         // Device memory first, bandwidth grows toward the compute units.
         for (std::size_t i = 1; i < hw.memory.size(); ++i) {
             CHECK(hw.memory[i].bytes_per_s.value > hw.memory[i - 1].bytes_per_s.value);
