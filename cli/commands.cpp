@@ -61,7 +61,7 @@ void add_analyze(CLI::App& app) {
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
     cmd->add_option("--top", *top, "show only the N slowest ops in the table");
     cmd->add_flag("-q,--quiet", *quiet, "print no table");
-    cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --batch 8 -o report.json\n\n");
+    cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --batch 8 -o report.json\n");
     cmd->callback([=] {
         const Hardware h = resolve_hardware(*hw);
         const Graph g = load_model_arg(args->model, args->overrides());
