@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/json_check.hpp"
 #include "model/templates.hpp"
 #include "ops/error.hpp"
 
@@ -19,22 +20,16 @@ namespace {
 
 using nlohmann::json;
 
-// Error helpers: every message names the document and the JSON path.
+// Every message names the document and the JSON path (model/json_check.hpp).
 [[noreturn]] void fail(const std::string& origin, const std::string& path, const std::string& msg) {
-    throw InputError(origin + ": " + (path.empty() ? "/" : path) + ": " + msg);
+    json_fail(origin, path, msg);
 }
 
 std::string type_of(const json& j) { return j.type_name(); }
 
 void only_keys(const json& obj, const std::set<std::string>& allowed, const std::string& origin,
                const std::string& path) {
-    for (const auto& [k, v] : obj.items()) {
-        if (!allowed.count(k)) {
-            std::string list;
-            for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-            fail(origin, path + "/" + k, "unknown key '" + k + "' (expected one of: " + list + ")");
-        }
-    }
+    json_only_keys(obj, allowed, origin, path);
 }
 
 const json& require(const json& obj, const std::string& key, json::value_t type, const std::string& origin,

@@ -34,6 +34,18 @@ ojson ceiling_json(const ComputeCeiling& c, double time_s) {
     return j;
 }
 
+// FLOPs by class and traffic, in the key order the schema documents.
+ojson work_json(const Work& w) {
+    ojson j;
+    j["flops"] = w.flops();
+    j["matrix_flops"] = w.matrix_flops;
+    j["vector_flops"] = w.vector_flops;
+    j["transcendentals"] = w.transcendentals;
+    j["bytes_read"] = w.bytes_read;
+    j["bytes_written"] = w.bytes_written;
+    return j;
+}
+
 ojson tensor_json(const Tensor& t) {
     ojson j;
     j["name"] = t.name;
@@ -63,14 +75,7 @@ ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
     for (TensorId t : n.outputs) j["outputs"].push_back(tensor_json(ctx.graph.tensor(t)));
     j["attrs"] = attrs_json(n.attrs);
     j["dtype"] = dtype_name(r.dtype);
-    ojson w;
-    w["flops"] = r.work.flops();
-    w["matrix_flops"] = r.work.matrix_flops;
-    w["vector_flops"] = r.work.vector_flops;
-    w["transcendentals"] = r.work.transcendentals;
-    w["bytes_read"] = r.work.bytes_read;
-    w["bytes_written"] = r.work.bytes_written;
-    j["work"] = w;
+    j["work"] = work_json(r.work);
     ojson c;
     c["matrix"] = ceiling_json(r.matrix, r.matrix_time_s);
     c["vector"] = ceiling_json(r.vector, r.vector_time_s);
@@ -168,13 +173,7 @@ ojson report_json(const ReportContext& ctx) {
     j["model"] = model;
     j["hardware"] = hardware_json(ctx.hw);
     j["settings"] = {{"mode", ctx.mode}, {"cost_model", "roofline-l0"}};
-    ojson t;
-    t["flops"] = a.total.flops();
-    t["matrix_flops"] = a.total.matrix_flops;
-    t["vector_flops"] = a.total.vector_flops;
-    t["transcendentals"] = a.total.transcendentals;
-    t["bytes_read"] = a.total.bytes_read;
-    t["bytes_written"] = a.total.bytes_written;
+    ojson t = work_json(a.total);
     t["intensity"] = a.total.bytes() > 0 ? ojson(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes()))
                                          : ojson(nullptr);
     t["time_s"] = a.time_s;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "model/json_check.hpp"
 #include "model/model_json.hpp"
 #include "ops/error.hpp"
 #include "sim/builtin_hardware.hpp"
@@ -18,18 +19,10 @@ class SpecReader {
 public:
     SpecReader(const json& doc, std::string origin) : doc_(doc), origin_(std::move(origin)) {}
 
-    [[noreturn]] void fail(const std::string& path, const std::string& msg) const {
-        throw InputError(origin_ + ": " + (path.empty() ? "/" : path) + ": " + msg);
-    }
+    [[noreturn]] void fail(const std::string& path, const std::string& msg) const { json_fail(origin_, path, msg); }
 
     void only_keys(const json& obj, const std::set<std::string>& allowed, const std::string& path) const {
-        for (const auto& [k, v] : obj.items()) {
-            if (!allowed.count(k)) {
-                std::string list;
-                for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-                fail(path + "/" + k, "unknown key '" + k + "' (expected one of: " + list + ")");
-            }
-        }
+        json_only_keys(obj, allowed, origin_, path);
     }
 
     const json& member(const json& obj, const std::string& key, const std::string& path) const {
