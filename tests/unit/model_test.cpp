@@ -1,6 +1,8 @@
 // The op graph, the model format, templates and their work totals against published counts.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "model/graph.hpp"
 #include "model/model_json.hpp"
@@ -203,4 +205,21 @@ TEST_CASE("Graph::add_node rejects duplicates and infers shapes immediately", "[
     CHECK_THROWS_WITH(g.add_node("r", OpKind::relu, {x}, {}, {"y"}), Catch::Contains("tensor name 'y' is defined twice"));
     CHECK_THROWS_WITH(g.add_input("big", {{-1}, DType::f32}), Catch::Contains("negative dimension"));
     CHECK_NOTHROW(verify(g));
+}
+
+TEST_CASE("the README's model example loads and counts as computed by hand", "[model][docs]") {
+    // examples/two-layer-mlp.json is the README example, byte for byte (checked below).
+    const Graph g = load_model_arg(test::source_path("examples/two-layer-mlp.json"));
+    Work w;
+    for (NodeId n : g.topological_order()) w += g.work(n);
+    // fc1: 2 * 32 * 784 * 256; fc2: 2 * 32 * 256 * 10
+    CHECK(w.matrix_flops == 2LL * 32 * 784 * 256 + 2LL * 32 * 256 * 10);
+    CHECK(g.tensor(g.find_tensor("fc2")).desc == TensorDesc{{32, 10}, DType::bf16});
+    std::ifstream readme(test::source_path("README.md"));
+    std::stringstream text;
+    text << readme.rdbuf();
+    std::ifstream example(test::source_path("examples/two-layer-mlp.json"));
+    std::stringstream ex;
+    ex << example.rdbuf();
+    CHECK(text.str().find(ex.str()) != std::string::npos);
 }
