@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: run test deps configure build test-asan bench clean
 
 run: build
-	./$(BUILD)/roofline analyze gpt2-small --hw h100-sxm -o report.json
+	./$(BUILD)/roofline analyze gpt2-small --hw h100-sxm --mode training -o report.json
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

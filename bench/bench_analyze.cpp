@@ -31,7 +31,7 @@ void BM_AnalyzeEndToEnd(benchmark::State& state, const char* model) {
         const roofline::Hardware hw = roofline::builtin_hardware("h100-sxm");
         const roofline::Graph g = roofline::load_model_arg(model);
         const roofline::Analysis a = roofline::analyze(g, hw);
-        const roofline::ReportContext ctx{g, hw, a, "forward"};
+        const roofline::ReportContext ctx{g, hw, a, "inference", ""};
         std::string json = roofline::report_json_text(ctx);
         std::string table = roofline::render_table(ctx, {});
         benchmark::DoNotOptimize(json.size() + table.size());

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "model/autodiff.hpp"
 #include "model/model_json.hpp"
 #include "model/templates.hpp"
 #include "ops/error.hpp"
@@ -56,17 +57,36 @@ void add_analyze(CLI::App& app) {
     auto out = std::make_shared<std::string>();
     auto top = std::make_shared<std::size_t>(0);
     auto quiet = std::make_shared<bool>(false);
+    auto mode = std::make_shared<std::string>("inference");
+    auto optimizer = std::make_shared<std::string>("adamw");
+    auto loss_scale = std::make_shared<double>(0.0);
     args->add_to(cmd);
+    cmd->add_option("--mode", *mode, "inference: the model's graph as given; training: forward, backward and optimizer step")
+        ->check(CLI::IsMember({"inference", "training"}))
+        ->capture_default_str();
+    cmd->add_option("--optimizer", *optimizer, "training: sgd (momentum 0.9), adam or adamw (weight decay 0.01)")
+        ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
+        ->capture_default_str();
+    cmd->add_option("--loss-scale", *loss_scale, "training: static loss scale (seed the loss gradient with S, unscale in the optimizer)")
+        ->check(CLI::NonNegativeNumber);
     cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
     cmd->add_option("--top", *top, "show only the N slowest ops in the table");
     cmd->add_flag("-q,--quiet", *quiet, "print no table");
-    cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --batch 8 -o report.json\n");
+    cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --mode training --batch 8 -o report.json\n");
     cmd->callback([=] {
         const Hardware h = resolve_hardware(*hw);
-        const Graph g = load_model_arg(args->model, args->overrides());
+        Graph g = load_model_arg(args->model, args->overrides());
+        std::string optimizer_used;
+        if (*mode == "training") {
+            TrainingOptions t;
+            t.optimizer = *optimizer == "sgd" ? Optimizer::sgd : *optimizer == "adam" ? Optimizer::adam : Optimizer::adamw;
+            t.loss_scale = *loss_scale;
+            g = build_training_step(g, t);
+            optimizer_used = *optimizer;
+        }
         const Analysis a = analyze(g, h);
-        const ReportContext ctx{g, h, a, "forward"};
+        const ReportContext ctx{g, h, a, *mode, optimizer_used};
         std::string json;
         if (!out->empty()) json = report_json_text(ctx);  // build fully before touching the file system
         if (!*quiet) print(render_table(ctx, TableOptions{*top}));

@@ -21,6 +21,16 @@ std::string_view role_name(TensorRole r) {
         case TensorRole::input: return "input";
         case TensorRole::parameter: return "parameter";
         case TensorRole::activation: return "activation";
+        case TensorRole::optimizer_state: return "optimizer_state";
+    }
+    return "?";
+}
+
+std::string_view phase_name(Phase p) {
+    switch (p) {
+        case Phase::forward: return "forward";
+        case Phase::backward: return "backward";
+        case Phase::optimizer: return "optimizer";
     }
     return "?";
 }
@@ -64,12 +74,27 @@ TensorId Graph::add_parameter(const std::string& n, TensorDesc desc) {
     return add_tensor(Tensor{n, std::move(desc), TensorRole::parameter, kNoNode, 0});
 }
 
+TensorId Graph::add_optimizer_state(const std::string& n, TensorDesc desc) {
+    check_dims(desc.shape);
+    return add_tensor(Tensor{n, std::move(desc), TensorRole::optimizer_state, kNoNode, 0});
+}
+
+void Graph::set_phase(NodeId n, Phase p, NodeId differentiates) {
+    Node& node = nodes_.at(static_cast<std::size_t>(n));
+    node.phase = p;
+    node.differentiates = differentiates;
+}
+
 NodeId Graph::add_node(const std::string& n, OpKind kind, const std::vector<TensorId>& inputs, Attrs attrs,
-                       const std::vector<std::string>& output_names) {
+                       const std::vector<std::string>& given_names) {
     if (node_by_name_.count(n)) throw InputError("node name '" + n + "' is used twice");
     std::vector<TensorDesc> in;
     for (TensorId t : inputs) in.push_back(tensor(t).desc);
     std::vector<TensorDesc> out = infer_outputs(kind, in, attrs);
+    std::vector<std::string> output_names = given_names;
+    if (output_names.empty()) {
+        for (std::size_t i = 0; i < out.size(); ++i) output_names.push_back(out.size() == 1 ? n : n + ":" + std::to_string(i));
+    }
     if (out.size() != output_names.size()) {
         throw InputError(std::string(op_name(kind)) + " produces " + std::to_string(out.size()) + " outputs, " +
                          std::to_string(output_names.size()) + " names given");

@@ -21,7 +21,10 @@ using NodeId = std::int32_t;
 using TensorId = std::int32_t;
 inline constexpr NodeId kNoNode = -1;
 
-enum class TensorRole { input, parameter, activation };
+enum class TensorRole { input, parameter, activation, optimizer_state };
+// Which part of a training step a node belongs to; inference graphs are all forward.
+enum class Phase { forward, backward, optimizer };
+std::string_view phase_name(Phase p);
 std::string_view role_name(TensorRole r);
 
 struct Tensor {
@@ -38,6 +41,8 @@ struct Node {
     Attrs attrs;
     std::vector<TensorId> inputs;
     std::vector<TensorId> outputs;
+    Phase phase = Phase::forward;
+    NodeId differentiates = kNoNode;  // for backward nodes: the forward node whose gradient they compute
 };
 
 struct GraphStorage;  // the Boost.Graph adjacency list, kept out of this header (compile time)
@@ -58,10 +63,13 @@ public:
 
     TensorId add_input(const std::string& name, TensorDesc desc);
     TensorId add_parameter(const std::string& name, TensorDesc desc);
-    // Infers output descriptors with the op's rule; throws InputError naming the node.
+    TensorId add_optimizer_state(const std::string& name, TensorDesc desc);
+    // Infers output descriptors with the op's rule; throws InputError naming the node. Empty
+    // output_names: the node's name for one output, "<name>:<i>" for several.
     NodeId add_node(const std::string& name, OpKind kind, const std::vector<TensorId>& inputs, Attrs attrs,
                     const std::vector<std::string>& output_names);
     void mark_output(TensorId t);
+    void set_phase(NodeId n, Phase p, NodeId differentiates = kNoNode);
 
     const std::vector<Node>& nodes() const { return nodes_; }
     const std::vector<Tensor>& tensors() const { return tensors_; }

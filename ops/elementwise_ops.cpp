@@ -114,7 +114,8 @@ const OpRule& dropout_rule() {
 }
 
 const OpRule& causal_mask_rule() {
-    static const OpRule r{OpFamily::elementwise, 1, 1, {}, causal_mask_infer, causal_mask_work};
+    // value: what masked entries become (default -inf; 0 in the backward pass)
+    static const OpRule r{OpFamily::elementwise, 1, 1, {"value"}, causal_mask_infer, causal_mask_work};
     return r;
 }
 

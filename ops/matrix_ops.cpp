@@ -176,3 +176,54 @@ const OpRule& conv2d_rule() {
 }
 
 }  // namespace roofline
+
+namespace roofline {
+namespace {
+
+// conv2d_grad_input(dy, weight) -> dx of attribute input_shape; conv2d_grad_weight(dy, x) -> dw of
+// attribute weight_shape. Each is a convolution with the forward's multiply-add count.
+TensorDesc shape_attr(const Attrs& attrs, const char* name, DType d) {
+    TensorDesc t{attrs.require_ints(name), d};
+    check_dims(t.shape);
+    return t;
+}
+
+std::vector<TensorDesc> conv_grad_input_infer(OpKind, Inputs in, const Attrs& attrs) {
+    const TensorDesc x = shape_attr(attrs, "input_shape", in[0].dtype);
+    const TensorDesc fwd[2] = {x, in[1]};
+    const ConvGeometry g = conv_geometry(fwd, attrs);
+    if (in[0].shape != Shape{g.n, g.c_out, g.ho, g.wo}) throw InputError("dy " + desc_str(in[0]) + " does not match the convolution's output");
+    return {x};
+}
+
+std::vector<TensorDesc> conv_grad_weight_infer(OpKind, Inputs in, const Attrs& attrs) {
+    const TensorDesc w = shape_attr(attrs, "weight_shape", in[0].dtype);
+    const TensorDesc fwd[2] = {in[1], w};
+    const ConvGeometry g = conv_geometry(fwd, attrs);
+    if (in[0].shape != Shape{g.n, g.c_out, g.ho, g.wo}) throw InputError("dy " + desc_str(in[0]) + " does not match the convolution's output");
+    return {w};
+}
+
+Work conv_grad_work(OpKind k, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    const bool for_input = k == OpKind::conv2d_grad_input;
+    const TensorDesc fwd[2] = {for_input ? out[0] : in[1], for_input ? in[1] : out[0]};
+    const ConvGeometry g = conv_geometry(fwd, attrs);
+    const std::int64_t outputs = checked_mul(checked_mul(g.n, g.c_out), checked_mul(g.ho, g.wo), "outputs");
+    Work w = io_bytes(in, out);
+    w.matrix_flops = checked_mul(checked_mul(outputs, checked_mul(g.c_in / g.groups, checked_mul(g.kh, g.kw))), 2, "FLOPs");
+    return w;
+}
+
+}  // namespace
+
+const OpRule& conv2d_grad_input_rule() {
+    static const OpRule r{OpFamily::matrix, 2, 2, {"stride", "padding", "dilation", "groups", "input_shape"}, conv_grad_input_infer, conv_grad_work};
+    return r;
+}
+
+const OpRule& conv2d_grad_weight_rule() {
+    static const OpRule r{OpFamily::matrix, 2, 2, {"stride", "padding", "dilation", "groups", "weight_shape"}, conv_grad_weight_infer, conv_grad_work};
+    return r;
+}
+
+}  // namespace roofline

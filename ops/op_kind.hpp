@@ -22,6 +22,11 @@ enum class OpKind {
     embedding, transpose, permute, reshape, concat, split,
     // training and attention
     dropout, causal_mask, cross_entropy, attention,
+    // backward-only ops (emitted by gradient rules)
+    unary_grad, maximum_grad, softmax_grad, layernorm_grad, rmsnorm_grad, dropout_grad, cross_entropy_grad,
+    embedding_grad, conv2d_grad_input, conv2d_grad_weight, reduce_max_grad, expand, fill,
+    // mixed precision and optimizers
+    cast, sgd_update, adam_update,
 };
 
 inline constexpr OpKind kAllOpKinds[] = {
@@ -32,7 +37,10 @@ inline constexpr OpKind kAllOpKinds[] = {
     OpKind::softmax,     OpKind::layernorm,   OpKind::rmsnorm,    OpKind::reduce_sum,  OpKind::reduce_mean,
     OpKind::reduce_max,  OpKind::embedding,   OpKind::transpose,  OpKind::permute,     OpKind::reshape,
     OpKind::concat,      OpKind::split,       OpKind::dropout,    OpKind::causal_mask, OpKind::cross_entropy,
-    OpKind::attention,
+    OpKind::attention,   OpKind::unary_grad,  OpKind::maximum_grad, OpKind::softmax_grad, OpKind::layernorm_grad,
+    OpKind::rmsnorm_grad, OpKind::dropout_grad, OpKind::cross_entropy_grad, OpKind::embedding_grad,
+    OpKind::conv2d_grad_input, OpKind::conv2d_grad_weight, OpKind::reduce_max_grad, OpKind::expand, OpKind::fill,
+    OpKind::cast, OpKind::sgd_update, OpKind::adam_update,
 };
 
 std::string_view op_name(OpKind k);

@@ -7,6 +7,7 @@
 
 #include "ops/attrs.hpp"
 #include "ops/error.hpp"
+#include "ops/grad.hpp"
 #include "ops/op_kind.hpp"
 #include "ops/tensor.hpp"
 #include "ops/work.hpp"
@@ -14,7 +15,7 @@
 namespace roofline {
 
 // What family an op belongs to, for reports ("time by op family").
-enum class OpFamily { matrix, elementwise, normalization, reduction, movement, attention, loss };
+enum class OpFamily { matrix, elementwise, normalization, reduction, movement, attention, loss, optimizer };
 std::string_view family_name(OpFamily f);
 
 using Inputs = std::span<const TensorDesc>;
@@ -33,6 +34,9 @@ struct OpRule {
 
 // The rule of an op kind (exhaustive switch in ops/registry.cpp).
 const OpRule& rule_of(OpKind k);
+// The gradient rule of an op kind (the table in ops/gradients.cpp); nullptr for ops that are
+// not differentiated (backward and optimizer ops).
+GradFn grad_rule_of(OpKind k);
 
 // Checked entry points used by graphs: arity, attribute names, then the rule. Errors are
 // InputError with the op name; callers add the node and file.
@@ -70,5 +74,21 @@ const OpRule& reshape_rule();
 const OpRule& concat_rule();
 const OpRule& split_rule();
 const OpRule& attention_rule();
+const OpRule& unary_grad_rule();
+const OpRule& maximum_grad_rule();
+const OpRule& softmax_grad_rule();
+const OpRule& layernorm_grad_rule();
+const OpRule& rmsnorm_grad_rule();
+const OpRule& dropout_grad_rule();
+const OpRule& cross_entropy_grad_rule();
+const OpRule& embedding_grad_rule();
+const OpRule& conv2d_grad_input_rule();
+const OpRule& conv2d_grad_weight_rule();
+const OpRule& reduce_max_grad_rule();
+const OpRule& expand_rule();
+const OpRule& fill_rule();
+const OpRule& cast_rule();
+const OpRule& sgd_update_rule();
+const OpRule& adam_update_rule();
 
 }  // namespace roofline

@@ -44,6 +44,22 @@ std::string_view op_name(OpKind k) {
         case OpKind::causal_mask: return "causal_mask";
         case OpKind::cross_entropy: return "cross_entropy";
         case OpKind::attention: return "attention";
+        case OpKind::unary_grad: return "unary_grad";
+        case OpKind::maximum_grad: return "maximum_grad";
+        case OpKind::softmax_grad: return "softmax_grad";
+        case OpKind::layernorm_grad: return "layernorm_grad";
+        case OpKind::rmsnorm_grad: return "rmsnorm_grad";
+        case OpKind::dropout_grad: return "dropout_grad";
+        case OpKind::cross_entropy_grad: return "cross_entropy_grad";
+        case OpKind::embedding_grad: return "embedding_grad";
+        case OpKind::conv2d_grad_input: return "conv2d_grad_input";
+        case OpKind::conv2d_grad_weight: return "conv2d_grad_weight";
+        case OpKind::reduce_max_grad: return "reduce_max_grad";
+        case OpKind::expand: return "expand";
+        case OpKind::fill: return "fill";
+        case OpKind::cast: return "cast";
+        case OpKind::sgd_update: return "sgd_update";
+        case OpKind::adam_update: return "adam_update";
     }
     return "?";
 }
@@ -86,6 +102,22 @@ const OpRule& rule_of(OpKind k) {
         case OpKind::causal_mask: return causal_mask_rule();
         case OpKind::cross_entropy: return cross_entropy_rule();
         case OpKind::attention: return attention_rule();
+        case OpKind::unary_grad: return unary_grad_rule();
+        case OpKind::maximum_grad: return maximum_grad_rule();
+        case OpKind::softmax_grad: return softmax_grad_rule();
+        case OpKind::layernorm_grad: return layernorm_grad_rule();
+        case OpKind::rmsnorm_grad: return rmsnorm_grad_rule();
+        case OpKind::dropout_grad: return dropout_grad_rule();
+        case OpKind::cross_entropy_grad: return cross_entropy_grad_rule();
+        case OpKind::embedding_grad: return embedding_grad_rule();
+        case OpKind::conv2d_grad_input: return conv2d_grad_input_rule();
+        case OpKind::conv2d_grad_weight: return conv2d_grad_weight_rule();
+        case OpKind::reduce_max_grad: return reduce_max_grad_rule();
+        case OpKind::expand: return expand_rule();
+        case OpKind::fill: return fill_rule();
+        case OpKind::cast: return cast_rule();
+        case OpKind::sgd_update: return sgd_update_rule();
+        case OpKind::adam_update: return adam_update_rule();
     }
     throw InputError("internal: op kind without a rule");
 }
@@ -115,6 +147,7 @@ std::string_view family_name(OpFamily f) {
         case OpFamily::movement: return "movement";
         case OpFamily::attention: return "attention";
         case OpFamily::loss: return "loss";
+        case OpFamily::optimizer: return "optimizer";
     }
     return "?";
 }

@@ -69,6 +69,8 @@ ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
     j["name"] = n.name;
     j["op"] = op_name(n.kind);
     j["family"] = family_name(rule_of(n.kind).family);
+    j["phase"] = phase_name(n.phase);
+    j["differentiates"] = n.differentiates == kNoNode ? ojson(nullptr) : ojson(ctx.graph.node(n.differentiates).name);
     j["inputs"] = ojson::array();
     for (TensorId t : n.inputs) j["inputs"].push_back(tensor_json(ctx.graph.tensor(t)));
     j["outputs"] = ojson::array();
@@ -173,6 +175,7 @@ ojson report_json(const ReportContext& ctx) {
     j["model"] = model;
     j["hardware"] = hardware_json(ctx.hw);
     j["settings"] = {{"mode", ctx.mode}, {"cost_model", "roofline-l0"}};
+    if (!ctx.optimizer.empty()) j["settings"]["optimizer"] = ctx.optimizer;
     ojson t = work_json(a.total);
     t["intensity"] = a.total.bytes() > 0 ? ojson(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes()))
                                          : ojson(nullptr);
@@ -180,6 +183,16 @@ ojson report_json(const ReportContext& ctx) {
     t["achieved_flop_per_s"] = a.time_s > 0 ? static_cast<double>(a.total.flops()) / a.time_s : 0.0;
     t["by_bound"] = shares_json(a.by_bound, a.time_s);
     t["by_family"] = shares_json(a.by_family, a.time_s);
+    ojson phases = ojson::object();
+    for (Phase p : {Phase::forward, Phase::backward, Phase::optimizer}) {
+        const PhaseTotals& pt = a.by_phase[static_cast<int>(p)];
+        ojson e = work_json(pt.work);
+        e["ops"] = pt.ops;
+        e["time_s"] = pt.time_s;
+        e["share"] = a.time_s > 0 ? pt.time_s / a.time_s : 0.0;
+        phases[std::string(phase_name(p))] = e;
+    }
+    t["by_phase"] = phases;
     j["totals"] = t;
     j["ops"] = ojson::array();
     for (const OpAnalysis& op : a.ops) j["ops"].push_back(op_json(ctx, op));
@@ -253,6 +266,16 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                        human_si(static_cast<double>(a.parameter_count), ""), human_bytes(static_cast<double>(a.parameter_bytes)),
                        human_si(static_cast<double>(a.total.flops()), ""), human_bytes(static_cast<double>(a.total.bytes())),
                        human_time(a.time_s), human_si(a.time_s > 0 ? static_cast<double>(a.total.flops()) / a.time_s : 0, ""));
+    if (ctx.mode == "training") {
+        out += "by phase:     ";
+        for (Phase p : {Phase::forward, Phase::backward, Phase::optimizer}) {
+            const PhaseTotals& pt = a.by_phase[static_cast<int>(p)];
+            out += fmt::format("  {} {} FLOPs, {}, {} ({:.1f}%, {} ops)", phase_name(p), human_si(static_cast<double>(pt.work.flops()), ""),
+                               human_bytes(static_cast<double>(pt.work.bytes())), human_time(pt.time_s),
+                               a.time_s > 0 ? 100.0 * pt.time_s / a.time_s : 0.0, pt.ops);
+        }
+        out += "\n";
+    }
     out += "time by bound:";
     for (const auto& [k, v] : a.by_bound) {
         out += fmt::format("  {} {:.1f}% ({} ops)", k, a.time_s > 0 ? 100.0 * v.time_s / a.time_s : 0.0, v.ops);

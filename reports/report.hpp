@@ -15,7 +15,8 @@ struct ReportContext {
     const Graph& graph;
     const Hardware& hw;
     const Analysis& analysis;
-    std::string mode = "forward";
+    std::string mode = "inference";
+    std::string optimizer;  // training: "adamw", ...
 };
 
 nlohmann::ordered_json report_json(const ReportContext& ctx);

@@ -25,6 +25,10 @@ Analysis analyze(const Graph& g, const Hardware& hw) {
         BoundShare& f = a.by_family[std::string(family_name(rule_of(g.node(n).kind).family))];
         f.time_s += op.roofline.time_s;
         ++f.ops;
+        PhaseTotals& ph = a.by_phase[static_cast<int>(g.node(n).phase)];
+        ph.work += op.roofline.work;
+        ph.time_s += op.roofline.time_s;
+        ++ph.ops;
         a.ops.push_back(std::move(op));
     }
     for (const Tensor& t : g.tensors()) {

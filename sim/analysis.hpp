@@ -19,12 +19,19 @@ struct BoundShare {
     std::int64_t ops = 0;
 };
 
+struct PhaseTotals {
+    Work work;
+    double time_s = 0;
+    std::int64_t ops = 0;
+};
+
 struct Analysis {
     std::vector<OpAnalysis> ops;  // in execution (topological) order
     Work total;
     double time_s = 0;  // sum of op lower bounds: ops run one after another on one stream
     std::map<std::string, BoundShare> by_bound;   // Bound::label()
     std::map<std::string, BoundShare> by_family;  // OpFamily name
+    PhaseTotals by_phase[3];                      // indexed by Phase: forward, backward, optimizer
     std::int64_t parameter_count = 0;
     std::int64_t parameter_bytes = 0;
 };

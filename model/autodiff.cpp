@@ -1,0 +1,172 @@
+#include "model/autodiff.hpp"
+
+#include <memory>
+
+#include "ops/grad.hpp"
+#include "ops/op_rule.hpp"
+
+namespace roofline {
+
+std::string_view optimizer_name(Optimizer o) {
+    switch (o) {
+        case Optimizer::sgd: return "sgd";
+        case Optimizer::adam: return "adam";
+        case Optimizer::adamw: return "adamw";
+    }
+    return "?";
+}
+
+namespace {
+
+// Emits backward nodes into the graph, named after the forward node they differentiate.
+class GraphGradBuilder final : public GradBuilder {
+public:
+    explicit GraphGradBuilder(Graph& g) : g_(g) {}
+    void set_current(NodeId n) { current_ = n; }
+
+    std::vector<TensorRef> emit(OpKind k, const std::vector<TensorRef>& inputs, const Attrs& attrs) override {
+        const std::string name = "grad." + g_.node(current_).name + "." + std::to_string(counter_++);
+        const NodeId n = g_.add_node(name, k, inputs, attrs, {});
+        g_.set_phase(n, Phase::backward, current_);
+        return g_.node(n).outputs;
+    }
+
+    const TensorDesc& desc(TensorRef t) const override { return g_.tensor(t).desc; }
+
+private:
+    Graph& g_;
+    NodeId current_ = kNoNode;
+    int counter_ = 0;
+};
+
+bool is_16bit(DType d) { return d == DType::f16 || d == DType::bf16; }
+
+void add_optimizer_step(Graph& g, TensorId param, TensorId grad, const TrainingOptions& opt) {
+    const Tensor p = g.tensor(param);
+    const std::string& n = p.name;
+    const bool master = opt.master_weights && is_16bit(p.desc.dtype);
+    const TensorDesc state_desc{p.desc.shape, is_16bit(p.desc.dtype) ? DType::f32 : p.desc.dtype};
+    auto node = [&](const std::string& name, OpKind k, const std::vector<TensorId>& in, const Attrs& a) {
+        const NodeId id = g.add_node(name, k, in, a, {});
+        g.set_phase(id, Phase::optimizer);
+        return g.node(id).outputs;
+    };
+    TensorId weights = param;
+    TensorId gradient = grad;
+    if (master) {
+        weights = g.add_optimizer_state(n + ".master", state_desc);
+        gradient = node("opt." + n + ".grad_f32", OpKind::cast, {grad}, attr("dtype", std::string("f32")))[0];
+    }
+    Attrs a = attr("lr", opt.lr);
+    if (opt.weight_decay > 0) a.set("weight_decay", opt.weight_decay);
+    if (opt.loss_scale > 0) a.set("grad_scale", 1.0 / opt.loss_scale);
+    std::vector<TensorId> updated;
+    if (opt.optimizer == Optimizer::sgd) {
+        std::vector<TensorId> in = {weights, gradient};
+        if (opt.momentum > 0) {
+            in.push_back(g.add_optimizer_state(n + ".momentum", state_desc));
+            a.set("momentum", opt.momentum);
+        }
+        updated = node("opt." + n + ".sgd", OpKind::sgd_update, in, a);
+    } else {
+        a.set("decoupled", opt.optimizer == Optimizer::adamw);
+        const TensorId m = g.add_optimizer_state(n + ".adam_m", state_desc);
+        const TensorId v = g.add_optimizer_state(n + ".adam_v", state_desc);
+        updated = node("opt." + n + ".adam", OpKind::adam_update, {weights, gradient, m, v}, a);
+    }
+    if (master) node("opt." + n + ".to_" + std::string(dtype_name(p.desc.dtype)), OpKind::cast, {updated[0]},
+                     attr("dtype", std::string(dtype_name(p.desc.dtype))));
+}
+
+}  // namespace
+
+Graph build_training_step(const Graph& forward, const TrainingOptions& opt) {
+    if (forward.outputs().empty()) {
+        throw InputError(forward.origin + ": training needs a loss: the model declares no outputs (the first output is the loss)");
+    }
+    const TensorId loss = forward.outputs().front();
+    const Tensor& loss_t = forward.tensor(loss);
+    if (loss_t.desc.rank() != 0 || !is_floating(loss_t.desc.dtype)) {
+        throw InputError(forward.origin + ": the loss '" + loss_t.name + "' must be a floating-point scalar, got " + desc_str(loss_t.desc));
+    }
+    for (const Node& n : forward.nodes()) {
+        if (n.phase != Phase::forward) throw InputError("build_training_step: the graph already has a backward pass");
+    }
+    Graph g = forward;
+    const std::size_t forward_nodes = g.nodes().size();
+
+    // Which tensors need a gradient: parameters and what is computed from them.
+    std::vector<bool> needs_grad(g.tensors().size(), false);
+    for (std::size_t t = 0; t < g.tensors().size(); ++t) {
+        const Tensor& ten = g.tensors()[t];
+        needs_grad[t] = ten.role == TensorRole::parameter && is_floating(ten.desc.dtype);
+    }
+    for (std::size_t i = 0; i < forward_nodes; ++i) {
+        const Node& n = g.nodes()[i];
+        bool any = false;
+        for (TensorId t : n.inputs) any = any || needs_grad[static_cast<std::size_t>(t)];
+        for (TensorId t : n.outputs) needs_grad[static_cast<std::size_t>(t)] = any && is_floating(g.tensor(t).desc.dtype);
+    }
+
+    GraphGradBuilder builder(g);
+    std::vector<TensorId> grad(g.tensors().size(), kNoGrad);
+    {
+        Attrs seed = attr2("shape", Shape{}, "dtype", std::string(dtype_name(loss_t.desc.dtype)));
+        seed.set("value", opt.loss_scale > 0 ? opt.loss_scale : 1.0);
+        const NodeId s = g.add_node("grad.seed", OpKind::fill, {}, seed, {});
+        g.set_phase(s, Phase::backward, loss_t.producer);
+        grad[static_cast<std::size_t>(loss)] = g.node(s).outputs[0];
+    }
+    for (std::size_t i = forward_nodes; i-- > 0;) {
+        const NodeId id = static_cast<NodeId>(i);
+        const Node node = g.node(id);  // copy: emitting nodes may reallocate the node list
+        std::vector<TensorRef> out_grads;
+        bool any = false;
+        for (TensorId t : node.outputs) {
+            const TensorId gt = static_cast<std::size_t>(t) < grad.size() ? grad[static_cast<std::size_t>(t)] : kNoGrad;
+            out_grads.push_back(gt);
+            any = any || gt != kNoGrad;
+        }
+        if (!any) continue;
+        const std::size_t n_in = node.inputs.size();
+        std::unique_ptr<bool[]> needs(new bool[n_in]);  // contiguous, unlike std::vector<bool>
+        bool any_needed = false;
+        for (std::size_t k = 0; k < n_in; ++k) {
+            needs[k] = needs_grad[static_cast<std::size_t>(node.inputs[k])];
+            any_needed = any_needed || needs[k];
+        }
+        if (!any_needed) continue;
+        const GradFn rule = grad_rule_of(node.kind);
+        if (!rule) throw InputError("node '" + node.name + "': " + std::string(op_name(node.kind)) + " has no gradient rule");
+        builder.set_current(id);
+        const GradArgs args{node.kind, node.attrs, node.inputs, node.outputs, out_grads,
+                            std::span<const bool>(needs.get(), n_in)};
+        std::vector<TensorRef> in_grads;
+        try {
+            in_grads = rule(builder, args);
+        } catch (const InputError& e) {
+            throw InputError("gradient of node '" + node.name + "': " + e.what());
+        }
+        grad.resize(g.tensors().size(), kNoGrad);
+        for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+            if (!needs[k] || in_grads[k] == kNoGrad) continue;
+            const auto t = static_cast<std::size_t>(node.inputs[k]);
+            if (grad[t] == kNoGrad) {
+                grad[t] = in_grads[k];
+            } else {  // fan-out: accumulate
+                grad[t] = builder.one(OpKind::add, {grad[t], in_grads[k]});
+            }
+        }
+    }
+    for (std::size_t t = 0; t < needs_grad.size(); ++t) {
+        const Tensor& ten = g.tensors()[t];
+        if (ten.role == TensorRole::parameter && needs_grad[t] && grad[t] != kNoGrad) {
+            add_optimizer_step(g, static_cast<TensorId>(t), grad[t], opt);
+        }
+    }
+    g.name = forward.name;
+    verify(g);
+    return g;
+}
+
+}  // namespace roofline
