@@ -1,0 +1,67 @@
+#include "model/executor.hpp"
+
+#include "ops/error.hpp"
+
+namespace roofline {
+namespace {
+
+double uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t i) {
+    std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL + stream * 0xD1B54A32D192ED03ULL + i + 0x632BE59BD9B4E019ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+// The exclusive upper bound an index tensor's consumers accept.
+std::int64_t index_bound(const Graph& g, TensorId t) {
+    std::int64_t bound = 2;
+    for (NodeId n : g.consumers(t)) {
+        const Node& node = g.node(n);
+        if (node.inputs.size() < 2 || node.inputs[1] != t) continue;
+        if (node.kind == OpKind::embedding) bound = g.tensor(node.inputs[0]).desc.shape[0];
+        if (node.kind == OpKind::cross_entropy) bound = g.tensor(node.inputs[0]).desc.shape.back();
+    }
+    return bound;
+}
+
+}  // namespace
+
+HostTensor deterministic_value(const Graph& g, TensorId t, std::uint64_t seed) {
+    const Tensor& ten = g.tensor(t);
+    HostTensor h{ten.desc, std::vector<double>(static_cast<std::size_t>(ten.desc.numel()), 0.0)};
+    if (ten.role == TensorRole::optimizer_state) return h;
+    const bool index = !is_floating(ten.desc.dtype);
+    const std::int64_t bound = index ? index_bound(g, t) : 0;
+    for (std::size_t i = 0; i < h.data.size(); ++i) {
+        const double u = uniform(seed, static_cast<std::uint64_t>(t), i);
+        h.data[i] = index ? static_cast<double>(static_cast<std::int64_t>(u * static_cast<double>(bound))) : round_to(2 * u - 1, ten.desc.dtype);
+    }
+    return h;
+}
+
+std::vector<HostTensor> execute(const Graph& g, const std::map<TensorId, HostTensor>& given, RefPrecision precision,
+                                std::uint64_t seed) {
+    std::vector<HostTensor> values(g.tensors().size());
+    for (std::size_t t = 0; t < g.tensors().size(); ++t) {
+        const Tensor& ten = g.tensors()[t];
+        if (ten.producer != kNoNode) continue;
+        auto it = given.find(static_cast<TensorId>(t));
+        values[t] = it != given.end() ? it->second : deterministic_value(g, static_cast<TensorId>(t), seed);
+        if (values[t].desc.shape != ten.desc.shape) throw InputError("execute: value given for '" + ten.name + "' has the wrong shape");
+    }
+    for (NodeId n : g.topological_order()) {
+        const Node& node = g.node(n);
+        std::vector<const HostTensor*> in;
+        for (TensorId t : node.inputs) in.push_back(&values[static_cast<std::size_t>(t)]);
+        try {
+            auto out = run_reference(node.kind, in, node.attrs, g.output_descs(n), precision);
+            for (std::size_t i = 0; i < out.size(); ++i) values[static_cast<std::size_t>(node.outputs[i])] = std::move(out[i]);
+        } catch (const InputError& e) {
+            throw InputError("node '" + node.name + "': " + e.what());
+        }
+    }
+    return values;
+}
+
+}  // namespace roofline

@@ -1,0 +1,23 @@
+#pragma once
+// The CPU reference executor: runs any graph (inference or training step) node by node with the
+// reference kernels of ops/reference.hpp, in float64 or float32. Inputs, parameters and optimizer
+// state not given are filled deterministically: floating tensors uniform in [-1, 1) from a seeded
+// hash (parameters) or zero (optimizer state); index tensors uniform over the range their consumer
+// accepts (embedding rows, cross-entropy classes).
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "model/graph.hpp"
+#include "ops/reference.hpp"
+
+namespace roofline {
+
+// values[t] is tensor t's value after the run.
+std::vector<HostTensor> execute(const Graph& g, const std::map<TensorId, HostTensor>& given, RefPrecision precision,
+                                std::uint64_t seed = 1);
+
+// The deterministic fill used for sources that are not given.
+HostTensor deterministic_value(const Graph& g, TensorId t, std::uint64_t seed);
+
+}  // namespace roofline

@@ -1,0 +1,566 @@
+#include "ops/reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "ops/error.hpp"
+
+namespace roofline {
+namespace {
+
+using Coords = std::vector<std::int64_t>;
+
+std::vector<std::int64_t> strides_of(const Shape& s) {
+    std::vector<std::int64_t> st(s.size(), 1);
+    for (std::size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+    return st;
+}
+
+Coords unravel(std::int64_t idx, const Shape& s) {
+    Coords c(s.size(), 0);
+    for (std::size_t i = s.size(); i-- > 0;) {
+        if (s[i] > 0) {
+            c[i] = idx % s[i];
+            idx /= s[i];
+        }
+    }
+    return c;
+}
+
+// Offset into a tensor of shape s broadcast (right-aligned) against coordinates of a larger shape.
+std::int64_t bcast_offset(const Shape& s, const Coords& c) {
+    const std::size_t lead = c.size() - s.size();
+    std::int64_t off = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) off = off * s[i] + (s[i] == 1 ? 0 : c[lead + i]);
+    return off;
+}
+
+HostTensor make(const TensorDesc& d, double fill = 0.0) {
+    return HostTensor{d, std::vector<double>(static_cast<std::size_t>(d.numel()), fill)};
+}
+
+struct AxisSplit {
+    std::int64_t outer, n, inner;
+};
+
+AxisSplit split_at(const Shape& s, std::int64_t axis) {
+    AxisSplit a{1, s[static_cast<std::size_t>(axis)], 1};
+    for (std::int64_t i = 0; i < axis; ++i) a.outer *= s[static_cast<std::size_t>(i)];
+    for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < s.size(); ++i) a.inner *= s[i];
+    return a;
+}
+
+double gelu_tanh(double x) {
+    const double k = std::sqrt(2.0 / M_PI);
+    return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+double gelu_tanh_grad(double x) {
+    const double k = std::sqrt(2.0 / M_PI);
+    const double u = k * (x + 0.044715 * x * x * x);
+    const double t = std::tanh(u);
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+}
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+double unary(OpKind k, double x, const Attrs& a) {
+    switch (k) {
+        case OpKind::relu: return x > 0 ? x : 0;
+        case OpKind::gelu:
+            return a.get_string("approximate", "tanh") == "tanh" ? gelu_tanh(x) : 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+        case OpKind::silu: return x * sigmoid(x);
+        case OpKind::sigmoid: return sigmoid(x);
+        case OpKind::tanh: return std::tanh(x);
+        case OpKind::exp: return std::exp(x);
+        case OpKind::log: return std::log(x);
+        case OpKind::sin: return std::sin(x);
+        case OpKind::sqrt: return std::sqrt(x);
+        case OpKind::rsqrt: return 1 / std::sqrt(x);
+        case OpKind::neg: return -x;
+        case OpKind::scale: return x * a.get_double("factor", 1.0);
+        default: throw InputError("reference: not a unary op");
+    }
+}
+
+// d unary / dx times dy, from the saved tensor (x, or y for sigmoid/tanh/exp/sqrt/rsqrt).
+double unary_grad_value(const std::string& of, const Attrs& a, double dy, double s) {
+    if (of == "relu") return s > 0 ? dy : 0;
+    if (of == "gelu") {
+        if (a.get_string("approximate", "tanh") == "tanh") return dy * gelu_tanh_grad(s);
+        return dy * (0.5 * (1 + std::erf(s / std::sqrt(2.0))) + s * std::exp(-0.5 * s * s) / std::sqrt(2 * M_PI));
+    }
+    if (of == "silu") {
+        const double sg = sigmoid(s);
+        return dy * sg * (1 + s * (1 - sg));
+    }
+    if (of == "sigmoid") return dy * s * (1 - s);
+    if (of == "tanh") return dy * (1 - s * s);
+    if (of == "exp") return dy * s;
+    if (of == "log") return dy / s;
+    if (of == "sin") return dy * std::cos(s);
+    if (of == "sqrt") return dy * 0.5 / s;
+    if (of == "rsqrt") return -0.5 * dy * s * s * s;
+    throw InputError("reference: unary_grad of '" + of + "'");
+}
+
+double binary(OpKind k, double a, double b) {
+    switch (k) {
+        case OpKind::add: return a + b;
+        case OpKind::sub: return a - b;
+        case OpKind::mul: return a * b;
+        case OpKind::div: return a / b;
+        case OpKind::maximum: return std::max(a, b);
+        default: throw InputError("reference: not a binary op");
+    }
+}
+
+// Batched matmul with broadcasting and transposes.
+void matmul(const HostTensor& A, const HostTensor& B, bool ta, bool tb, HostTensor& Y) {
+    const Shape& ys = Y.desc.shape;
+    const std::size_t r = ys.size();
+    const std::int64_t M = ys[r - 2], N = ys[r - 1];
+    const std::int64_t K = ta ? A.desc.shape[A.desc.shape.size() - 2] : A.desc.shape.back();
+    const Shape yb(ys.begin(), ys.end() - 2), ab(A.desc.shape.begin(), A.desc.shape.end() - 2), bb(B.desc.shape.begin(), B.desc.shape.end() - 2);
+    const std::int64_t batches = numel(yb);
+    for (std::int64_t bi = 0; bi < batches; ++bi) {
+        const Coords c = unravel(bi, yb);
+        const std::int64_t ao = bcast_offset(ab, c) * M * K, bo = bcast_offset(bb, c) * K * N;
+        for (std::int64_t m = 0; m < M; ++m) {
+            for (std::int64_t n = 0; n < N; ++n) {
+                double acc = 0;
+                for (std::int64_t k = 0; k < K; ++k) {
+                    const double av = A.data[static_cast<std::size_t>(ao + (ta ? k * M + m : m * K + k))];
+                    const double bv = B.data[static_cast<std::size_t>(bo + (tb ? n * K + k : k * N + n))];
+                    acc += av * bv;
+                }
+                Y.data[static_cast<std::size_t>((bi * M + m) * N + n)] = acc;
+            }
+        }
+    }
+}
+
+struct Conv {
+    std::int64_t n, ci, h, w, co, kh, kw, groups, ho, wo, sh, sw, ph, pw, dh, dw;
+};
+
+Conv conv_of(const Shape& x, const Shape& wt, const Shape& y, const Attrs& a) {
+    const auto st = a.get_ints("stride", {1, 1}), pd = a.get_ints("padding", {0, 0}), dl = a.get_ints("dilation", {1, 1});
+    return Conv{x[0], x[1], x[2], x[3], wt[0], wt[2], wt[3], a.get_int("groups", 1), y[2], y[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1]};
+}
+
+// Calls f(x_index, w_index, y_index) for every multiply-add of a convolution.
+template <class F>
+void for_each_conv_mac(const Conv& c, F f) {
+    const std::int64_t cig = c.ci / c.groups, cog = c.co / c.groups;
+    for (std::int64_t n = 0; n < c.n; ++n)
+        for (std::int64_t o = 0; o < c.co; ++o) {
+            const std::int64_t g = o / cog;
+            for (std::int64_t i = 0; i < c.ho; ++i)
+                for (std::int64_t j = 0; j < c.wo; ++j)
+                    for (std::int64_t ic = 0; ic < cig; ++ic)
+                        for (std::int64_t p = 0; p < c.kh; ++p)
+                            for (std::int64_t q = 0; q < c.kw; ++q) {
+                                const std::int64_t hi = i * c.sh - c.ph + p * c.dh, wi = j * c.sw - c.pw + q * c.dw;
+                                if (hi < 0 || hi >= c.h || wi < 0 || wi >= c.w) continue;
+                                const std::int64_t xc = g * cig + ic;
+                                f(((n * c.ci + xc) * c.h + hi) * c.w + wi, ((o * cig + ic) * c.kh + p) * c.kw + q,
+                                  ((n * c.co + o) * c.ho + i) * c.wo + j);
+                            }
+        }
+}
+
+std::vector<std::int64_t> reduce_axes(const Shape& s, const Attrs& a) {
+    std::vector<std::int64_t> axes;
+    if (!a.has("axes")) {
+        for (std::size_t i = 0; i < s.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
+    } else {
+        for (std::int64_t ax : a.get_ints("axes", {})) axes.push_back(normalize_axis(ax, static_cast<std::int64_t>(s.size())));
+    }
+    return axes;
+}
+
+// Offset of an input element's reduction target in the keepdim-shaped output.
+std::int64_t reduced_offset(const Coords& c, const Shape& s, const std::vector<std::int64_t>& axes) {
+    std::int64_t off = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const bool reduced = std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(i)) != axes.end();
+        off = off * (reduced ? 1 : s[i]) + (reduced ? 0 : c[i]);
+    }
+    return off;
+}
+
+// Deterministic dropout mask: a splitmix64 hash of the element index against p.
+bool keep(std::int64_t i, double p) {
+    std::uint64_t z = static_cast<std::uint64_t>(i) + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53 >= p;
+}
+
+std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
+
+void softmax_rows(const std::vector<double>& x, std::vector<double>& y, AxisSplit s) {
+    for (std::int64_t o = 0; o < s.outer; ++o)
+        for (std::int64_t i = 0; i < s.inner; ++i) {
+            double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+            for (std::int64_t j = 0; j < s.n; ++j) mx = std::max(mx, x[at((o * s.n + j) * s.inner + i)]);
+            for (std::int64_t j = 0; j < s.n; ++j) sum += std::exp(x[at((o * s.n + j) * s.inner + i)] - mx);
+            for (std::int64_t j = 0; j < s.n; ++j) y[at((o * s.n + j) * s.inner + i)] = std::exp(x[at((o * s.n + j) * s.inner + i)] - mx) / sum;
+        }
+}
+
+void causal(std::vector<double>& x, const Shape& s, double value) {
+    const std::int64_t sq = s[s.size() - 2], sk = s.back();
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(x.size()); ++i) {
+        const std::int64_t col = i % sk, row = (i / sk) % sq;
+        if (col > row) x[at(i)] = value;
+    }
+}
+
+std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, const Attrs& a, const std::vector<TensorDesc>& out) {
+    std::vector<HostTensor> y;
+    for (const TensorDesc& d : out) y.push_back(make(d));
+    auto& Y = y[0].data;
+    const auto& X = in.empty() ? Y : in[0]->data;
+    switch (k) {
+        case OpKind::matmul: matmul(*in[0], *in[1], a.get_bool("transpose_a", false), a.get_bool("transpose_b", false), y[0]); break;
+        case OpKind::linear: {
+            const std::int64_t fi = in[1]->desc.shape[1], fo = in[1]->desc.shape[0], rows = in[0]->desc.numel() / fi;
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t o = 0; o < fo; ++o) {
+                    double acc = in.size() == 3 ? in[2]->data[at(o)] : 0;
+                    for (std::int64_t i = 0; i < fi; ++i) acc += X[at(r * fi + i)] * in[1]->data[at(o * fi + i)];
+                    Y[at(r * fo + o)] = acc;
+                }
+            break;
+        }
+        case OpKind::conv2d: {
+            const Conv c = conv_of(in[0]->desc.shape, in[1]->desc.shape, out[0].shape, a);
+            for_each_conv_mac(c, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { Y[at(yi)] += X[at(xi)] * in[1]->data[at(wi)]; });
+            if (in.size() == 3) {
+                for (std::int64_t i = 0; i < out[0].numel(); ++i) Y[at(i)] += in[2]->data[at((i / (c.ho * c.wo)) % c.co)];
+            }
+            break;
+        }
+        case OpKind::relu: case OpKind::gelu: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::exp:
+        case OpKind::log: case OpKind::sin: case OpKind::sqrt: case OpKind::rsqrt: case OpKind::neg: case OpKind::scale:
+            for (std::size_t i = 0; i < X.size(); ++i) Y[i] = unary(k, X[i], a);
+            break;
+        case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::maximum:
+            for (std::int64_t i = 0; i < out[0].numel(); ++i) {
+                const Coords c = unravel(i, out[0].shape);
+                Y[at(i)] = binary(k, in[0]->data[at(bcast_offset(in[0]->desc.shape, c))], in[1]->data[at(bcast_offset(in[1]->desc.shape, c))]);
+            }
+            break;
+        case OpKind::softmax:
+            softmax_rows(X, Y, split_at(out[0].shape, normalize_axis(a.get_int("axis", -1), out[0].rank())));
+            break;
+        case OpKind::layernorm: case OpKind::rmsnorm: {
+            const std::int64_t d = out[0].shape.back(), rows = out[0].numel() / std::max<std::int64_t>(d, 1);
+            const double eps = a.get_double("eps", 1e-5);
+            for (std::int64_t r = 0; r < rows; ++r) {
+                double mean = 0, sq = 0;
+                for (std::int64_t j = 0; j < d; ++j) mean += X[at(r * d + j)];
+                mean /= static_cast<double>(d);
+                if (k == OpKind::rmsnorm) mean = 0;
+                for (std::int64_t j = 0; j < d; ++j) sq += (X[at(r * d + j)] - mean) * (X[at(r * d + j)] - mean);
+                const double rstd = 1 / std::sqrt(sq / static_cast<double>(d) + eps);
+                for (std::int64_t j = 0; j < d; ++j) {
+                    double v = (X[at(r * d + j)] - mean) * rstd;
+                    if (in.size() > 1) v *= in[1]->data[at(j)];
+                    if (in.size() > 2) v += in[2]->data[at(j)];
+                    Y[at(r * d + j)] = v;
+                }
+            }
+            break;
+        }
+        case OpKind::reduce_sum: case OpKind::reduce_mean: case OpKind::reduce_max: {
+            const Shape& s = in[0]->desc.shape;
+            const auto axes = reduce_axes(s, a);
+            if (k == OpKind::reduce_max) std::fill(Y.begin(), Y.end(), -std::numeric_limits<double>::infinity());
+            for (std::int64_t i = 0; i < in[0]->desc.numel(); ++i) {
+                double& t = Y[at(reduced_offset(unravel(i, s), s, axes))];
+                t = k == OpKind::reduce_max ? std::max(t, X[at(i)]) : t + X[at(i)];
+            }
+            if (k == OpKind::reduce_mean) {
+                const double n = static_cast<double>(in[0]->desc.numel()) / static_cast<double>(std::max<std::int64_t>(out[0].numel(), 1));
+                for (double& v : Y) v /= n;
+            }
+            break;
+        }
+        case OpKind::embedding: {
+            const std::int64_t d = in[0]->desc.shape[1], v = in[0]->desc.shape[0];
+            for (std::int64_t i = 0; i < in[1]->desc.numel(); ++i) {
+                const auto row = static_cast<std::int64_t>(in[1]->data[at(i)]);
+                if (row < 0 || row >= v) throw InputError("reference: embedding index " + std::to_string(row) + " out of range");
+                for (std::int64_t j = 0; j < d; ++j) Y[at(i * d + j)] = X[at(row * d + j)];
+            }
+            break;
+        }
+        case OpKind::transpose: case OpKind::permute: {
+            const Shape& s = in[0]->desc.shape;
+            std::vector<std::int64_t> perm(s.size());
+            std::iota(perm.begin(), perm.end(), 0);
+            if (k == OpKind::transpose) {
+                std::swap(perm[at(normalize_axis(a.get_int("dim0", -2), static_cast<std::int64_t>(s.size())))],
+                          perm[at(normalize_axis(a.get_int("dim1", -1), static_cast<std::int64_t>(s.size())))]);
+            } else {
+                const auto p = a.get_ints("perm", {});
+                for (std::size_t i = 0; i < p.size(); ++i) perm[i] = normalize_axis(p[i], static_cast<std::int64_t>(s.size()));
+            }
+            const auto st = strides_of(s);
+            for (std::int64_t i = 0; i < out[0].numel(); ++i) {
+                const Coords c = unravel(i, out[0].shape);
+                std::int64_t off = 0;
+                for (std::size_t d = 0; d < c.size(); ++d) off += c[d] * st[at(perm[d])];
+                Y[at(i)] = X[at(off)];
+            }
+            break;
+        }
+        case OpKind::reshape: case OpKind::expand: case OpKind::cast:
+            if (k == OpKind::expand) {
+                for (std::int64_t i = 0; i < out[0].numel(); ++i) Y[at(i)] = X[at(bcast_offset(in[0]->desc.shape, unravel(i, out[0].shape)))];
+            } else {
+                for (std::size_t i = 0; i < X.size(); ++i) Y[i] = k == OpKind::cast ? round_to(X[i], out[0].dtype) : X[i];
+            }
+            break;
+        case OpKind::concat: case OpKind::split: {
+            const bool cat = k == OpKind::concat;
+            const Shape& whole = cat ? out[0].shape : in[0]->desc.shape;
+            const auto axis = normalize_axis(a.get_int("axis", 0), static_cast<std::int64_t>(whole.size()));
+            const AxisSplit ws = split_at(whole, axis);
+            std::int64_t base = 0;
+            const std::size_t parts = cat ? in.size() : out.size();
+            for (std::size_t p = 0; p < parts; ++p) {
+                const Shape& ps = cat ? in[p]->desc.shape : out[p].shape;
+                const std::int64_t n = ps[at(axis)];
+                for (std::int64_t o = 0; o < ws.outer; ++o)
+                    for (std::int64_t j = 0; j < n; ++j)
+                        for (std::int64_t i = 0; i < ws.inner; ++i) {
+                            const std::int64_t wi = (o * ws.n + base + j) * ws.inner + i, pi = (o * n + j) * ws.inner + i;
+                            if (cat) Y[at(wi)] = in[p]->data[at(pi)];
+                            else y[p].data[at(pi)] = X[at(wi)];
+                        }
+                base += n;
+            }
+            break;
+        }
+        case OpKind::dropout: {
+            const double p = a.get_double("p", 0.1);
+            for (std::size_t i = 0; i < X.size(); ++i) {
+                const bool kept = keep(static_cast<std::int64_t>(i), p);
+                y[1].data[i] = kept ? 1 : 0;
+                Y[i] = kept ? X[i] / (1 - p) : 0;
+            }
+            break;
+        }
+        case OpKind::causal_mask:
+            Y = X;
+            causal(Y, out[0].shape, a.get_double("value", -std::numeric_limits<double>::infinity()));
+            break;
+        case OpKind::cross_entropy: case OpKind::cross_entropy_grad: {
+            const HostTensor& L = *in[0];
+            const std::int64_t v = L.desc.shape.back(), rows = L.desc.numel() / v;
+            const std::string red = a.get_string("reduction", "mean");
+            std::vector<double> p(at(v));
+            for (std::int64_t r = 0; r < rows; ++r) {
+                double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+                for (std::int64_t j = 0; j < v; ++j) mx = std::max(mx, L.data[at(r * v + j)]);
+                for (std::int64_t j = 0; j < v; ++j) sum += std::exp(L.data[at(r * v + j)] - mx);
+                const auto t = static_cast<std::int64_t>(in[1]->data[at(r)]);
+                if (t < 0 || t >= v) throw InputError("reference: cross_entropy target " + std::to_string(t) + " out of range");
+                if (k == OpKind::cross_entropy) {
+                    const double loss = std::log(sum) + mx - L.data[at(r * v + t)];
+                    if (red == "none") Y[at(r)] = loss;
+                    else Y[0] += red == "mean" ? loss / static_cast<double>(rows) : loss;
+                } else {
+                    const double d = in[2]->data[at(red == "none" ? r : 0)] / (red == "mean" ? static_cast<double>(rows) : 1.0);
+                    for (std::int64_t j = 0; j < v; ++j) {
+                        Y[at(r * v + j)] = (std::exp(L.data[at(r * v + j)] - mx) / sum - (j == t ? 1.0 : 0.0)) * d;
+                    }
+                }
+            }
+            break;
+        }
+        case OpKind::attention: {
+            const Shape& qs = in[0]->desc.shape;
+            const std::int64_t sq = qs[qs.size() - 2], d = qs.back(), sk = in[1]->desc.shape[in[1]->desc.shape.size() - 2];
+            Shape ss = qs;
+            ss.back() = sk;
+            HostTensor s = make(TensorDesc{ss, in[0]->desc.dtype});
+            matmul(*in[0], *in[1], false, true, s);
+            const double scale = a.get_double("scale", 1.0 / std::sqrt(static_cast<double>(d)));
+            for (double& v : s.data) v *= scale;
+            if (a.get_bool("causal", false)) causal(s.data, ss, -std::numeric_limits<double>::infinity());
+            HostTensor p = s;
+            softmax_rows(s.data, p.data, split_at(ss, static_cast<std::int64_t>(ss.size()) - 1));
+            matmul(p, *in[2], false, false, y[0]);
+            (void)sq;
+            break;
+        }
+        case OpKind::unary_grad: {
+            const std::string of = a.get_string("of", "");
+            for (std::size_t i = 0; i < X.size(); ++i) Y[i] = unary_grad_value(of, a, X[i], in[1]->data[i]);
+            break;
+        }
+        case OpKind::maximum_grad:
+            for (std::int64_t i = 0; i < out[0].numel(); ++i) {
+                const Coords c = unravel(i, out[0].shape);
+                const bool first = in[1]->data[at(bcast_offset(in[1]->desc.shape, c))] >= in[2]->data[at(bcast_offset(in[2]->desc.shape, c))];
+                y[0].data[at(i)] = first ? X[at(i)] : 0;
+                y[1].data[at(i)] = first ? 0 : X[at(i)];
+            }
+            break;
+        case OpKind::softmax_grad: {
+            const AxisSplit s = split_at(out[0].shape, normalize_axis(a.get_int("axis", -1), out[0].rank()));
+            const auto& yv = in[1]->data;
+            for (std::int64_t o = 0; o < s.outer; ++o)
+                for (std::int64_t i = 0; i < s.inner; ++i) {
+                    double dot = 0;
+                    for (std::int64_t j = 0; j < s.n; ++j) dot += X[at((o * s.n + j) * s.inner + i)] * yv[at((o * s.n + j) * s.inner + i)];
+                    for (std::int64_t j = 0; j < s.n; ++j) {
+                        const std::int64_t e = (o * s.n + j) * s.inner + i;
+                        Y[at(e)] = yv[at(e)] * (X[at(e)] - dot);
+                    }
+                }
+            break;
+        }
+        case OpKind::layernorm_grad: case OpKind::rmsnorm_grad: {
+            const bool rms = k == OpKind::rmsnorm_grad;
+            const auto& x = in[1]->data;
+            const std::int64_t d = out[0].shape.back(), rows = out[0].numel() / std::max<std::int64_t>(d, 1);
+            const double eps = a.get_double("eps", 1e-5);
+            for (std::int64_t r = 0; r < rows; ++r) {
+                double mean = 0, sq = 0;
+                for (std::int64_t j = 0; j < d; ++j) mean += x[at(r * d + j)];
+                mean = rms ? 0 : mean / static_cast<double>(d);
+                for (std::int64_t j = 0; j < d; ++j) sq += (x[at(r * d + j)] - mean) * (x[at(r * d + j)] - mean);
+                const double rstd = 1 / std::sqrt(sq / static_cast<double>(d) + eps);
+                double mg = 0, mgx = 0;
+                for (std::int64_t j = 0; j < d; ++j) {
+                    const double g = X[at(r * d + j)] * (in.size() > 2 ? in[2]->data[at(j)] : 1.0);
+                    mg += g;
+                    mgx += g * (x[at(r * d + j)] - mean) * rstd;
+                }
+                mg /= static_cast<double>(d);
+                mgx /= static_cast<double>(d);
+                for (std::int64_t j = 0; j < d; ++j) {
+                    const double xh = (x[at(r * d + j)] - mean) * rstd;
+                    const double g = X[at(r * d + j)] * (in.size() > 2 ? in[2]->data[at(j)] : 1.0);
+                    Y[at(r * d + j)] = rstd * (g - (rms ? 0 : mg) - xh * mgx);
+                    if (y.size() > 1) y[1].data[at(j)] += X[at(r * d + j)] * xh;
+                    if (y.size() > 2) y[2].data[at(j)] += X[at(r * d + j)];
+                }
+            }
+            break;
+        }
+        case OpKind::dropout_grad: {
+            const double p = a.get_double("p", 0.1);
+            for (std::size_t i = 0; i < X.size(); ++i) Y[i] = X[i] * in[1]->data[i] / (1 - p);
+            break;
+        }
+        case OpKind::embedding_grad: {
+            const std::int64_t d = out[0].shape[1];
+            for (std::int64_t i = 0; i < in[1]->desc.numel(); ++i) {
+                const auto row = static_cast<std::int64_t>(in[1]->data[at(i)]);
+                for (std::int64_t j = 0; j < d; ++j) Y[at(row * d + j)] += X[at(i * d + j)];
+            }
+            break;
+        }
+        case OpKind::conv2d_grad_input: {
+            const Conv c = conv_of(out[0].shape, in[1]->desc.shape, in[0]->desc.shape, a);
+            for_each_conv_mac(c, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { Y[at(xi)] += X[at(yi)] * in[1]->data[at(wi)]; });
+            break;
+        }
+        case OpKind::conv2d_grad_weight: {
+            const Conv c = conv_of(in[1]->desc.shape, out[0].shape, in[0]->desc.shape, a);
+            for_each_conv_mac(c, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { Y[at(wi)] += X[at(yi)] * in[1]->data[at(xi)]; });
+            break;
+        }
+        case OpKind::reduce_max_grad: {
+            const Shape& s = in[1]->desc.shape;
+            const auto axes = reduce_axes(s, a);
+            for (std::int64_t i = 0; i < in[1]->desc.numel(); ++i) {
+                const std::int64_t o = reduced_offset(unravel(i, s), s, axes);
+                Y[at(i)] = in[1]->data[at(i)] == in[2]->data[at(o)] ? X[at(o)] : 0;
+            }
+            break;
+        }
+        case OpKind::fill: std::fill(Y.begin(), Y.end(), a.get_double("value", 0.0)); break;
+        case OpKind::sgd_update: {
+            const double lr = a.get_double("lr", 1e-3), mu = a.get_double("momentum", 0), wd = a.get_double("weight_decay", 0),
+                         gs = a.get_double("grad_scale", 1);
+            for (std::size_t i = 0; i < X.size(); ++i) {
+                double g = in[1]->data[i] * gs + wd * X[i];
+                if (in.size() == 3) {
+                    g = mu * in[2]->data[i] + g;
+                    y[1].data[i] = g;
+                }
+                Y[i] = X[i] - lr * g;
+            }
+            break;
+        }
+        case OpKind::adam_update: {  // first step (t = 1)
+            const double lr = a.get_double("lr", 1e-3), b1 = a.get_double("beta1", 0.9), b2 = a.get_double("beta2", 0.999),
+                         eps = a.get_double("eps", 1e-8), wd = a.get_double("weight_decay", 0), gs = a.get_double("grad_scale", 1);
+            const bool decoupled = a.get_bool("decoupled", false);
+            for (std::size_t i = 0; i < X.size(); ++i) {
+                const double g = in[1]->data[i] * gs + (decoupled ? 0 : wd * X[i]);
+                const double m = b1 * in[2]->data[i] + (1 - b1) * g, v = b2 * in[3]->data[i] + (1 - b2) * g * g;
+                const double step = (m / (1 - b1)) / (std::sqrt(v / (1 - b2)) + eps) + (decoupled ? wd * X[i] : 0);
+                Y[i] = X[i] - lr * step;
+                y[1].data[i] = m;
+                y[2].data[i] = v;
+            }
+            break;
+        }
+    }
+    return y;
+}
+
+}  // namespace
+
+double round_to(double v, DType d) {
+    switch (d) {
+        case DType::f64: return v;
+        case DType::f32:
+        case DType::tf32: return static_cast<double>(static_cast<float>(v));
+        case DType::f16: return static_cast<double>(static_cast<_Float16>(static_cast<float>(v)));
+        case DType::bf16: {
+            float f = static_cast<float>(v);
+            std::uint32_t u = 0;
+            std::memcpy(&u, &f, 4);
+            if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+            u &= 0xffff0000u;
+            std::memcpy(&f, &u, 4);
+            return static_cast<double>(f);
+        }
+        case DType::int8:
+        case DType::u8:
+        case DType::int32:
+        case DType::int64: return std::nearbyint(v);
+        case DType::fp8_e4m3:
+        case DType::fp8_e5m2: break;
+    }
+    throw InputError(std::string("reference: rounding to ") + std::string(dtype_name(d)) + " is not implemented");
+}
+
+std::vector<HostTensor> run_reference(OpKind k, const std::vector<const HostTensor*>& in, const Attrs& attrs,
+                                      const std::vector<TensorDesc>& out, RefPrecision precision) {
+    std::vector<HostTensor> y = run(k, in, attrs, out);
+    if (precision == RefPrecision::f32) {
+        for (HostTensor& t : y) {
+            if (is_floating(t.desc.dtype)) {
+                for (double& v : t.data) v = static_cast<double>(static_cast<float>(v));
+            }
+        }
+    }
+    return y;
+}
+
+}  // namespace roofline

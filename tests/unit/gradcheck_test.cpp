@@ -1,0 +1,188 @@
+// Finite differences against autodiff, in float64 on the CPU reference executor: every
+// differentiable op kind (with broadcasting and fan-out), the mlp template and a tiny GPT.
+// Tolerance: relative error below 1e-6, measured as |analytic - numeric| / max(|analytic|,
+// |numeric|, 1e-3) so that gradients near zero are held to 1e-9 absolute. Central differences with
+// h = 1e-6 have truncation error O(h^2) ~ 1e-12 and rounding error ~ 1e-16 |L| / h ~ 1e-10 here.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "model/autodiff.hpp"
+#include "model/executor.hpp"
+#include "model/model_json.hpp"
+#include "ops/grad.hpp"
+
+using namespace roofline;
+
+namespace {
+
+const TensorDesc f64(Shape s) { return TensorDesc{std::move(s), DType::f64}; }
+
+struct Check {
+    double max_error = 0;
+    int compared = 0;
+};
+
+Check grad_check(const Graph& fwd, std::map<TensorId, HostTensor> given, int per_param = 6) {
+    for (std::size_t t = 0; t < fwd.tensors().size(); ++t) {
+        if (fwd.tensors()[t].producer == kNoNode && !given.count(static_cast<TensorId>(t))) {
+            given[static_cast<TensorId>(t)] = deterministic_value(fwd, static_cast<TensorId>(t), 7);
+        }
+    }
+    TrainingOptions opt;
+    opt.optimizer = Optimizer::sgd;
+    opt.momentum = 0;
+    opt.weight_decay = 0;
+    const Graph train = build_training_step(fwd, opt);
+    const auto values = execute(train, given, RefPrecision::f64);
+    const TensorId loss = fwd.outputs().front();
+    auto loss_at = [&](const std::map<TensorId, HostTensor>& g) { return execute(fwd, g, RefPrecision::f64)[static_cast<std::size_t>(loss)].data[0]; };
+    Check c;
+    const double h = 1e-6;
+    for (const Node& n : train.nodes()) {
+        if (n.kind != OpKind::sgd_update) continue;
+        const TensorId p = n.inputs[0], gt = n.inputs[1];
+        const std::size_t size = given[p].data.size();
+        const std::size_t step = std::max<std::size_t>(1, size / static_cast<std::size_t>(per_param));
+        for (std::size_t e = 0; e < size; e += step) {
+            auto plus = given, minus = given;
+            plus[p].data[e] += h;
+            minus[p].data[e] -= h;
+            const double numeric = (loss_at(plus) - loss_at(minus)) / (2 * h);
+            const double analytic = values[static_cast<std::size_t>(gt)].data[e];
+            const double err = std::fabs(analytic - numeric) / std::max({std::fabs(analytic), std::fabs(numeric), 1e-3});
+            INFO(fwd.tensor(p).name << "[" << e << "] analytic " << analytic << " numeric " << numeric);
+            CHECK(err < 1e-6);
+            c.max_error = std::max(c.max_error, err);
+            ++c.compared;
+        }
+    }
+    return c;
+}
+
+// loss = sum(op(params..., inputs...)[0] * R) with a fixed random R, so every output element
+// carries a different weight; scalar outputs are the loss themselves.
+Graph op_graph(OpKind k, const std::vector<TensorDesc>& params, const Attrs& attrs, const std::vector<TensorDesc>& inputs,
+               bool softmax_after = false) {
+    Graph g;
+    g.origin = "gradcheck";
+    std::vector<TensorId> ins;
+    for (std::size_t i = 0; i < params.size(); ++i) ins.push_back(g.add_parameter("p" + std::to_string(i), params[i]));
+    for (std::size_t i = 0; i < inputs.size(); ++i) ins.push_back(g.add_input("in" + std::to_string(i), inputs[i]));
+    TensorId y = g.node(g.add_node("op", k, ins, attrs, {})).outputs[0];
+    if (softmax_after) y = g.node(g.add_node("sm", OpKind::softmax, {y}, {}, {})).outputs[0];
+    if (g.tensor(y).desc.rank() > 0) {
+        const TensorId r = g.add_input("R", g.tensor(y).desc);
+        const TensorId w = g.node(g.add_node("weigh", OpKind::mul, {y, r}, {}, {})).outputs[0];
+        y = g.node(g.add_node("loss", OpKind::reduce_sum, {w}, {}, {})).outputs[0];
+    }
+    g.mark_output(y);
+    return g;
+}
+
+HostTensor positive(const Graph& g, TensorId t) {
+    HostTensor h = deterministic_value(g, t, 3);
+    for (double& v : h.data) v = 0.5 + std::fabs(v);
+    return h;
+}
+
+}  // namespace
+
+TEST_CASE("finite differences match autodiff for every differentiable op kind", "[gradcheck]") {
+    const TensorDesc m = f64({3, 4}), v = f64({4});
+    struct Case {
+        OpKind k;
+        std::vector<TensorDesc> params;
+        Attrs attrs;
+        std::vector<TensorDesc> inputs;
+        bool positive_inputs = false;
+        bool softmax_after = false;
+    };
+    std::vector<Case> cases = {
+        {OpKind::matmul, {m, f64({4, 5})}, {}, {}},
+        {OpKind::matmul, {f64({4, 3}), f64({5, 4})}, attr2("transpose_a", true, "transpose_b", true), {}},
+        {OpKind::matmul, {f64({2, 3, 4}), f64({5, 4})}, attr("transpose_b", true), {}},        // shared weight, batch folded
+        {OpKind::matmul, {f64({2, 1, 3, 4}), f64({3, 4, 2})}, {}, {}},                          // batch broadcasting
+        {OpKind::linear, {f64({2, 3, 4}), f64({5, 4}), f64({5})}, {}, {}},
+        {OpKind::conv2d, {f64({2, 4, 5, 5}), f64({6, 2, 3, 3}), f64({6})},
+         attr2("groups", std::int64_t{2}, "stride", std::vector<std::int64_t>{2, 1}), {}},
+        {OpKind::conv2d, {f64({1, 2, 6, 6}), f64({3, 2, 2, 2})}, attr2("dilation", std::vector<std::int64_t>{2, 2}, "padding", std::vector<std::int64_t>{1, 0}), {}},
+        {OpKind::add, {m, v}, {}, {}},       {OpKind::sub, {m, f64({3, 1})}, {}, {}},
+        {OpKind::mul, {m, v}, {}, {}},       {OpKind::div, {m, v}, {}, {}, true},
+        {OpKind::maximum, {m, v}, {}, {}},
+        {OpKind::softmax, {m}, attr("axis", std::int64_t{0}), {}},
+        {OpKind::layernorm, {m, v, v}, {}, {}}, {OpKind::layernorm, {m}, {}, {}},
+        {OpKind::rmsnorm, {m, v}, {}, {}},
+        {OpKind::reduce_sum, {f64({2, 3, 4})}, attr("axes", std::vector<std::int64_t>{0, 2}), {}},
+        {OpKind::reduce_mean, {m}, attr2("axes", std::vector<std::int64_t>{1}, "keepdim", true), {}},
+        {OpKind::reduce_max, {m}, attr("axes", std::vector<std::int64_t>{-1}), {}},
+        {OpKind::embedding, {f64({7, 4})}, {}, {TensorDesc{{5}, DType::int64}}},
+        {OpKind::transpose, {f64({2, 3, 4})}, attr2("dim0", std::int64_t{0}, "dim1", std::int64_t{2}), {}},
+        {OpKind::permute, {f64({2, 3, 4})}, attr2("perm", std::vector<std::int64_t>{1, 2, 0}, "copy", true), {}},
+        {OpKind::reshape, {m}, attr("shape", std::vector<std::int64_t>{2, -1}), {}},
+        {OpKind::concat, {m, f64({3, 2})}, attr("axis", std::int64_t{1}), {}},
+        {OpKind::split, {f64({3, 6})}, attr2("axis", std::int64_t{1}, "sizes", std::vector<std::int64_t>{2, 4}), {}},
+        {OpKind::dropout, {f64({4, 8})}, attr("p", 0.25), {}},
+        {OpKind::causal_mask, {f64({2, 4, 4})}, {}, {}, false, true},
+        {OpKind::cross_entropy, {f64({5, 6})}, {}, {TensorDesc{{5}, DType::int64}}},
+        {OpKind::cross_entropy, {f64({2, 3, 6})}, attr("reduction", std::string("sum")), {TensorDesc{{2, 3}, DType::int64}}},
+        {OpKind::attention, {f64({2, 4, 3}), f64({2, 5, 3}), f64({2, 5, 2})}, {}, {}},
+        {OpKind::attention, {f64({2, 4, 3}), f64({2, 4, 3}), f64({2, 4, 3})}, attr("causal", true), {}},
+        {OpKind::scale, {m}, attr("factor", -0.75), {}},
+        {OpKind::gelu, {m}, attr("approximate", std::string("erf")), {}},
+    };
+    for (OpKind k : {OpKind::relu, OpKind::gelu, OpKind::silu, OpKind::sigmoid, OpKind::tanh, OpKind::exp, OpKind::sin, OpKind::neg}) {
+        cases.push_back({k, {m}, {}, {}});
+    }
+    for (OpKind k : {OpKind::log, OpKind::sqrt, OpKind::rsqrt}) cases.push_back({k, {m}, {}, {}, true});
+    for (const Case& c : cases) {
+        INFO(op_name(c.k));
+        const Graph g = op_graph(c.k, c.params, c.attrs, c.inputs, c.softmax_after);
+        std::map<TensorId, HostTensor> given;
+        if (c.positive_inputs) {
+            for (std::size_t i = 0; i < c.params.size(); ++i) given[static_cast<TensorId>(i)] = positive(g, static_cast<TensorId>(i));
+        }
+        const Check r = grad_check(g, given);
+        CHECK(r.compared > 0);
+    }
+}
+
+TEST_CASE("fan-out: a tensor used by several ops gets the sum of their gradients", "[gradcheck]") {
+    Graph g;
+    g.origin = "fanout";
+    const TensorId w = g.add_parameter("w", f64({3, 3}));
+    const TensorId a = g.node(g.add_node("a", OpKind::matmul, {w, w}, {}, {})).outputs[0];
+    const TensorId b = g.node(g.add_node("b", OpKind::tanh, {w}, {}, {})).outputs[0];
+    const TensorId c = g.node(g.add_node("c", OpKind::mul, {a, b}, {}, {})).outputs[0];
+    g.mark_output(g.node(g.add_node("loss", OpKind::reduce_sum, {c}, {}, {})).outputs[0]);
+    CHECK(grad_check(g, {}, 9).compared == 9);
+}
+
+TEST_CASE("the mlp template and a tiny GPT pass the gradient check", "[gradcheck][gpt]") {
+    using nlohmann::json;
+    const Graph mlp = load_model(json{{"format", "roofline-model/1"}, {"template", "mlp"},
+                                      {"config", {{"batch", 4}, {"input", 6}, {"hidden", {5, 4}}, {"classes", 3}, {"activation", "gelu"}, {"dtype", "f64"}}}},
+                                 "mlp-f64");
+    CHECK(grad_check(mlp, {}, 4).compared > 20);
+    const Graph gpt = load_model(json{{"format", "roofline-model/1"}, {"template", "gpt"},
+                                      {"config", {{"n_layer", 2}, {"d_model", 8}, {"n_head", 2}, {"vocab", 11}, {"n_ctx", 6},
+                                                  {"seq", 5}, {"batch", 2}, {"dtype", "f64"}, {"dropout", 0.1}}}},
+                                 "tiny-gpt");
+    const Check r = grad_check(gpt, {}, 3);
+    CHECK(r.compared > 60);
+}
+
+TEST_CASE("the float32 executor agrees with float64 to single precision", "[gradcheck]") {
+    using nlohmann::json;
+    const Graph gpt = load_model(json{{"format", "roofline-model/1"}, {"template", "gpt"},
+                                      {"config", {{"n_layer", 1}, {"d_model", 8}, {"n_head", 2}, {"vocab", 11}, {"n_ctx", 6},
+                                                  {"seq", 5}, {"batch", 2}, {"dtype", "f32"}}}},
+                                 "tiny-gpt-f32");
+    const Graph train = build_training_step(gpt, {});
+    const auto a = execute(train, {}, RefPrecision::f64);
+    const auto b = execute(train, {}, RefPrecision::f32);
+    const TensorId loss = gpt.outputs().front();
+    // float32 keeps ~7 significant digits; a dozen rounded ops deep, 1e-5 relative is ample
+    CHECK(b[static_cast<std::size_t>(loss)].data[0] == Approx(a[static_cast<std::size_t>(loss)].data[0]).epsilon(1e-5));
+    CHECK(b[static_cast<std::size_t>(loss)].data[0] != a[static_cast<std::size_t>(loss)].data[0]);  // it did round
+}
