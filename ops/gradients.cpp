@@ -315,6 +315,13 @@ Grads attention_grad(GradBuilder& b, const GradArgs& a) {
     return g;
 }
 
+// cast: the gradient flows back converted to the input's dtype.
+Grads cast_grad(GradBuilder& b, const GradArgs& a) {
+    Grads g = none(a);
+    if (a.needs[0]) g[0] = b.one(OpKind::cast, {dy(a)}, attr("dtype", std::string(dtype_name(b.desc(a.inputs[0]).dtype))));
+    return g;
+}
+
 }  // namespace
 
 GradFn grad_rule_of(OpKind k) {
@@ -355,6 +362,7 @@ GradFn grad_rule_of(OpKind k) {
         case OpKind::causal_mask: return causal_mask_grad;
         case OpKind::cross_entropy: return cross_entropy_grad;
         case OpKind::attention: return attention_grad;
+        case OpKind::cast: return cast_grad;
         case OpKind::unary_grad:
         case OpKind::maximum_grad:
         case OpKind::softmax_grad:
@@ -368,7 +376,6 @@ GradFn grad_rule_of(OpKind k) {
         case OpKind::reduce_max_grad:
         case OpKind::expand:
         case OpKind::fill:
-        case OpKind::cast:
         case OpKind::sgd_update:
         case OpKind::adam_update: return nullptr;
     }

@@ -88,6 +88,7 @@ TEST_CASE("every differentiable op kind yields a gradient for each parameter inp
         cases.push_back({k, {m}, {}, {}});
     }
     cases.push_back({OpKind::scale, {m}, attr("factor", 0.5), {}});
+    cases.push_back({OpKind::cast, {m}, attr("dtype", std::string("bf16")), {}});
     std::set<OpKind> covered;
     for (const Case& c : cases) {
         INFO(op_name(c.k));
@@ -104,6 +105,7 @@ TEST_CASE("every differentiable op kind yields a gradient for each parameter inp
     }
     // Every forward op kind with a gradient rule was exercised.
     for (OpKind k : kAllOpKinds) {
+        INFO(op_name(k));
         if (grad_rule_of(k)) CHECK(covered.count(k) == 1);
     }
 }

@@ -130,6 +130,7 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
         {OpKind::attention, {f64({2, 4, 3}), f64({2, 4, 3}), f64({2, 4, 3})}, attr("causal", true), {}},
         {OpKind::scale, {m}, attr("factor", -0.75), {}},
         {OpKind::gelu, {m}, attr("approximate", std::string("erf")), {}},
+        {OpKind::cast, {m}, attr("dtype", std::string("f64")), {}},  // f64 -> f64: exercises the rule exactly
     };
     for (OpKind k : {OpKind::relu, OpKind::gelu, OpKind::silu, OpKind::sigmoid, OpKind::tanh, OpKind::exp, OpKind::sin, OpKind::neg}) {
         cases.push_back({k, {m}, {}, {}});

@@ -1,0 +1,146 @@
+#include "sim/memory.hpp"
+
+#include <algorithm>
+
+#include "ops/checked.hpp"
+
+namespace roofline {
+
+std::string_view category_name(MemoryCategory c) {
+    switch (c) {
+        case MemoryCategory::weights: return "weights";
+        case MemoryCategory::gradients: return "gradients";
+        case MemoryCategory::optimizer_state: return "optimizer_state";
+        case MemoryCategory::activations: return "activations";
+        case MemoryCategory::temporaries: return "temporaries";
+        case MemoryCategory::workspace: return "workspace";
+    }
+    return "?";
+}
+
+std::int64_t MemoryStep::total() const {
+    std::int64_t t = 0;
+    for (std::int64_t b : bytes) t = checked_add(t, b, "memory");
+    return t;
+}
+
+namespace {
+
+bool is_view(const Node& n) {
+    switch (n.kind) {
+        case OpKind::reshape:
+        case OpKind::expand: return true;
+        case OpKind::transpose:
+        case OpKind::permute:
+        case OpKind::split: return !n.attrs.get_bool("copy", false);
+        default: return false;
+    }
+}
+
+// For an in-place optimizer output: which input's storage it overwrites.
+int in_place_input(const Node& n, std::size_t output) {
+    if (n.kind == OpKind::adam_update) return output == 0 ? 0 : static_cast<int>(output) + 1;  // p, m, v
+    if (n.kind == OpKind::sgd_update) return output == 0 ? 0 : 2;                            // p, buffer
+    return -1;
+}
+
+}  // namespace
+
+MemoryTimeline memory_timeline(const Graph& g, const MemoryOptions& opt) {
+    const std::size_t nt = g.tensors().size(), nn = g.nodes().size();
+    std::vector<TensorId> storage(nt);
+    for (std::size_t t = 0; t < nt; ++t) storage[t] = static_cast<TensorId>(t);
+
+    // Storage sharing: views alias their input, optimizer updates write in place, and the cast of
+    // an updated fp32 master copy back to 16 bits overwrites the 16-bit weights.
+    for (NodeId n : g.topological_order()) {
+        const Node& node = g.node(n);
+        for (std::size_t o = 0; o < node.outputs.size(); ++o) {
+            int src = -1;
+            if (is_view(node)) src = 0;
+            else if (node.phase == Phase::optimizer) src = in_place_input(node, o);
+            if (src >= 0) storage[static_cast<std::size_t>(node.outputs[o])] = storage[static_cast<std::size_t>(node.inputs[static_cast<std::size_t>(src)])];
+        }
+    }
+    // Gradients: what an optimizer node consumes as its gradient, through casts.
+    std::vector<bool> is_gradient(nt, false);
+    for (const Node& node : g.nodes()) {
+        if (node.kind != OpKind::adam_update && node.kind != OpKind::sgd_update) continue;
+        TensorId gt = node.inputs[1];
+        const Tensor& ten = g.tensor(gt);
+        if (ten.producer != kNoNode && g.node(ten.producer).kind == OpKind::cast && g.node(ten.producer).phase == Phase::optimizer) {
+            is_gradient[static_cast<std::size_t>(storage[static_cast<std::size_t>(g.node(ten.producer).inputs[0])])] = true;
+        }
+        is_gradient[static_cast<std::size_t>(storage[static_cast<std::size_t>(gt)])] = true;
+    }
+    // Liveness per storage: first and last node that touches it; whether a backward node reads it.
+    const std::size_t never = nn;
+    std::vector<std::size_t> first(nt, never), last(nt, 0);
+    std::vector<bool> read_by_backward(nt, false), whole_step(nt, false);
+    for (std::size_t t = 0; t < nt; ++t) {
+        const Tensor& ten = g.tensors()[t];
+        if (ten.role == TensorRole::parameter || ten.role == TensorRole::optimizer_state) whole_step[t] = true;
+        if (ten.producer == kNoNode) first[static_cast<std::size_t>(storage[t])] = 0;
+    }
+    for (TensorId o : g.outputs()) whole_step[static_cast<std::size_t>(storage[static_cast<std::size_t>(o)])] = true;
+    for (std::size_t i = 0; i < nn; ++i) {
+        const Node& node = g.nodes()[i];
+        for (TensorId t : node.outputs) {
+            const auto s = static_cast<std::size_t>(storage[static_cast<std::size_t>(t)]);
+            first[s] = std::min(first[s], i);
+            last[s] = std::max(last[s], i);
+        }
+        for (TensorId t : node.inputs) {
+            const auto s = static_cast<std::size_t>(storage[static_cast<std::size_t>(t)]);
+            last[s] = std::max(last[s], i);
+            if (node.phase == Phase::backward) read_by_backward[s] = true;
+        }
+    }
+    MemoryTimeline tl;
+    tl.category.resize(nt, MemoryCategory::temporaries);
+    std::vector<std::vector<std::size_t>> frees(nn + 1), allocs(nn + 1);
+    CategoryBytes live{};
+    for (std::size_t t = 0; t < nt; ++t) {
+        const Tensor& ten = g.tensors()[t];
+        MemoryCategory c = MemoryCategory::temporaries;
+        const auto s = static_cast<std::size_t>(storage[t]);
+        const Tensor& base = g.tensors()[s];
+        if (base.role == TensorRole::parameter) c = MemoryCategory::weights;
+        else if (base.role == TensorRole::optimizer_state) c = MemoryCategory::optimizer_state;
+        else if (is_gradient[s]) c = MemoryCategory::gradients;
+        else if (read_by_backward[s] && (base.producer == kNoNode || g.node(base.producer).phase == Phase::forward)) c = MemoryCategory::activations;
+        tl.category[t] = c;
+        if (storage[t] != static_cast<TensorId>(t) || first[t] == never) continue;  // aliases and unused tensors hold nothing
+        const std::int64_t bytes = ten.desc.bytes();
+        if (c == MemoryCategory::activations) tl.saved_activation_bytes = checked_add(tl.saved_activation_bytes, bytes, "memory");
+        if (ten.producer == kNoNode) {
+            live[static_cast<std::size_t>(c)] = checked_add(live[static_cast<std::size_t>(c)], bytes, "memory");
+        } else {
+            allocs[first[t]].push_back(t);
+        }
+        if (!whole_step[t]) frees[last[t]].push_back(t);
+    }
+    tl.steps.reserve(nn);
+    for (std::size_t i = 0; i < nn; ++i) {
+        for (std::size_t t : allocs[i]) {
+            auto& b = live[static_cast<std::size_t>(tl.category[t])];
+            b = checked_add(b, g.tensors()[t].desc.bytes(), "memory");
+        }
+        MemoryStep step{static_cast<NodeId>(i), live};
+        const Node& node = g.nodes()[i];
+        if (opt.workspace_bytes > 0 && (node.kind == OpKind::matmul || node.kind == OpKind::linear || node.kind == OpKind::conv2d ||
+                                        node.kind == OpKind::conv2d_grad_input || node.kind == OpKind::conv2d_grad_weight)) {
+            step.bytes[static_cast<std::size_t>(MemoryCategory::workspace)] = opt.workspace_bytes;
+        }
+        if (step.total() > tl.peak_bytes || tl.steps.empty()) {
+            tl.peak_bytes = step.total();
+            tl.peak_step = i;
+            tl.at_peak = step.bytes;
+        }
+        tl.steps.push_back(step);
+        for (std::size_t t : frees[i]) live[static_cast<std::size_t>(tl.category[t])] -= g.tensors()[t].desc.bytes();
+    }
+    return tl;
+}
+
+}  // namespace roofline
