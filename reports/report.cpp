@@ -116,6 +116,31 @@ ojson shares_json(const std::map<std::string, BoundShare>& m, double total) {
     return j;
 }
 
+ojson categories_json(const CategoryBytes& b) {
+    ojson j;
+    for (std::size_t c = 0; c < kMemoryCategories; ++c) j[std::string(category_name(static_cast<MemoryCategory>(c)))] = b[c];
+    return j;
+}
+
+ojson memory_json(const ReportContext& ctx) {
+    const MemoryTimeline& m = ctx.analysis.memory;
+    const double capacity = ctx.hw.device_memory().capacity_bytes.value;
+    ojson j;
+    j["peak_bytes"] = m.peak_bytes;
+    j["peak_node"] = m.steps.empty() ? ojson(nullptr) : ojson(ctx.graph.node(m.steps[m.peak_step].node).name);
+    j["at_peak"] = categories_json(m.at_peak);
+    j["saved_activation_bytes"] = m.saved_activation_bytes;
+    j["device_capacity_bytes"] = capacity;
+    j["fits"] = static_cast<double>(m.peak_bytes) <= capacity;
+    ojson cats = ojson::array();
+    for (std::size_t c = 0; c < kMemoryCategories; ++c) cats.push_back(category_name(static_cast<MemoryCategory>(c)));
+    j["timeline"]["categories"] = cats;
+    ojson steps = ojson::array();
+    for (const MemoryStep& s : m.steps) steps.push_back(s.bytes);
+    j["timeline"]["bytes_after_node"] = steps;
+    return j;
+}
+
 }  // namespace
 
 ojson hardware_json(const Hardware& hw) {
@@ -194,6 +219,7 @@ ojson report_json(const ReportContext& ctx) {
     }
     t["by_phase"] = phases;
     j["totals"] = t;
+    j["memory"] = memory_json(ctx);
     j["ops"] = ojson::array();
     for (const OpAnalysis& op : a.ops) j["ops"].push_back(op_json(ctx, op));
     return j;
@@ -275,6 +301,20 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                                a.time_s > 0 ? 100.0 * pt.time_s / a.time_s : 0.0, pt.ops);
         }
         out += "\n";
+    }
+    {
+        const MemoryTimeline& m = a.memory;
+        const MemoryLevel& dev = ctx.hw.device_memory();
+        std::string parts;
+        for (std::size_t c = 0; c < kMemoryCategories; ++c) {
+            if (m.at_peak[c] == 0) continue;
+            parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", category_name(static_cast<MemoryCategory>(c)),
+                                 human_bytes(static_cast<double>(m.at_peak[c])));
+        }
+        out += fmt::format("peak memory:    {} at '{}' ({}); {} {} of {}\n", human_bytes(static_cast<double>(m.peak_bytes)),
+                           m.steps.empty() ? "-" : ctx.graph.node(m.steps[m.peak_step].node).name, parts,
+                           static_cast<double>(m.peak_bytes) <= dev.capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
+                           human_bytes(dev.capacity_bytes.value), dev.name);
     }
     out += "time by bound:";
     for (const auto& [k, v] : a.by_bound) {

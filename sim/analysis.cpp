@@ -13,7 +13,7 @@ DType op_compute_dtype(const Graph& g, NodeId n) {
     return DType::f32;
 }
 
-Analysis analyze(const Graph& g, const Hardware& hw) {
+Analysis analyze(const Graph& g, const Hardware& hw, const MemoryOptions& mem) {
     Analysis a;
     for (NodeId n : g.topological_order()) {
         OpAnalysis op{n, op_roofline(g.work(n), op_compute_dtype(g, n), hw)};
@@ -36,6 +36,7 @@ Analysis analyze(const Graph& g, const Hardware& hw) {
         a.parameter_count = checked_add(a.parameter_count, t.desc.numel(), "parameter count");
         a.parameter_bytes = checked_add(a.parameter_bytes, t.desc.bytes(), "parameter bytes");
     }
+    a.memory = memory_timeline(g, mem);
     return a;
 }
 

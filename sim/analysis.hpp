@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/graph.hpp"
+#include "sim/memory.hpp"
 #include "sim/roofline.hpp"
 
 namespace roofline {
@@ -34,11 +35,12 @@ struct Analysis {
     PhaseTotals by_phase[3];                      // indexed by Phase: forward, backward, optimizer
     std::int64_t parameter_count = 0;
     std::int64_t parameter_bytes = 0;
+    MemoryTimeline memory;  // liveness over the execution order
 };
 
 // The dtype an op computes in: its first floating-point input (or int8 operand), else f32.
 DType op_compute_dtype(const Graph& g, NodeId n);
 
-Analysis analyze(const Graph& g, const Hardware& hw);
+Analysis analyze(const Graph& g, const Hardware& hw, const MemoryOptions& mem = {});
 
 }  // namespace roofline
