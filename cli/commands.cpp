@@ -59,7 +59,8 @@ void add_analyze(CLI::App& app) {
     auto quiet = std::make_shared<bool>(false);
     auto mode = std::make_shared<std::string>("inference");
     auto optimizer = std::make_shared<std::string>("adamw");
-    auto loss_scale = std::make_shared<double>(0.0);
+    auto loss_scale = std::make_shared<double>(-1.0);
+    auto master = std::make_shared<std::string>();
     args->add_to(cmd);
     cmd->add_option("--mode", *mode, "inference: the model's graph as given; training: forward, backward and optimizer step")
         ->check(CLI::IsMember({"inference", "training"}))
@@ -69,6 +70,8 @@ void add_analyze(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--loss-scale", *loss_scale, "training: static loss scale (seed the loss gradient with S, unscale in the optimizer)")
         ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--master-weights", *master, "training: on (fp32 master weights and optimizer state for 16-bit parameters) or off; default: the model's dtype_policy (on)")
+        ->check(CLI::IsMember({"on", "off"}));
     cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
     cmd->add_option("--top", *top, "show only the N slowest ops in the table");
@@ -77,16 +80,15 @@ void add_analyze(CLI::App& app) {
     cmd->callback([=] {
         const Hardware h = resolve_hardware(*hw);
         Graph g = load_model_arg(args->model, args->overrides());
-        std::string optimizer_used;
+        TrainingOptions t;
         if (*mode == "training") {
-            TrainingOptions t;
             t.optimizer = *optimizer == "sgd" ? Optimizer::sgd : *optimizer == "adam" ? Optimizer::adam : Optimizer::adamw;
-            t.loss_scale = *loss_scale;
+            t.loss_scale = *loss_scale >= 0 ? *loss_scale : g.precision.loss_scale;
+            t.master_weights = master->empty() ? g.precision.master_weights : *master == "on";
             g = build_training_step(g, t);
-            optimizer_used = *optimizer;
         }
         const Analysis a = analyze(g, h);
-        const ReportContext ctx{g, h, a, *mode, optimizer_used};
+        const ReportContext ctx{g, h, a, *mode, *mode == "training" ? &t : nullptr};
         std::string json;
         if (!out->empty()) json = report_json_text(ctx);  // build fully before touching the file system
         if (!*quiet) print(render_table(ctx, TableOptions{*top}));

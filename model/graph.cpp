@@ -42,6 +42,7 @@ Graph::Graph(const Graph& o)
       origin(o.origin),
       dims(o.dims),
       compute_dtype(o.compute_dtype),
+      precision(o.precision),
       nodes_(o.nodes_),
       tensors_(o.tensors_),
       outputs_(o.outputs_),

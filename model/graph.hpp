@@ -45,6 +45,13 @@ struct Node {
     NodeId differentiates = kNoNode;  // for backward nodes: the forward node whose gradient they compute
 };
 
+// Mixed-precision training policy of a model (dtype_policy in the model file; the command line
+// overrides it): fp32 master weights and optimizer state for 16-bit parameters, static loss scale.
+struct PrecisionPolicy {
+    bool master_weights = true;
+    double loss_scale = 0;  // 0: none
+};
+
 struct GraphStorage;  // the Boost.Graph adjacency list, kept out of this header (compile time)
 
 class Graph {
@@ -60,6 +67,7 @@ public:
     std::string origin;                          // file or template it was loaded from
     std::map<std::string, std::int64_t> dims;    // symbolic dimensions used (batch, seq, ...)
     DType compute_dtype = DType::f32;            // the dtype policy's compute dtype
+    PrecisionPolicy precision;                   // the dtype policy's training settings
 
     TensorId add_input(const std::string& name, TensorDesc desc);
     TensorId add_parameter(const std::string& name, TensorDesc desc);

@@ -46,6 +46,7 @@ struct Context {
     std::map<std::string, std::int64_t> dims;
     DType compute = DType::f32;
     DType parameters = DType::f32;
+    PrecisionPolicy policy;
 };
 
 std::int64_t to_int(const json& j, const Context& c, const std::string& path, bool allow_symbols) {
@@ -310,9 +311,19 @@ Graph build_graph(const json& doc, Context& c) {
 void read_policy(const json& doc, Context& c, const ModelOverrides& ov) {
     if (doc.contains("dtype_policy")) {
         const json& p = require(doc, "dtype_policy", json::value_t::object, c.origin, "");
-        only_keys(p, {"compute", "parameters"}, c.origin, "/dtype_policy");
+        only_keys(p, {"compute", "parameters", "master_weights", "loss_scale"}, c.origin, "/dtype_policy");
         if (p.contains("compute")) c.compute = to_dtype(p["compute"], c.origin, "/dtype_policy/compute");
         c.parameters = p.contains("parameters") ? to_dtype(p["parameters"], c.origin, "/dtype_policy/parameters") : c.compute;
+        if (p.contains("master_weights")) {
+            if (!p["master_weights"].is_boolean()) fail(c.origin, "/dtype_policy/master_weights", "expected true or false");
+            c.policy.master_weights = p["master_weights"].get<bool>();
+        }
+        if (p.contains("loss_scale")) {
+            if (!p["loss_scale"].is_number() || p["loss_scale"].get<double>() < 0) {
+                fail(c.origin, "/dtype_policy/loss_scale", "expected a non-negative number (0: no loss scaling)");
+            }
+            c.policy.loss_scale = p["loss_scale"].get<double>();
+        }
     }
     if (ov.dtype) c.compute = c.parameters = *ov.dtype;
 }
@@ -358,6 +369,7 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     g.origin = origin;
     g.dims = c.dims;
     g.compute_dtype = c.compute;
+    g.precision = c.policy;
     verify(g);
     return g;
 }

@@ -200,7 +200,11 @@ ojson report_json(const ReportContext& ctx) {
     j["model"] = model;
     j["hardware"] = hardware_json(ctx.hw);
     j["settings"] = {{"mode", ctx.mode}, {"cost_model", "roofline-l0"}};
-    if (!ctx.optimizer.empty()) j["settings"]["optimizer"] = ctx.optimizer;
+    if (ctx.training) {
+        j["settings"]["optimizer"] = optimizer_name(ctx.training->optimizer);
+        j["settings"]["master_weights"] = ctx.training->master_weights;
+        j["settings"]["loss_scale"] = ctx.training->loss_scale;
+    }
     ojson t = work_json(a.total);
     t["intensity"] = a.total.bytes() > 0 ? ojson(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes()))
                                          : ojson(nullptr);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "model/autodiff.hpp"
 #include "model/graph.hpp"
 #include "sim/analysis.hpp"
 #include "sim/hardware.hpp"
@@ -16,7 +17,7 @@ struct ReportContext {
     const Hardware& hw;
     const Analysis& analysis;
     std::string mode = "inference";
-    std::string optimizer;  // training: "adamw", ...
+    const TrainingOptions* training = nullptr;  // set in training mode
 };
 
 nlohmann::ordered_json report_json(const ReportContext& ctx);

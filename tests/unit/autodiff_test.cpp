@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "model/autodiff.hpp"
 #include "model/model_json.hpp"
 #include "ops/op_rule.hpp"
@@ -185,4 +187,28 @@ TEST_CASE("a matmul chain trains in 3x its forward FLOPs, less the unneeded inpu
     CHECK(w.forward.matrix_flops == 4 * per_gemm);
     // x needs no gradient, so the first GEMM computes only its weight gradient: 2*4 - 1 = 7 GEMMs
     CHECK(w.backward.matrix_flops == 7 * per_gemm);
+}
+
+TEST_CASE("the dtype policy of the model file sets master weights and loss scaling", "[autodiff]") {
+    const nlohmann::json doc = {{"format", "roofline-model/1"},
+                                {"dtype_policy", {{"compute", "f16"}, {"master_weights", false}, {"loss_scale", 512}}},
+                                {"parameters", {{{"name", "w"}, {"shape", {4, 4}}}}},
+                                {"inputs", {{{"name", "x"}, {"shape", {2, 4}}}}},
+                                {"nodes", {{{"name", "mm"}, {"op", "matmul"}, {"inputs", {"x", "w"}}},
+                                           {{"name", "s"}, {"op", "reduce_sum"}, {"inputs", {"mm"}}}}},
+                                {"outputs", {"s"}}};
+    const Graph fwd = load_model(doc, "policy.json");
+    CHECK_FALSE(fwd.precision.master_weights);
+    CHECK(fwd.precision.loss_scale == 512);
+    TrainingOptions opt;
+    opt.master_weights = fwd.precision.master_weights;
+    opt.loss_scale = fwd.precision.loss_scale;
+    const Graph t = build_training_step(fwd, opt);
+    CHECK(t.find_tensor("w.master") == -1);                   // no fp32 copy
+    CHECK(t.tensor(t.find_tensor("w.adam_m")).desc.dtype == DType::f32);  // state still fp32
+    const Node& seed = t.node(t.find_node("grad.seed"));
+    CHECK(seed.attrs.get_double("value", 0) == 512);          // the loss gradient is scaled
+    CHECK(t.node(t.find_node("opt.w.adam")).attrs.get_double("grad_scale", 1) == Approx(1.0 / 512));
+    CHECK_THROWS_WITH(load_model(nlohmann::json{{"format", "roofline-model/1"}, {"dtype_policy", {{"loss_scale", -1}}}, {"nodes", nlohmann::json::array()}}, "p.json"),
+                      Catch::Contains("p.json: /dtype_policy/loss_scale: expected a non-negative number"));
 }

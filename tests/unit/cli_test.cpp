@@ -143,3 +143,24 @@ TEST_CASE("analyze prints the table with totals", "[cli]") {
     CHECK_THAT(r.out, Catch::Contains("fc1"));
     CHECK_THAT(r.out, Catch::Contains("memory (hbm)"));
 }
+
+TEST_CASE("analyze --mode training reports the phase split and peak memory", "[cli][training]") {
+    const std::string out = tmp_path("train.json");
+    const auto r = run_cli("analyze gpt2-small --batch 2 --seq 128 --mode training --optimizer adam -o '" + out + "'");
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("by phase:"));
+    CHECK_THAT(r.out, Catch::Contains("peak memory:"));
+    const auto j = nlohmann::json::parse(slurp(out));
+    CHECK(j["settings"]["mode"] == "training");
+    CHECK(j["settings"]["optimizer"] == "adam");
+    const auto& ph = j["totals"]["by_phase"];
+    // backward GEMMs are twice the forward ones (every GEMM needs both gradients here)
+    CHECK(ph["backward"]["matrix_flops"].get<double>() == Approx(2 * ph["forward"]["matrix_flops"].get<double>()));
+    CHECK(ph["optimizer"]["ops"].get<int>() > 0);
+    CHECK(j["memory"]["peak_bytes"].get<double>() > 0);
+    CHECK(j["memory"]["timeline"]["bytes_after_node"].size() == j["ops"].size());
+    std::int64_t sum = 0;
+    for (const auto& [k, v] : j["memory"]["at_peak"].items()) sum += v.get<std::int64_t>();
+    CHECK(sum == j["memory"]["peak_bytes"].get<std::int64_t>());
+    CHECK(run_cli("analyze mlp --mode train").code == 2);
+}
