@@ -22,8 +22,10 @@ GradCost unary_grad_cost(const Attrs& attrs) {
     if (of == "gelu") {
         // tanh form: inner u = k(x + c x^3) (4), t = tanh(u), du = k(1 + 3c x^2) (4),
         // 0.5(1 + t) + 0.5 x (1 - t^2) du (8), times dy (1) = 17 plus one tanh.
-        if (attrs.get_string("approximate", "tanh") == "tanh") return {17, 1};
-        return {9, 2};                                // Phi(x) + x phi(x): one erf and one exp
+        const std::string approx = attrs.get_string("approximate", "tanh");
+        if (approx == "tanh") return {17, 1};
+        if (approx == "erf" || approx == "none") return {9, 2};  // Phi(x) + x phi(x): one erf and one exp
+        throw InputError("attribute 'approximate' must be \"tanh\" or \"erf\", got \"" + approx + "\"");
     }
     if (of == "silu") return {8, 1};                  // s(1 + x(1 - s)) dy, s = sigmoid(x)
     if (of == "sigmoid") return {3, 0};               // dy y (1 - y), from the saved output
@@ -53,7 +55,12 @@ Work unary_grad_work(OpKind, Inputs in, std::span<const TensorDesc> out, const A
 }
 
 // maximum_grad(dy, a, b) -> (da, db) at dy's (broadcast) shape; the rule sums them down.
-std::vector<TensorDesc> maximum_grad_infer(OpKind, Inputs in, const Attrs&) { return {in[0], in[0]}; }
+std::vector<TensorDesc> maximum_grad_infer(OpKind, Inputs in, const Attrs&) {
+    if (broadcast_shapes(in[1].shape, in[2].shape) != in[0].shape) {
+        throw InputError("a " + desc_str(in[1]) + " and b " + desc_str(in[2]) + " do not broadcast to dy " + desc_str(in[0]));
+    }
+    return {in[0], in[0]};
+}
 
 Work elementwise_grad_work(std::int64_t per_element, Inputs in, std::span<const TensorDesc> out) {
     Work w = io_bytes(in, out);
@@ -127,6 +134,7 @@ Work dropout_grad_work(OpKind, Inputs in, std::span<const TensorDesc> out, const
 
 // cross_entropy_grad(logits, targets, dloss) -> dlogits = (softmax(logits) - onehot) dloss / rows.
 std::vector<TensorDesc> cross_entropy_grad_infer(OpKind, Inputs in, const Attrs&) {
+    if (!is_index(in[1].dtype)) throw InputError("targets must be int32 or int64, got " + desc_str(in[1]));
     if (Shape(in[0].shape.begin(), in[0].shape.end() - 1) != in[1].shape) {
         throw InputError("targets " + desc_str(in[1]) + " do not match logits " + desc_str(in[0]));
     }
@@ -176,6 +184,7 @@ Work reduce_max_grad_work(OpKind, Inputs in, std::span<const TensorDesc> out, co
 // expand(x) -> broadcast of x to attribute shape: a view.
 std::vector<TensorDesc> expand_infer(OpKind, Inputs in, const Attrs& attrs) {
     const Shape shape = attrs.require_ints("shape");
+    check_dims(shape);
     if (broadcast_shapes(in[0].shape, shape) != shape) {
         throw InputError("cannot expand " + desc_str(in[0]) + " to " + shape_str(shape));
     }

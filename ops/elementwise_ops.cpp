@@ -43,7 +43,10 @@ std::vector<TensorDesc> unary_infer(OpKind k, Inputs in, const Attrs& attrs) {
     if (attrs.has("approximate") && k != OpKind::gelu) throw InputError("only gelu has attribute 'approximate'");
     if (attrs.has("factor") && k != OpKind::scale) throw InputError("only scale has attribute 'factor'");
     (void)unary_cost(k, attrs);  // validates attribute values
-    if (k == OpKind::scale && !attrs.has("factor")) throw InputError("missing attribute 'factor' (a number)");
+    if (k == OpKind::scale) {
+        if (!attrs.has("factor")) throw InputError("missing attribute 'factor' (a number)");
+        (void)attrs.get_double("factor", 1.0);  // type check: a number
+    }
     return {in[0]};
 }
 

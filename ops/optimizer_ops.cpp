@@ -47,6 +47,7 @@ std::vector<TensorDesc> adam_infer(OpKind, Inputs in, const Attrs& attrs) {
     check_state(in[0], in[3], "second moment");
     const double b1 = attrs.get_double("beta1", 0.9), b2 = attrs.get_double("beta2", 0.999);
     if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1)) throw InputError("attributes 'beta1' and 'beta2' must be in [0, 1)");
+    if (attrs.get_double("lr", 1e-3) <= 0) throw InputError("attribute 'lr' must be positive");
     return {in[0], in[2], in[3]};
 }
 

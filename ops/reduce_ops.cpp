@@ -58,13 +58,15 @@ std::vector<TensorDesc> cross_entropy_infer(OpKind k, Inputs in, const Attrs& at
     throw InputError("attribute 'reduction' must be \"mean\", \"sum\" or \"none\", got \"" + reduction + "\"");
 }
 
-Work cross_entropy_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs&) {
+Work cross_entropy_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
     const std::int64_t n = in[0].numel();
     const std::int64_t rows = in[1].numel();
     Work w = io_bytes(in, out);
     // per logit: running max (1), subtract (1), exp, sum (1); per row: log, subtract the target
-    // logit (1), accumulate into the loss (1), and the final divide for the mean.
-    w.vector_flops = checked_add(checked_mul(n, 3), checked_add(checked_mul(rows, 2), 1), "FLOPs");
+    // logit (1), accumulate into the loss (1, not for reduction "none"); the final divide (mean only).
+    const std::string reduction = attrs.get_string("reduction", "mean");
+    const std::int64_t per_row = reduction == "none" ? 1 : 2;
+    w.vector_flops = checked_add(checked_mul(n, 3), checked_add(checked_mul(rows, per_row), reduction == "mean" ? 1 : 0), "FLOPs");
     w.transcendentals = checked_add(n, rows, "transcendentals");
     return w;
 }

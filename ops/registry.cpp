@@ -173,7 +173,10 @@ void check_call(OpKind k, const OpRule& r, Inputs in, const Attrs& attrs) {
                              (accepted.empty() ? "none" : accepted) + ")");
         }
     }
-    for (const TensorDesc& t : in) check_dims(t.shape);
+    for (const TensorDesc& t : in) {
+        check_dims(t.shape);
+        (void)t.bytes();  // overflow check on every input
+    }
 }
 
 }  // namespace
@@ -193,6 +196,7 @@ std::vector<TensorDesc> infer_outputs(OpKind k, Inputs in, const Attrs& attrs) {
 }
 
 Work count_work(OpKind k, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    check_call(k, rule_of(k), in, attrs);
     try {
         return rule_of(k).work(k, in, out, attrs);
     } catch (const InputError& e) {
