@@ -154,6 +154,21 @@ std::string_view family_name(OpFamily f) {
 
 namespace {
 
+// Kinds that share one rule (the unary ops) do not share every attribute.
+bool attr_applies(OpKind k, std::string_view name) {
+    if (name == "approximate") return k == OpKind::gelu || k == OpKind::unary_grad;
+    if (name == "factor") return k == OpKind::scale;
+    return true;
+}
+
+// Prefixes an error with the op's name unless it already starts with it.
+[[noreturn]] void rethrow_for_op(OpKind k, const InputError& e) {
+    const std::string msg = e.what();
+    const std::string name(op_name(k));
+    if (msg.rfind(name, 0) == 0 && msg.size() > name.size() && (msg[name.size()] == ':' || msg[name.size()] == ' ')) throw e;
+    throw InputError(name + ": " + msg);
+}
+
 void check_call(OpKind k, const OpRule& r, Inputs in, const Attrs& attrs) {
     const auto n = static_cast<int>(in.size());
     if (n < r.min_inputs || (r.max_inputs != OpRule::kVariadic && n > r.max_inputs)) {
@@ -166,9 +181,11 @@ void check_call(OpKind k, const OpRule& r, Inputs in, const Attrs& attrs) {
         throw InputError(std::string(op_name(k)) + " takes " + expected + " inputs, got " + std::to_string(n));
     }
     for (const auto& [name, value] : attrs.all()) {
-        if (std::find(r.attrs.begin(), r.attrs.end(), name) == r.attrs.end()) {
+        if (std::find(r.attrs.begin(), r.attrs.end(), name) == r.attrs.end() || !attr_applies(k, name)) {
             std::string accepted;
-            for (auto a : r.attrs) accepted += (accepted.empty() ? "" : ", ") + std::string(a);
+            for (auto a : r.attrs) {
+                if (attr_applies(k, a)) accepted += (accepted.empty() ? "" : ", ") + std::string(a);
+            }
             throw InputError(std::string(op_name(k)) + " has no attribute '" + name + "' (accepted: " +
                              (accepted.empty() ? "none" : accepted) + ")");
         }
@@ -183,24 +200,22 @@ void check_call(OpKind k, const OpRule& r, Inputs in, const Attrs& attrs) {
 
 std::vector<TensorDesc> infer_outputs(OpKind k, Inputs in, const Attrs& attrs) {
     const OpRule& r = rule_of(k);
-    check_call(k, r, in, attrs);
     try {
+        check_call(k, r, in, attrs);
         auto out = r.infer(k, in, attrs);
         for (const TensorDesc& t : out) (void)t.bytes();  // overflow check on every output
         return out;
     } catch (const InputError& e) {
-        const std::string prefix = std::string(op_name(k)) + ": ";
-        if (std::string(e.what()).rfind(prefix, 0) == 0) throw;
-        throw InputError(prefix + e.what());
+        rethrow_for_op(k, e);
     }
 }
 
 Work count_work(OpKind k, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
-    check_call(k, rule_of(k), in, attrs);
     try {
+        check_call(k, rule_of(k), in, attrs);
         return rule_of(k).work(k, in, out, attrs);
     } catch (const InputError& e) {
-        throw InputError(std::string(op_name(k)) + ": " + e.what());
+        rethrow_for_op(k, e);
     }
 }
 
