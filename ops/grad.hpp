@@ -20,13 +20,15 @@ public:
     virtual ~GradBuilder() = default;
     // Appends a backward op and returns its outputs.
     virtual std::vector<TensorRef> emit(OpKind k, const std::vector<TensorRef>& inputs, const Attrs& attrs) = 0;
+    // Valid until the next emit(): copy what must outlive it.
     virtual const TensorDesc& desc(TensorRef t) const = 0;
 
     TensorRef one(OpKind k, const std::vector<TensorRef>& inputs, const Attrs& attrs = {}) { return emit(k, inputs, attrs)[0]; }
     // Sums a gradient computed at a broadcast shape down to `target` (numpy broadcasting in reverse).
-    TensorRef sum_to(TensorRef g, const Shape& target);
+    // Shapes are taken by value: emitting ops may move the descriptors desc() refers to.
+    TensorRef sum_to(TensorRef g, Shape target);
     // Broadcasts g to `target` (a view: expand).
-    TensorRef expand_to(TensorRef g, const Shape& target);
+    TensorRef expand_to(TensorRef g, Shape target);
 };
 
 struct GradArgs {

@@ -22,8 +22,8 @@ Attrs attr2(const char* n1, AttrValue v1, const char* n2, AttrValue v2) {
     return a;
 }
 
-TensorRef GradBuilder::sum_to(TensorRef g, const Shape& target) {
-    const Shape& s = desc(g).shape;
+TensorRef GradBuilder::sum_to(TensorRef g, Shape target) {
+    const Shape s = desc(g).shape;
     if (s == target) return g;
     const std::size_t lead = s.size() - target.size();
     std::vector<std::int64_t> axes;
@@ -35,7 +35,7 @@ TensorRef GradBuilder::sum_to(TensorRef g, const Shape& target) {
     return r;
 }
 
-TensorRef GradBuilder::expand_to(TensorRef g, const Shape& target) {
+TensorRef GradBuilder::expand_to(TensorRef g, Shape target) {
     return desc(g).shape == target ? g : one(OpKind::expand, {g}, attr("shape", target));
 }
 
@@ -48,7 +48,7 @@ TensorRef dy(const GradArgs& a) { return a.output_grads[0]; }
 
 // Flattens all leading dims: [..., n] -> [rows, n].
 TensorRef rows2d(GradBuilder& b, TensorRef t) {
-    const Shape& s = b.desc(t).shape;
+    const Shape s = b.desc(t).shape;
     if (s.size() == 2) return t;
     return b.one(OpKind::reshape, {t}, attr("shape", std::vector<std::int64_t>{-1, s.back()}));
 }
@@ -64,8 +64,8 @@ Grads matmul_grad(GradBuilder& b, const GradArgs& a) {
         g[0] = b.sum_to(r, b.desc(A).shape);
     }
     if (a.needs[1]) {
-        const Shape& sa = b.desc(A).shape;
-        const Shape& sb = b.desc(B).shape;
+        const Shape sa = b.desc(A).shape;
+        const Shape sb = b.desc(B).shape;
         if (sb.size() == 2 && sa.size() > 2 && !ta) {
             // A weight shared across the batch: fold the batch into K, one GEMM as frameworks do.
             const TensorRef A2 = rows2d(b, A), dY2 = rows2d(b, dY);
@@ -264,7 +264,7 @@ Grads split_grad(GradBuilder& b, const GradArgs& a) {
         if (a.output_grads[i] != kNoGrad) {
             parts.push_back(a.output_grads[i]);
         } else {
-            const TensorDesc& d = b.desc(a.outputs[i]);
+            const TensorDesc d = b.desc(a.outputs[i]);
             Attrs at = attr2("shape", d.shape, "dtype", std::string(dtype_name(d.dtype)));
             at.set("value", 0.0);
             parts.push_back(b.one(OpKind::fill, {}, at));

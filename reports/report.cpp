@@ -99,6 +99,29 @@ ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
     }
     j["bound"] = r.bound.label();
     j["time_s"] = r.time_s;
+    if (op.modelled) {
+        const KernelCost& m = *op.modelled;
+        ojson mj;
+        mj["time_s"] = m.time_s;
+        mj["compute_s"] = m.compute_s;
+        mj["memory_s"] = m.memory_s;
+        mj["bound"] = m.bound;
+        mj["efficiency"] = m.time_s > 0 ? r.time_s / m.time_s : 1.0;
+        mj["blocks"] = op.kernel->blocks;
+        mj["threads_per_block"] = op.kernel->launch.threads_per_block;
+        mj["blocks_per_sm"] = m.occupancy.blocks_per_sm;
+        mj["occupancy"] = m.occupancy.occupancy;
+        mj["occupancy_limit"] = limit_name(m.occupancy.limit);
+        mj["waves"] = m.waves;
+        mj["tail_efficiency"] = m.tail_efficiency;
+        mj["tile_efficiency"] = m.tile_efficiency;
+        mj["tensor_cores"] = op.kernel->tensor_cores;
+        if (op.kernel->gemm) {
+            const GemmShape& gs = *op.kernel->gemm;
+            mj["gemm"] = {{"batch", gs.batch}, {"m", gs.m}, {"n", gs.n}, {"k", gs.k}, {"tile_m", gs.tile.m}, {"tile_n", gs.tile.n}, {"tiles", gs.tiles}};
+        }
+        j["model"] = mj;
+    }
     j["attainable_flop_per_s"] = r.attainable_flop_per_s;
     j["share"] = ctx.analysis.time_s > 0 ? r.time_s / ctx.analysis.time_s : 0.0;
     return j;
@@ -199,7 +222,7 @@ ojson report_json(const ReportContext& ctx) {
     model["parameter_bytes"] = a.parameter_bytes;
     j["model"] = model;
     j["hardware"] = hardware_json(ctx.hw);
-    j["settings"] = {{"mode", ctx.mode}, {"cost_model", "roofline-l0"}};
+    j["settings"] = {{"mode", ctx.mode}, {"cost_model", a.has_kernel_model ? "roofline-l0+gpu-kernel-l1" : "roofline-l0"}};
     if (ctx.training) {
         j["settings"]["optimizer"] = optimizer_name(ctx.training->optimizer);
         j["settings"]["master_weights"] = ctx.training->master_weights;
@@ -209,6 +232,10 @@ ojson report_json(const ReportContext& ctx) {
     t["intensity"] = a.total.bytes() > 0 ? ojson(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes()))
                                          : ojson(nullptr);
     t["time_s"] = a.time_s;
+    if (a.has_kernel_model) {
+        t["modelled_time_s"] = a.modelled_time_s;
+        t["efficiency"] = a.modelled_time_s > 0 ? a.time_s / a.modelled_time_s : 1.0;
+    }
     t["achieved_flop_per_s"] = a.time_s > 0 ? static_cast<double>(a.total.flops()) / a.time_s : 0.0;
     t["by_bound"] = shares_json(a.by_bound, a.time_s);
     t["by_family"] = shares_json(a.by_family, a.time_s);
@@ -233,27 +260,27 @@ std::string report_json_text(const ReportContext& ctx) { return report_json(ctx)
 
 namespace {
 
-struct Row {
-    std::string cells[10];
-};
+using Row = std::vector<std::string>;
 
-std::string render_rows(const std::vector<Row>& rows, const bool right[10]) {
-    std::size_t width[10] = {};
+std::string render_rows(const std::vector<Row>& rows, const std::vector<bool>& right) {
+    std::vector<std::size_t> width(right.size(), 0);
     for (const Row& r : rows) {
-        for (int c = 0; c < 10; ++c) width[c] = std::max(width[c], r.cells[c].size());
+        for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
     }
     std::string out;
     for (std::size_t i = 0; i < rows.size(); ++i) {
         std::string line;
-        for (int c = 0; c < 10; ++c) {
+        for (std::size_t c = 0; c < rows[i].size(); ++c) {
             if (c) line += "  ";
-            line += right[c] ? fmt::format("{:>{}}", rows[i].cells[c], width[c]) : fmt::format("{:<{}}", rows[i].cells[c], width[c]);
+            const std::string& cell = rows[i][c];
+            const std::string pad(width[c] - cell.size(), ' ');
+            line += right[c] ? pad + cell : cell + pad;
         }
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
         if (i == 0) {
             std::size_t total = 0;
-            for (int c = 0; c < 10; ++c) total += width[c] + (c ? 2 : 0);
+            for (std::size_t c = 0; c < width.size(); ++c) total += width[c] + (c ? 2 : 0);
             out += std::string(total, '-') + "\n";
         }
     }
@@ -271,25 +298,40 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                          [](const OpAnalysis* x, const OpAnalysis* y) { return x->roofline.time_s > y->roofline.time_s; });
         if (shown.size() > opt.top) shown.resize(opt.top);
     }
+    const bool model = a.has_kernel_model;
     std::vector<Row> rows;
-    rows.push_back(Row{{"#", "op", "kind", "output", "FLOPs", "bytes", "FLOP/B", "bound", "time", "%"}});
+    Row head = {"#", "op", "kind", "output", "FLOPs", "bytes", "FLOP/B", "bound", "time", "%"};
+    std::vector<bool> right = {true, false, false, false, true, true, true, false, true, true};
+    if (model) {
+        head.insert(head.end(), {"modelled", "eff"});
+        right.insert(right.end(), {true, true});
+    }
+    rows.push_back(head);
     for (const OpAnalysis* op : shown) {
         const Node& n = ctx.graph.node(op->node);
         const OpRoofline& r = op->roofline;
         const auto& hbm = r.levels.front();
-        rows.push_back(Row{{std::to_string(op->node + 1), n.name, std::string(op_name(n.kind)),
-                            desc_str(ctx.graph.tensor(n.outputs.front()).desc), human_si(static_cast<double>(r.work.flops()), ""),
-                            human_bytes(static_cast<double>(r.work.bytes())),
-                            hbm.intensity ? human_intensity(*hbm.intensity) : "-", r.bound.label(), human_time(r.time_s),
-                            fmt::format("{:.1f}", a.time_s > 0 ? 100.0 * r.time_s / a.time_s : 0.0)}});
+        Row row = {std::to_string(op->node + 1), n.name, std::string(op_name(n.kind)),
+                   desc_str(ctx.graph.tensor(n.outputs.front()).desc), human_si(static_cast<double>(r.work.flops()), ""),
+                   human_bytes(static_cast<double>(r.work.bytes())), hbm.intensity ? human_intensity(*hbm.intensity) : "-",
+                   r.bound.label(), human_time(r.time_s), fmt::format("{:.1f}", a.time_s > 0 ? 100.0 * r.time_s / a.time_s : 0.0)};
+        if (model) {
+            row.push_back(op->modelled ? human_time(op->modelled->time_s) : "-");
+            row.push_back(op->modelled && op->modelled->time_s > 0 ? fmt::format("{:.0f}%", 100.0 * r.time_s / op->modelled->time_s) : "-");
+        }
+        rows.push_back(std::move(row));
     }
-    rows.push_back(Row{{"", "total", "", fmt::format("{} ops", a.ops.size()), human_si(static_cast<double>(a.total.flops()), ""),
-                        human_bytes(static_cast<double>(a.total.bytes())),
-                        a.total.bytes() > 0 ? human_intensity(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes())) : "-",
-                        "", human_time(a.time_s), "100.0"}});
-    static const bool right[10] = {true, false, false, false, true, true, true, false, true, true};
-    std::string out = fmt::format("{} ({} mode) on {} — hierarchical roofline lower bound per op\n", ctx.graph.name, ctx.mode,
-                                  ctx.hw.display_name);
+    Row total = {"", "total", "", fmt::format("{} ops", a.ops.size()), human_si(static_cast<double>(a.total.flops()), ""),
+                 human_bytes(static_cast<double>(a.total.bytes())),
+                 a.total.bytes() > 0 ? human_intensity(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes())) : "-",
+                 "", human_time(a.time_s), "100.0"};
+    if (model) {
+        total.push_back(human_time(a.modelled_time_s));
+        total.push_back(a.modelled_time_s > 0 ? fmt::format("{:.0f}%", 100.0 * a.time_s / a.modelled_time_s) : "-");
+    }
+    rows.push_back(std::move(total));
+    std::string out = fmt::format("{} ({} mode) on {} — hierarchical roofline lower bound per op{}\n", ctx.graph.name, ctx.mode,
+                                  ctx.hw.display_name, model ? ", and the L1 kernel model's time (eff = bound / modelled)" : "");
     if (opt.top > 0) out += fmt::format("showing the {} slowest of {} ops\n", shown.size(), a.ops.size());
     out += "\n" + render_rows(rows, right) + "\n";
     out += fmt::format("parameters {} ({}); FLOPs {}; device-memory traffic {}; lower-bound time {}; {}FLOP/s achieved\n",

@@ -16,7 +16,15 @@ DType op_compute_dtype(const Graph& g, NodeId n) {
 Analysis analyze(const Graph& g, const Hardware& hw, const MemoryOptions& mem) {
     Analysis a;
     for (NodeId n : g.topological_order()) {
-        OpAnalysis op{n, op_roofline(g.work(n), op_compute_dtype(g, n), hw)};
+        OpAnalysis op{n, op_roofline(g.work(n), op_compute_dtype(g, n), hw), std::nullopt, std::nullopt};
+        if (hw.kind == HardwareKind::gpu) {
+            op.kernel = lower_to_kernel(g, n, hw);
+            if (op.kernel) {
+                op.modelled = gpu_kernel_cost(*op.kernel, hw);
+                a.modelled_time_s += op.modelled->time_s;
+            }
+            a.has_kernel_model = true;
+        }
         a.total += op.roofline.work;
         a.time_s += op.roofline.time_s;
         BoundShare& b = a.by_bound[op.roofline.bound.label()];

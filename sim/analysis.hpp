@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/graph.hpp"
+#include "sim/gpu_model.hpp"
 #include "sim/memory.hpp"
 #include "sim/roofline.hpp"
 
@@ -13,6 +14,8 @@ namespace roofline {
 struct OpAnalysis {
     NodeId node = kNoNode;
     OpRoofline roofline;
+    std::optional<Kernel> kernel;        // GPU kernel model (L1); absent for views and on TPUs
+    std::optional<KernelCost> modelled;
 };
 
 struct BoundShare {
@@ -30,6 +33,8 @@ struct Analysis {
     std::vector<OpAnalysis> ops;  // in execution (topological) order
     Work total;
     double time_s = 0;  // sum of op lower bounds: ops run one after another on one stream
+    double modelled_time_s = 0;  // sum of L1 kernel-model times (GPU specs), one stream
+    bool has_kernel_model = false;
     std::map<std::string, BoundShare> by_bound;   // Bound::label()
     std::map<std::string, BoundShare> by_family;  // OpFamily name
     PhaseTotals by_phase[3];                      // indexed by Phase: forward, backward, optimizer

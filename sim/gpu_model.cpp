@@ -1,0 +1,157 @@
+#include "sim/gpu_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/op_rule.hpp"
+#include "sim/analysis.hpp"
+
+namespace roofline {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Tiles cuBLAS/CUTLASS kernels use for tensor-core GEMMs on sm_80/sm_90 (CUTLASS default
+// threadblock shapes), largest first.
+const GemmTile kTiles[] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
+
+// Launch of a GEMM threadblock: 256 threads, the operand tiles double-buffered in shared memory
+// (two stages of (tm + tn) x 32 elements), registers as CUTLASS kernels of that size use.
+// Capped at what one block may use on the chip (fewer pipeline stages on smaller SMs).
+LaunchConfig gemm_launch(const GemmTile& t, DType d, const Hardware& hw) {
+    const std::int64_t stage_bytes = (t.m + t.n) * 32 * dtype_bytes(d);
+    const auto max_smem = static_cast<std::int64_t>(hw.gpu->max_shared_memory_per_block_bytes.value);
+    return LaunchConfig{256, t.m * t.n >= 256 * 128 ? 232 : 128, std::min(2 * stage_bytes, max_smem)};
+}
+
+std::int64_t gemm_tiles(const GemmShape& s, const GemmTile& t) { return s.batch * ceil_div(s.m, t.m) * ceil_div(s.n, t.n); }
+
+// Elementwise and row-wise kernels: 256 threads per block, vectorised so that each thread handles
+// 16 bytes of the output (one 128-bit access), one block per 256 such vectors.
+Kernel streaming_kernel(const Graph& g, NodeId n, const Work& w, DType d) {
+    Kernel k;
+    const Node& node = g.node(n);
+    // One thread per 16 bytes of the largest tensor it streams (a reduction reads more than it writes).
+    std::int64_t elements = 0;
+    for (TensorId t : node.outputs) elements = std::max(elements, g.tensor(t).desc.numel());
+    for (TensorId t : node.inputs) elements = std::max(elements, g.tensor(t).desc.numel());
+    const std::int64_t per_thread = std::max<std::int64_t>(1, 16 / std::max<std::int64_t>(1, dtype_bytes(d)));
+    k.launch = LaunchConfig{256, 32, 0};
+    k.blocks = std::max<std::int64_t>(1, ceil_div(elements, 256 * per_thread));
+    k.work = w;
+    k.dtype = d;
+    return k;
+}
+
+}  // namespace
+
+std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt) {
+    if (!hw.gpu) return std::nullopt;
+    const Node& node = g.node(n);
+    const Work w = g.work(n);
+    if (w.flops() == 0 && w.bytes() == 0) return std::nullopt;  // views
+    const DType d = op_compute_dtype(g, n);
+    Kernel k;
+    const bool matrix = w.matrix_flops > 0 && (node.kind == OpKind::matmul || node.kind == OpKind::linear);
+    if (matrix) {
+        GemmShape s;
+        const auto out = g.tensor(node.outputs[0]).desc.shape;
+        s.n = out.back();
+        s.m = out.size() >= 2 ? out[out.size() - 2] : 1;
+        s.batch = g.tensor(node.outputs[0]).desc.numel() / std::max<std::int64_t>(1, s.m * s.n);
+        if (node.kind == OpKind::linear) {  // rows x out, one GEMM
+            s.m = g.tensor(node.outputs[0]).desc.numel() / s.n;
+            s.batch = 1;
+        }
+        s.k = w.matrix_flops / std::max<std::int64_t>(1, 2 * s.batch * s.m * s.n);
+        // Tensor cores run any dtype the chip has a matrix peak for; a K that is not a multiple of
+        // the alignment is padded up to it (the wasted MACs cost time), M and N are padded by the
+        // tile quantization below.
+        k.tensor_cores = hw.matrix_flop_per_s.count(d) != 0;
+        if (k.tensor_cores) s.k = ceil_div(s.k, opt.tensor_core_alignment) * opt.tensor_core_alignment;
+        // Pick the tile with the least modelled time, as a heuristic library would.
+        std::optional<KernelCost> best;
+        for (const GemmTile& t : kTiles) {
+            if (opt.gemm_tile && (t.m != opt.gemm_tile->m || t.n != opt.gemm_tile->n)) continue;
+            Kernel c;
+            c.work = w;
+            c.dtype = d;
+            c.tensor_cores = k.tensor_cores;
+            GemmShape cs = s;
+            cs.tile = t;
+            cs.tiles = gemm_tiles(s, t);
+            c.gemm = cs;
+            c.launch = gemm_launch(t, d, hw);
+            c.blocks = cs.tiles;
+            const KernelCost cost = gpu_kernel_cost(c, hw, opt);
+            if (!best || cost.time_s < best->time_s) {
+                best = cost;
+                k = c;
+            }
+        }
+        if (opt.gemm_tile && !best) {  // a forced tile outside the list
+            GemmShape cs = s;
+            cs.tile = *opt.gemm_tile;
+            cs.tiles = gemm_tiles(s, cs.tile);
+            k.gemm = cs;
+            k.launch = gemm_launch(cs.tile, d, hw);
+            k.blocks = cs.tiles;
+            k.work = w;
+            k.dtype = d;
+        }
+    } else {
+        k = streaming_kernel(g, n, w, d);
+        // ReLU-like selects diverge within a warp only at the branch; kernels here are written
+        // branch-free (selects), so the default divergence is 0.
+    }
+    k.name = node.name;
+    k.node = n;
+    return k;
+}
+
+KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOptions& opt) {
+    if (!hw.gpu) throw InputError(hw.name + ": the GPU kernel model needs a gpu spec");
+    KernelCost c;
+    const OpRoofline roof = op_roofline(k.work, k.dtype, hw);
+    c.lower_bound_s = roof.time_s;
+    const double sms = hw.gpu->sm_count.value;
+    double compute = roof.compute_time_s;
+    if (k.gemm) {
+        // One threadblock (tile) per SM at a time: large tensor-core tiles use most of an SM's
+        // shared memory and registers. Waves = ceil(tiles / SMs); each wave runs a full tile's
+        // padded work at the per-SM peak.
+        const GemmShape& s = *k.gemm;
+        c.occupancy = occupancy(*hw.gpu, k.launch);
+        const double slots = sms;
+        c.waves = std::ceil(static_cast<double>(s.tiles) / slots);
+        const double useful = static_cast<double>(s.batch * s.m * s.n);
+        const double padded = static_cast<double>(s.tiles) * static_cast<double>(s.tile.m * s.tile.n);
+        c.tile_efficiency = useful / padded;
+        c.tail_efficiency = static_cast<double>(s.tiles) / (c.waves * slots);
+        const ComputeCeiling ceiling = k.tensor_cores ? matrix_ceiling(hw, k.dtype) : vector_ceiling(hw, k.dtype);
+        const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n * s.k);
+        const double per_sm = ceiling.flop_per_s / sms;
+        compute = std::max(c.waves * tile_flops / per_sm, roof.vector_time_s);
+    } else {
+        c.occupancy = occupancy(*hw.gpu, k.launch);
+        const double slots = sms * static_cast<double>(c.occupancy.blocks_per_sm);
+        c.waves = std::ceil(static_cast<double>(k.blocks) / slots);
+        c.tail_efficiency = static_cast<double>(k.blocks) / (c.waves * slots);
+        compute = roof.compute_time_s / c.tail_efficiency;
+    }
+    compute /= std::max(1e-9, 1.0 - k.divergence);  // SIMT efficiency
+    c.compute_s = compute;
+    double memory = 0;
+    for (const LevelRoofline& l : roof.levels) memory = std::max(memory, l.time_s);
+    c.memory_s = memory;
+    c.time_s = opt.overlap ? std::max(compute, memory) : compute + memory;
+    c.bound = compute >= memory ? "compute" : "memory";
+    if (opt.launch_floor && c.time_s < hw.launch_overhead_s.value) {
+        c.floor_s = hw.launch_overhead_s.value;
+        c.time_s = c.floor_s;
+        c.bound = "launch";
+    }
+    return c;
+}
+
+}  // namespace roofline

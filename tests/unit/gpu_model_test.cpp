@@ -1,0 +1,131 @@
+// The L1 GPU kernel model: the CUDA occupancy rules, GEMM wave quantization, and the model never
+// predicting less than the roofline lower bound.
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "model/graph.hpp"
+#include "ops/grad.hpp"
+#include "sim/gpu_model.hpp"
+
+using namespace roofline;
+
+TEST_CASE("occupancy follows the CUDA occupancy rules on sm_80 and sm_90", "[gpu-model][occupancy]") {
+    // Expected values computed by hand with the rules of the CUDA C++ Programming Guide 13.0
+    // ("Technical Specifications per Compute Capability": 64 warps, 32 blocks, 64K registers per
+    // SM; 164 KiB (8.0) / 228 KiB (9.0) shared memory per SM; 1 KiB reserved per block on 8.x/9.0)
+    // and the occupancy calculator's granularities (registers per warp in units of 256, shared
+    // memory in units of 128 bytes).
+    struct Case {
+        const char* chip;
+        LaunchConfig launch;
+        std::int64_t blocks;
+        double occupancy;
+        OccupancyLimit limit;
+    };
+    const Case cases[] = {
+        // 8 warps/block; 32 regs -> 1024/warp -> 64 warps: 8 blocks either way
+        {"h100-sxm", {256, 32, 0}, 8, 1.0, OccupancyLimit::warps},
+        // 128 regs -> 4096/warp -> 16 warps -> 2 blocks of 8 warps
+        {"h100-sxm", {256, 128, 0}, 2, 0.25, OccupancyLimit::registers},
+        // 100 KiB + 1 KiB reserved per block: 228 KiB / 101 KiB = 2 blocks of 4 warps
+        {"h100-sxm", {128, 64, 100 * 1024}, 2, 8.0 / 64, OccupancyLimit::shared_memory},
+        // 1024 threads = 32 warps: 2 blocks
+        {"a100-sxm-80gb", {1024, 32, 0}, 2, 1.0, OccupancyLimit::warps},
+        // one warp per block: the 32-block limit binds at 32 warps
+        {"a100-sxm-80gb", {32, 16, 0}, 32, 0.5, OccupancyLimit::blocks},
+        // 40 regs -> 1280/warp -> 51 warps -> 6 blocks of 8 warps = 48 warps
+        {"a100-sxm-80gb", {256, 40, 0}, 6, 48.0 / 64, OccupancyLimit::registers},
+        // 48 KiB + 1 KiB: 164 KiB / 49 KiB = 3 blocks of 4 warps
+        {"a100-sxm-80gb", {128, 32, 48 * 1024}, 3, 12.0 / 64, OccupancyLimit::shared_memory},
+        // 100 bytes round up to 128 (+1 KiB): no limit below the warp limit
+        {"a100-sxm-80gb", {128, 32, 100}, 16, 1.0, OccupancyLimit::warps},
+    };
+    for (const Case& c : cases) {
+        INFO(c.chip << " threads " << c.launch.threads_per_block << " regs " << c.launch.registers_per_thread << " smem "
+                    << c.launch.shared_bytes_per_block);
+        const Hardware hw = builtin_hardware(c.chip);
+        const Occupancy o = occupancy(*hw.gpu, c.launch);
+        CHECK(o.blocks_per_sm == c.blocks);
+        CHECK(o.occupancy == Approx(c.occupancy));
+        CHECK(o.limit == c.limit);
+    }
+    const Hardware a100 = builtin_hardware("a100-sxm-80gb");
+    CHECK_THROWS_WITH(occupancy(*a100.gpu, {2048, 32, 0}), Catch::Contains("2048 threads per block (the limit is 1024)"));
+    CHECK_THROWS_WITH(occupancy(*a100.gpu, {256, 300, 0}), Catch::Contains("300 registers per thread"));
+    CHECK_THROWS_WITH(occupancy(*a100.gpu, {256, 32, 200 * 1024}), Catch::Contains("bytes of shared memory per block"));
+}
+
+namespace {
+
+Graph gemm_graph(std::int64_t m, std::int64_t n, std::int64_t k, DType d) {
+    Graph g;
+    const TensorId a = g.add_input("a", {{m, k}, d});
+    const TensorId b = g.add_input("b", {{k, n}, d});
+    g.add_node("gemm", OpKind::matmul, {a, b}, {}, {});
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("wave quantization: M=2304, K=4096 fp16 on an A100 with 256x128 tiles", "[gpu-model][gemm]") {
+    // NVIDIA Deep Learning Performance Guide, "Matrix Multiplication Background", wave quantization:
+    // with 256x128 tiles, N=1536 gives 9 x 12 = 108 tiles, one full wave on 108 SMs; N=1664 gives
+    // 9 x 13 = 117 tiles, two waves, and the time nearly doubles for 8% more work.
+    const Hardware hw = builtin_hardware("a100-sxm-80gb");
+    GpuModelOptions opt;
+    opt.gemm_tile = GemmTile{256, 128};
+    auto model = [&](std::int64_t n) {
+        const Graph g = gemm_graph(2304, n, 4096, DType::f16);
+        const Kernel k = *lower_to_kernel(g, 0, hw, opt);
+        return std::make_pair(k, gpu_kernel_cost(k, hw, opt));
+    };
+    const auto [k1, c1] = model(1536);
+    const auto [k2, c2] = model(1664);
+    CHECK(k1.gemm->tiles == 108);
+    CHECK(c1.waves == 1);
+    CHECK(k2.gemm->tiles == 117);
+    CHECK(c2.waves == 2);
+    CHECK(c2.time_s == Approx(2 * c1.time_s).epsilon(1e-9));  // a full second wave of tiles
+    // One wave of 256x128x4096 tiles at the A100's per-SM fp16 peak (312e12 / 108):
+    CHECK(c1.time_s == Approx(2.0 * 256 * 128 * 4096 / (312e12 / 108)).epsilon(1e-9));
+    CHECK(c2.tail_efficiency == Approx(117.0 / 216));
+    // Left to choose, the model prefers smaller tiles for N=1664 (less quantization).
+    const Graph g = gemm_graph(2304, 1664, 4096, DType::f16);
+    const KernelCost free_choice = gpu_kernel_cost(*lower_to_kernel(g, 0, hw), hw);
+    CHECK(free_choice.time_s < c2.time_s);
+}
+
+TEST_CASE("the modelled time is never below the roofline lower bound", "[gpu-model][property]") {
+    // Property test over random GEMM and elementwise shapes on every GPU in the catalog.
+    std::mt19937_64 rng(20261122);
+    std::uniform_int_distribution<std::int64_t> dim(1, 6000);
+    for (const char* chip : {"h100-sxm", "a100-sxm-40gb", "l4", "t4"}) {
+        const Hardware hw = builtin_hardware(chip);
+        for (int i = 0; i < 200; ++i) {
+            const std::int64_t m = dim(rng), n = dim(rng), k = dim(rng);
+            const DType d = i % 3 == 0 ? DType::f32 : DType::f16;
+            const Graph g = gemm_graph(m, n, k, d);
+            const KernelCost c = gpu_kernel_cost(*lower_to_kernel(g, 0, hw), hw);
+            INFO(chip << " " << m << "x" << n << "x" << k);
+            CHECK(c.time_s >= c.lower_bound_s * (1 - 1e-12));
+            Graph e;
+            const TensorId x = e.add_input("x", {{m, n}, d});
+            e.add_node("act", OpKind::gelu, {x}, {}, {});
+            const KernelCost ce = gpu_kernel_cost(*lower_to_kernel(e, 0, hw), hw);
+            CHECK(ce.time_s >= ce.lower_bound_s * (1 - 1e-12));
+        }
+    }
+}
+
+TEST_CASE("tiny kernels take at least the launch overhead", "[gpu-model]") {
+    const Hardware hw = builtin_hardware("h100-sxm");
+    Graph g;
+    const TensorId x = g.add_input("x", {{16}, DType::f32});
+    g.add_node("r", OpKind::relu, {x}, {}, {});
+    const KernelCost c = gpu_kernel_cost(*lower_to_kernel(g, 0, hw), hw);
+    CHECK(c.bound == "launch");
+    CHECK(c.time_s == hw.launch_overhead_s.value);
+    GpuModelOptions no_floor;
+    no_floor.launch_floor = false;
+    CHECK(gpu_kernel_cost(*lower_to_kernel(g, 0, hw), hw, no_floor).time_s < 1e-8);
+}
