@@ -61,6 +61,8 @@ void add_analyze(CLI::App& app) {
     auto optimizer = std::make_shared<std::string>("adamw");
     auto loss_scale = std::make_shared<double>(-1.0);
     auto master = std::make_shared<std::string>();
+    auto streams = std::make_shared<int>(1);
+    auto trace = std::make_shared<std::string>();
     args->add_to(cmd);
     cmd->add_option("--mode", *mode, "inference: the model's graph as given; training: forward, backward and optimizer step")
         ->check(CLI::IsMember({"inference", "training"}))
@@ -72,6 +74,10 @@ void add_analyze(CLI::App& app) {
         ->check(CLI::NonNegativeNumber);
     cmd->add_option("--master-weights", *master, "training: on (fp32 master weights and optimizer state for 16-bit parameters) or off; default: the model's dtype_policy (on)")
         ->check(CLI::IsMember({"on", "off"}));
+    cmd->add_option("--streams", *streams, "schedule kernels on this many streams (independent work overlaps)")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    cmd->add_option("--trace", *trace, "write the schedule as a Chrome trace (Perfetto, chrome://tracing)");
     cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
     cmd->add_option("--top", *top, "show only the N slowest ops in the table");
@@ -87,14 +93,21 @@ void add_analyze(CLI::App& app) {
             t.master_weights = master->empty() ? g.precision.master_weights : *master == "on";
             g = build_training_step(g, t);
         }
-        const Analysis a = analyze(g, h);
+        AnalysisOptions aopt;
+        aopt.schedule.streams = *streams;
+        const Analysis a = analyze(g, h, aopt);
         const ReportContext ctx{g, h, a, *mode, *mode == "training" ? &t : nullptr};
-        std::string json;
+        std::string json, trace_json;
         if (!out->empty()) json = report_json_text(ctx);  // build fully before touching the file system
+        if (!trace->empty()) trace_json = chrome_trace_json(g, a.schedule);
         if (!*quiet) print(render_table(ctx, TableOptions{*top}));
         if (!out->empty()) {
             write_file_atomic(*out, json);
             if (!*quiet) print("report written to " + *out + "\n");
+        }
+        if (!trace->empty()) {
+            write_file_atomic(*trace, trace_json);
+            if (!*quiet) print("trace written to " + *trace + "\n");
         }
     });
 }

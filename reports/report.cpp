@@ -232,6 +232,10 @@ ojson report_json(const ReportContext& ctx) {
     t["intensity"] = a.total.bytes() > 0 ? ojson(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes()))
                                          : ojson(nullptr);
     t["time_s"] = a.time_s;
+    t["step_time_s"] = a.schedule.step_time_s;
+    t["streams"] = a.schedule.streams;
+    t["critical_path_s"] = a.schedule.critical_path_s;
+    t["critical_path_ops"] = a.schedule.critical_path.size();
     if (a.has_kernel_model) {
         t["modelled_time_s"] = a.modelled_time_s;
         t["efficiency"] = a.modelled_time_s > 0 ? a.time_s / a.modelled_time_s : 1.0;
@@ -362,6 +366,9 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                            static_cast<double>(m.peak_bytes) <= dev.capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
                            human_bytes(dev.capacity_bytes.value), dev.name);
     }
+    out += fmt::format("schedule:       {} on {} stream{} ({}); critical path {} through {} ops\n", human_time(a.schedule.step_time_s),
+                       a.schedule.streams, a.schedule.streams == 1 ? "" : "s", a.has_kernel_model ? "modelled kernel times" : "lower bounds",
+                       human_time(a.schedule.critical_path_s), a.schedule.critical_path.size());
     out += "time by bound:";
     for (const auto& [k, v] : a.by_bound) {
         out += fmt::format("  {} {:.1f}% ({} ops)", k, a.time_s > 0 ? 100.0 * v.time_s / a.time_s : 0.0, v.ops);

@@ -13,14 +13,14 @@ DType op_compute_dtype(const Graph& g, NodeId n) {
     return DType::f32;
 }
 
-Analysis analyze(const Graph& g, const Hardware& hw, const MemoryOptions& mem) {
+Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt) {
     Analysis a;
     for (NodeId n : g.topological_order()) {
         OpAnalysis op{n, op_roofline(g.work(n), op_compute_dtype(g, n), hw), std::nullopt, std::nullopt};
         if (hw.kind == HardwareKind::gpu) {
-            op.kernel = lower_to_kernel(g, n, hw);
+            op.kernel = lower_to_kernel(g, n, hw, opt.gpu);
             if (op.kernel) {
-                op.modelled = gpu_kernel_cost(*op.kernel, hw);
+                op.modelled = gpu_kernel_cost(*op.kernel, hw, opt.gpu);
                 a.modelled_time_s += op.modelled->time_s;
             }
             a.has_kernel_model = true;
@@ -44,7 +44,12 @@ Analysis analyze(const Graph& g, const Hardware& hw, const MemoryOptions& mem) {
         a.parameter_count = checked_add(a.parameter_count, t.desc.numel(), "parameter count");
         a.parameter_bytes = checked_add(a.parameter_bytes, t.desc.bytes(), "parameter bytes");
     }
-    a.memory = memory_timeline(g, mem);
+    a.memory = memory_timeline(g, opt.memory);
+    std::vector<double> durations(g.nodes().size(), 0.0);
+    for (const OpAnalysis& op : a.ops) {
+        durations[static_cast<std::size_t>(op.node)] = op.modelled ? op.modelled->time_s : op.roofline.time_s;
+    }
+    a.schedule = schedule_graph(g, durations, opt.schedule);
     return a;
 }
 

@@ -8,6 +8,7 @@
 #include "sim/gpu_model.hpp"
 #include "sim/memory.hpp"
 #include "sim/roofline.hpp"
+#include "sim/schedule.hpp"
 
 namespace roofline {
 
@@ -41,11 +42,18 @@ struct Analysis {
     std::int64_t parameter_count = 0;
     std::int64_t parameter_bytes = 0;
     MemoryTimeline memory;  // liveness over the execution order
+    Schedule schedule;      // of the modelled kernel times (lower bounds where there is no kernel model)
+};
+
+struct AnalysisOptions {
+    MemoryOptions memory;
+    ScheduleOptions schedule;
+    GpuModelOptions gpu;
 };
 
 // The dtype an op computes in: its first floating-point input (or int8 operand), else f32.
 DType op_compute_dtype(const Graph& g, NodeId n);
 
-Analysis analyze(const Graph& g, const Hardware& hw, const MemoryOptions& mem = {});
+Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt = {});
 
 }  // namespace roofline

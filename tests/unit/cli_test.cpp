@@ -105,7 +105,7 @@ TEST_CASE("an exported template analyses to the same report as the template", "[
     CHECK(ja == jb);
 }
 
-TEST_CASE("every subcommand answers --help; --version prints the version", "[cli]") {
+TEST_CASE("every subcommand answers --help, --version prints the version", "[cli]") {
     for (const char* cmd : {"", "analyze", "hw", "hw list", "hw show", "model", "model export", "model list"}) {
         INFO(cmd);
         const auto r = run_cli(std::string(cmd) + " --help");
@@ -163,4 +163,19 @@ TEST_CASE("analyze --mode training reports the phase split and peak memory", "[c
     for (const auto& [k, v] : j["memory"]["at_peak"].items()) sum += v.get<std::int64_t>();
     CHECK(sum == j["memory"]["peak_bytes"].get<std::int64_t>());
     CHECK(run_cli("analyze mlp --mode train").code == 2);
+}
+
+TEST_CASE("analyze writes a Chrome trace and overlaps independent work on several streams", "[cli][schedule]") {
+    const std::string trace = tmp_path("trace.json"), r1 = tmp_path("s1.json"), r4 = tmp_path("s4.json");
+    REQUIRE(run_cli("analyze mlp --mode training -q --trace '" + trace + "' -o '" + r1 + "'").code == 0);
+    const auto t = nlohmann::json::parse(slurp(trace));
+    CHECK(t["traceEvents"].size() > 10);
+    REQUIRE(run_cli("analyze mlp --mode training -q --streams 4 -o '" + r4 + "'").code == 0);
+    const auto a = nlohmann::json::parse(slurp(r1))["totals"], b = nlohmann::json::parse(slurp(r4))["totals"];
+    CHECK(a["step_time_s"].get<double>() == Approx(a["modelled_time_s"].get<double>()));  // one stream: the sum
+    CHECK(b["step_time_s"].get<double>() <= a["step_time_s"].get<double>());
+    CHECK(b["step_time_s"].get<double>() >= b["critical_path_s"].get<double>() * (1 - 1e-12));
+    fs::remove(trace);
+    CHECK(run_cli("analyze mlp --streams 0 --trace '" + trace + "'").code == 2);
+    CHECK_FALSE(fs::exists(trace));
 }

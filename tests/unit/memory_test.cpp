@@ -31,7 +31,7 @@ TEST_CASE("liveness: a tensor is freed after its last consumer", "[memory]") {
     CHECK(m.peak_step == 0);
 }
 
-TEST_CASE("views share storage; a training step has every category", "[memory]") {
+TEST_CASE("views share storage and a training step has every category", "[memory]") {
     Graph g;
     const TensorId x = g.add_input("x", {{8, 16}, DType::f32});
     const TensorId w = g.add_parameter("w", {{16, 16}, DType::bf16});

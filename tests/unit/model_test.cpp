@@ -120,7 +120,7 @@ TEST_CASE("the gpt template has the GPT-2 block structure", "[model][gpt]") {
     CHECK(g.tensor(g.outputs()[0]).desc == TensorDesc{{}, DType::f32});
 }
 
-TEST_CASE("dropout 0 removes the dropout nodes; template config is validated", "[model][gpt]") {
+TEST_CASE("dropout 0 removes the dropout nodes, template config is validated", "[model][gpt]") {
     const Graph g = load_model(json{{"format", "roofline-model/1"}, {"template", "gpt"},
                                     {"config", {{"n_layer", 2}, {"d_model", 64}, {"n_head", 4}, {"dropout", 0.0}, {"seq", 32}}}},
                                "tiny.json");
@@ -132,7 +132,7 @@ TEST_CASE("dropout 0 removes the dropout nodes; template config is validated", "
                       Catch::Contains("n_head must divide d_model"));
 }
 
-TEST_CASE("nodes may be listed in any order; the graph is built in dependency order", "[model]") {
+TEST_CASE("nodes may be listed in any order, the graph is built in dependency order", "[model]") {
     const Graph g = load_model_arg(test::source_path("tests/data/ok/out-of-order.json"));
     verify(g);
     std::vector<std::string> order;

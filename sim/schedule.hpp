@@ -1,0 +1,42 @@
+#pragma once
+// L2 of the cost model: the graph schedule. Kernels are list-scheduled on streams in program order
+// (each starts when its producers have finished and a stream is free), which gives the step time;
+// the critical path is the longest dependency chain, the step time with unlimited streams.
+// Streams overlap fully here: kernels on different streams are assumed not to slow each other down
+// (optimistic when both would fill the GPU; the default of one stream is what frameworks issue).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/graph.hpp"
+
+namespace roofline {
+
+struct ScheduleOptions {
+    int streams = 1;
+};
+
+struct ScheduledOp {
+    NodeId node = kNoNode;
+    int stream = 0;
+    double start_s = 0;
+    double end_s = 0;
+};
+
+struct Schedule {
+    std::vector<ScheduledOp> ops;  // in program order
+    double step_time_s = 0;        // makespan
+    double busy_s = 0;             // sum of op durations
+    double critical_path_s = 0;
+    std::vector<NodeId> critical_path;  // first to last
+    int streams = 1;
+};
+
+// durations[n] is node n's time; ops of zero duration (views) take no stream time.
+Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, const ScheduleOptions& opt = {});
+
+// Chrome trace JSON (the Trace Event Format Perfetto and chrome://tracing open): one complete event
+// ("ph": "X") per op with a duration, on thread = stream, times in microseconds.
+std::string chrome_trace_json(const Graph& g, const Schedule& s);
+
+}  // namespace roofline
