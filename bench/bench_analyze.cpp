@@ -2,6 +2,7 @@
 // expansion, loading, verify, work counts, roofline, report). Whole-process figures are in
 // docs/PERFORMANCE.md.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include "model/autodiff.hpp"
 #include "model/model_json.hpp"
@@ -68,5 +69,49 @@ void BM_TrainingStep(benchmark::State& state, const char* model) {
 
 BENCHMARK_CAPTURE(BM_TrainingStep, gpt2_small, "gpt2-small")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_TrainingStep, gpt3_175b, "gpt3-175b")->Unit(benchmark::kMillisecond);
+
+namespace {
+
+// Issue "Cost models": kernel model + memory + schedule of the gpt3-175b training step.
+void BM_ModelAndSchedule(benchmark::State& state) {
+    const roofline::Hardware hw = roofline::builtin_hardware("h100-sxm");
+    const roofline::Graph t = roofline::build_training_step(roofline::load_model_arg("gpt3-175b"), {});
+    for (auto _ : state) {
+        const roofline::Analysis a = roofline::analyze(t, hw);
+        benchmark::DoNotOptimize(a.schedule.step_time_s);
+    }
+    state.counters["nodes"] = static_cast<double>(t.nodes().size());
+}
+
+// A synthetic graph of n elementwise kernels, each reading the two before it (a DAG with fan-out).
+roofline::Graph synthetic(std::int64_t n) {
+    roofline::Graph g;
+    const roofline::TensorId x = g.add_input("x", {{1 << 16}, roofline::DType::bf16});
+    roofline::TensorId prev = x, prev2 = x;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const roofline::NodeId id = g.add_node("k" + std::to_string(i), roofline::OpKind::add, {prev, prev2}, {}, {});
+        prev2 = prev;
+        prev = g.node(id).outputs[0];
+    }
+    return g;
+}
+
+void BM_SyntheticKernels(benchmark::State& state) {
+    const roofline::Hardware hw = roofline::builtin_hardware("h100-sxm");
+    const roofline::Graph g = synthetic(state.range(0));
+    for (auto _ : state) {
+        const roofline::Analysis a = roofline::analyze(g, hw);
+        benchmark::DoNotOptimize(a.schedule.step_time_s);
+    }
+    struct rusage u {};
+    getrusage(RUSAGE_SELF, &u);
+    state.counters["max_rss_MiB"] = static_cast<double>(u.ru_maxrss) / 1024.0;
+    state.SetComplexityN(state.range(0));
+}
+
+}  // namespace
+
+BENCHMARK(BM_ModelAndSchedule)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SyntheticKernels)->RangeMultiplier(10)->Range(10'000, 1'000'000)->Unit(benchmark::kMillisecond)->Complexity(benchmark::oNLogN);
 
 BENCHMARK_MAIN();
