@@ -107,16 +107,18 @@ ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
         mj["memory_s"] = m.memory_s;
         mj["bound"] = m.bound;
         mj["efficiency"] = m.time_s > 0 ? r.time_s / m.time_s : 1.0;
-        mj["blocks"] = op.kernel->blocks;
-        mj["threads_per_block"] = op.kernel->launch.threads_per_block;
-        mj["blocks_per_sm"] = m.occupancy.blocks_per_sm;
-        mj["occupancy"] = m.occupancy.occupancy;
-        mj["occupancy_limit"] = limit_name(m.occupancy.limit);
         mj["waves"] = m.waves;
-        mj["tail_efficiency"] = m.tail_efficiency;
         mj["tile_efficiency"] = m.tile_efficiency;
-        mj["tensor_cores"] = op.kernel->tensor_cores;
-        if (op.kernel->gemm) {
+        if (op.kernel) {
+            mj["blocks"] = op.kernel->blocks;
+            mj["threads_per_block"] = op.kernel->launch.threads_per_block;
+            mj["blocks_per_sm"] = m.occupancy.blocks_per_sm;
+            mj["occupancy"] = m.occupancy.occupancy;
+            mj["occupancy_limit"] = limit_name(m.occupancy.limit);
+            mj["tail_efficiency"] = m.tail_efficiency;
+            mj["tensor_cores"] = op.kernel->tensor_cores;
+        }
+        if (op.kernel && op.kernel->gemm) {
             const GemmShape& gs = *op.kernel->gemm;
             mj["gemm"] = {{"batch", gs.batch}, {"m", gs.m}, {"n", gs.n}, {"k", gs.k}, {"tile_m", gs.tile.m}, {"tile_n", gs.tile.n}, {"tiles", gs.tiles}};
         }
@@ -222,7 +224,8 @@ ojson report_json(const ReportContext& ctx) {
     model["parameter_bytes"] = a.parameter_bytes;
     j["model"] = model;
     j["hardware"] = hardware_json(ctx.hw);
-    j["settings"] = {{"mode", ctx.mode}, {"cost_model", a.has_kernel_model ? "roofline-l0+gpu-kernel-l1" : "roofline-l0"}};
+    j["settings"] = {{"mode", ctx.mode},
+                       {"cost_model", !a.has_kernel_model ? "roofline-l0" : ctx.hw.kind == HardwareKind::gpu ? "roofline-l0+gpu-kernel-l1" : "roofline-l0+tpu-systolic-l1"}};
     if (ctx.training) {
         j["settings"]["optimizer"] = optimizer_name(ctx.training->optimizer);
         j["settings"]["master_weights"] = ctx.training->master_weights;

@@ -1,5 +1,7 @@
 #include "sim/analysis.hpp"
 
+#include "sim/tpu_model.hpp"
+
 #include "ops/checked.hpp"
 #include "ops/op_rule.hpp"
 
@@ -23,6 +25,10 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
                 op.modelled = gpu_kernel_cost(*op.kernel, hw, opt.gpu);
                 a.modelled_time_s += op.modelled->time_s;
             }
+            a.has_kernel_model = true;
+        } else if (hw.kind == HardwareKind::tpu) {
+            op.modelled = tpu_node_cost(g, n, hw);
+            if (op.modelled) a.modelled_time_s += op.modelled->time_s;
             a.has_kernel_model = true;
         }
         a.total += op.roofline.work;
