@@ -63,6 +63,7 @@ void add_analyze(CLI::App& app) {
     auto master = std::make_shared<std::string>();
     auto streams = std::make_shared<int>(1);
     auto trace = std::make_shared<std::string>();
+    auto dataflow = std::make_shared<std::string>("ws");
     args->add_to(cmd);
     cmd->add_option("--mode", *mode, "inference: the model's graph as given; training: forward, backward and optimizer step")
         ->check(CLI::IsMember({"inference", "training"}))
@@ -78,6 +79,9 @@ void add_analyze(CLI::App& app) {
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
     cmd->add_option("--trace", *trace, "write the schedule as a Chrome trace (Perfetto, chrome://tracing)");
+    cmd->add_option("--dataflow", *dataflow, "TPU specs: systolic dataflow of the MXUs, ws (weight-), os (output-) or is (input-stationary)")
+        ->check(CLI::IsMember({"ws", "os", "is"}))
+        ->capture_default_str();
     cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
     cmd->add_option("--top", *top, "show only the N slowest ops in the table");
@@ -95,6 +99,7 @@ void add_analyze(CLI::App& app) {
         }
         AnalysisOptions aopt;
         aopt.schedule.streams = *streams;
+        aopt.tpu.dataflow = *dataflow == "os" ? Dataflow::output_stationary : *dataflow == "is" ? Dataflow::input_stationary : Dataflow::weight_stationary;
         const Analysis a = analyze(g, h, aopt);
         const ReportContext ctx{g, h, a, *mode, *mode == "training" ? &t : nullptr};
         std::string json, trace_json;

@@ -120,7 +120,8 @@ ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
         }
         if (op.kernel && op.kernel->gemm) {
             const GemmShape& gs = *op.kernel->gemm;
-            mj["gemm"] = {{"batch", gs.batch}, {"m", gs.m}, {"n", gs.n}, {"k", gs.k}, {"tile_m", gs.tile.m}, {"tile_n", gs.tile.n}, {"tiles", gs.tiles}};
+            mj["gemm"] = {{"batch", gs.batch}, {"m", gs.m}, {"n", gs.n}, {"k", gs.k}, {"tile_m", gs.tile.m}, {"tile_n", gs.tile.n}, {"tiles", gs.tiles},
+                          {"split_k", gs.split_k}};
         }
         j["model"] = mj;
     }

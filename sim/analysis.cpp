@@ -27,7 +27,7 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
             }
             a.has_kernel_model = true;
         } else if (hw.kind == HardwareKind::tpu) {
-            op.modelled = tpu_node_cost(g, n, hw);
+            op.modelled = tpu_node_cost(g, n, hw, opt.tpu);
             if (op.modelled) a.modelled_time_s += op.modelled->time_s;
             a.has_kernel_model = true;
         }

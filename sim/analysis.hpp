@@ -9,6 +9,7 @@
 #include "sim/memory.hpp"
 #include "sim/roofline.hpp"
 #include "sim/schedule.hpp"
+#include "sim/tpu_model.hpp"
 
 namespace roofline {
 
@@ -49,6 +50,7 @@ struct AnalysisOptions {
     MemoryOptions memory;
     ScheduleOptions schedule;
     GpuModelOptions gpu;
+    TpuModelOptions tpu;
 };
 
 // The dtype an op computes in: its first floating-point input (or int8 operand), else f32.

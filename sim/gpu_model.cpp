@@ -71,22 +71,29 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         if (k.tensor_cores) s.k = ceil_div(s.k, opt.tensor_core_alignment) * opt.tensor_core_alignment;
         // Pick the tile with the least modelled time, as a heuristic library would.
         std::optional<KernelCost> best;
+        std::vector<std::int64_t> splits = {1, 2, 4, 8, 16};
+        if (opt.split_k) splits = {*opt.split_k};
+        else if (opt.gemm_tile) splits = {1};
         for (const GemmTile& t : kTiles) {
             if (opt.gemm_tile && (t.m != opt.gemm_tile->m || t.n != opt.gemm_tile->n)) continue;
-            Kernel c;
-            c.work = w;
-            c.dtype = d;
-            c.tensor_cores = k.tensor_cores;
-            GemmShape cs = s;
-            cs.tile = t;
-            cs.tiles = gemm_tiles(s, t);
-            c.gemm = cs;
-            c.launch = gemm_launch(t, d, hw);
-            c.blocks = cs.tiles;
-            const KernelCost cost = gpu_kernel_cost(c, hw, opt);
-            if (!best || cost.time_s < best->time_s) {
-                best = cost;
-                k = c;
+            for (std::int64_t split : splits) {
+                if (split < 1 || (split > 1 && s.k / split < 64)) continue;  // keep at least 64 of K per block
+                Kernel c;
+                c.work = w;
+                c.dtype = d;
+                c.tensor_cores = k.tensor_cores;
+                GemmShape cs = s;
+                cs.tile = t;
+                cs.tiles = gemm_tiles(s, t);
+                cs.split_k = split;
+                c.gemm = cs;
+                c.launch = gemm_launch(t, d, hw);
+                c.blocks = cs.tiles * split;
+                const KernelCost cost = gpu_kernel_cost(c, hw, opt);
+                if (!best || cost.time_s < best->time_s) {
+                    best = cost;
+                    k = c;
+                }
             }
         }
         if (opt.gemm_tile && !best) {  // a forced tile outside the list
@@ -123,13 +130,15 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         const GemmShape& s = *k.gemm;
         c.occupancy = occupancy(*hw.gpu, k.launch);
         const double slots = sms;
-        c.waves = std::ceil(static_cast<double>(s.tiles) / slots);
+        const double blocks = static_cast<double>(s.tiles * s.split_k);
+        c.waves = std::ceil(blocks / slots);
         const double useful = static_cast<double>(s.batch * s.m * s.n);
         const double padded = static_cast<double>(s.tiles) * static_cast<double>(s.tile.m * s.tile.n);
         c.tile_efficiency = useful / padded;
-        c.tail_efficiency = static_cast<double>(s.tiles) / (c.waves * slots);
+        c.tail_efficiency = blocks / (c.waves * slots);
         const ComputeCeiling ceiling = k.tensor_cores ? matrix_ceiling(hw, k.dtype) : vector_ceiling(hw, k.dtype);
-        const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n * s.k);
+        const double k_per_block = std::ceil(static_cast<double>(s.k) / static_cast<double>(s.split_k));
+        const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n) * k_per_block;
         const double per_sm = ceiling.flop_per_s / sms;
         compute = std::max(c.waves * tile_flops / per_sm, roof.vector_time_s);
     } else {
@@ -143,8 +152,15 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     c.compute_s = compute;
     double memory = 0;
     for (const LevelRoofline& l : roof.levels) memory = std::max(memory, l.time_s);
-    c.memory_s = memory;
-    c.time_s = opt.overlap ? std::max(compute, memory) : compute + memory;
+    // Split-K: every split writes fp32 partials that a second pass reads and sums; that pass runs
+    // after the GEMM, so its traffic does not overlap the math.
+    double reduction = 0;
+    if (k.gemm && k.gemm->split_k > 1) {
+        const double partial = 2.0 * static_cast<double>(k.gemm->split_k * k.gemm->batch * k.gemm->m * k.gemm->n) * 4.0;
+        reduction = partial / hw.device_memory().bytes_per_s.value;
+    }
+    c.memory_s = memory + reduction;
+    c.time_s = (opt.overlap ? std::max(compute, memory) : compute + memory) + reduction;
     c.bound = compute >= memory ? "compute" : "memory";
     if (opt.launch_floor && c.time_s < hw.launch_overhead_s.value) {
         c.floor_s = hw.launch_overhead_s.value;

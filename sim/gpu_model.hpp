@@ -21,7 +21,8 @@ struct GemmTile {
 struct GemmShape {
     std::int64_t batch = 1, m = 0, n = 0, k = 0;
     GemmTile tile;
-    std::int64_t tiles = 0;  // batch x ceil(M/tm) x ceil(N/tn)
+    std::int64_t tiles = 0;    // batch x ceil(M/tm) x ceil(N/tn)
+    std::int64_t split_k = 1;  // K split across this many blocks per tile (cuBLAS/CUTLASS split-K)
 };
 
 struct Kernel {
@@ -50,6 +51,11 @@ struct GpuModelOptions {
     // Force a GEMM tile (otherwise the tile minimising the modelled time is chosen, as cuBLAS
     // heuristics aim to).
     std::optional<GemmTile> gemm_tile;
+    // Force a split-K factor; otherwise 1, 2, 4, 8 or 16 is chosen with the tile (1 when the tile
+    // is forced). Split-K fills the SMs when a GEMM has few tiles and a long K, at the price of
+    // writing and reducing fp32 partial results (2 x split x M x N x 4 bytes more traffic, in a
+    // pass after the GEMM that does not overlap with it).
+    std::optional<std::int64_t> split_k;
 };
 
 struct KernelCost {

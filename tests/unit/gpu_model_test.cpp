@@ -129,3 +129,19 @@ TEST_CASE("tiny kernels take at least the launch overhead", "[gpu-model]") {
     no_floor.launch_floor = false;
     CHECK(gpu_kernel_cost(*lower_to_kernel(g, 0, hw), hw, no_floor).time_s < 1e-8);
 }
+
+TEST_CASE("split-K fills the SMs for a GEMM with few tiles and a long K", "[gpu-model][gemm]") {
+    // 256 x 256 output, K = 65536, bf16 on an H100 (132 SMs): at most 4-16 tiles, so without
+    // split-K most SMs idle; splitting K lets the tiles spread over the SMs, as cuBLAS does.
+    const Hardware hw = builtin_hardware("h100-sxm");
+    const Graph g = gemm_graph(256, 256, 65536, DType::bf16);
+    const Kernel chosen = *lower_to_kernel(g, 0, hw);
+    CHECK(chosen.gemm->split_k > 1);
+    GpuModelOptions no_split;
+    no_split.split_k = 1;
+    const KernelCost with = gpu_kernel_cost(chosen, hw), without = gpu_kernel_cost(*lower_to_kernel(g, 0, hw, no_split), hw, no_split);
+    CHECK(with.time_s < without.time_s);
+    CHECK(with.time_s >= with.lower_bound_s);
+    // A large square GEMM has plenty of tiles: no split.
+    CHECK(lower_to_kernel(gemm_graph(8192, 8192, 8192, DType::bf16), 0, hw)->gemm->split_k == 1);
+}
