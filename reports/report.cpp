@@ -109,6 +109,10 @@ ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
         mj["efficiency"] = m.time_s > 0 ? r.time_s / m.time_s : 1.0;
         mj["waves"] = m.waves;
         mj["tile_efficiency"] = m.tile_efficiency;
+        if (!m.traffic.empty()) {
+            mj["traffic"] = ojson::array();
+            for (const LevelTraffic& t : m.traffic) mj["traffic"].push_back({{"level", t.level}, {"bytes", t.bytes}, {"time_s", t.time_s}});
+        }
         if (op.kernel) {
             mj["blocks"] = op.kernel->blocks;
             mj["threads_per_block"] = op.kernel->launch.threads_per_block;

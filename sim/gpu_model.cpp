@@ -150,8 +150,36 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     }
     compute /= std::max(1e-9, 1.0 - k.divergence);  // SIMT efficiency
     c.compute_s = compute;
+    // Traffic per level: compulsory for streaming kernels. A GEMM block streams its (tm + tn) x K
+    // operand panels from L2 into shared memory, so L2 and shared memory see tiles x (tm + tn) x K
+    // elements (+ C); device memory sees the compulsory bytes while A and B fit in L2, and a share
+    // of the re-reads equal to the share of A + B that does not fit beyond that (capacity-limited
+    // reuse: a first-order estimate until calibration measures it).
     double memory = 0;
-    for (const LevelRoofline& l : roof.levels) memory = std::max(memory, l.time_s);
+    const double compulsory = static_cast<double>(k.work.bytes());
+    double panels = compulsory;
+    double operands = compulsory;
+    if (k.gemm) {
+        const GemmShape& s = *k.gemm;
+        const double elt = static_cast<double>(dtype_bytes(k.dtype));
+        const double c_bytes = static_cast<double>(s.batch * s.m * s.n) * elt;
+        panels = static_cast<double>(s.tiles) * static_cast<double>(s.tile.m + s.tile.n) * static_cast<double>(s.k) * elt + c_bytes;
+        operands = std::max(0.0, compulsory - c_bytes);
+        panels = std::max(panels, compulsory);
+    }
+    for (std::size_t i = 0; i < hw.memory.size(); ++i) {
+        const MemoryLevel& level = hw.memory[i];
+        double bytes = compulsory;
+        if (k.gemm && i > 0) bytes = panels;
+        if (k.gemm && i == 0 && hw.memory.size() > 1) {
+            const double l2 = hw.memory[1].capacity_bytes.value;
+            const double miss = operands > l2 ? 1.0 - l2 / operands : 0.0;
+            bytes = compulsory + miss * (panels - compulsory);
+        }
+        const double t = bytes / level.bytes_per_s.value;
+        c.traffic.push_back({level.name, bytes, t});
+        memory = std::max(memory, t);
+    }
     // Split-K: every split writes fp32 partials that a second pass reads and sums; that pass runs
     // after the GEMM, so its traffic does not overlap the math.
     double reduction = 0;

@@ -58,7 +58,14 @@ struct GpuModelOptions {
     std::optional<std::int64_t> split_k;
 };
 
+struct LevelTraffic {
+    std::string level;
+    double bytes = 0;
+    double time_s = 0;
+};
+
 struct KernelCost {
+    std::vector<LevelTraffic> traffic;  // bytes moved at each memory level, outermost first
     double time_s = 0;
     double compute_s = 0;  // with wave quantization, tail and SIMT efficiency
     double memory_s = 0;   // slowest memory level

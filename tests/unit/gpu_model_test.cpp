@@ -145,3 +145,23 @@ TEST_CASE("split-K fills the SMs for a GEMM with few tiles and a long K", "[gpu-
     // A large square GEMM has plenty of tiles: no split.
     CHECK(lower_to_kernel(gemm_graph(8192, 8192, 8192, DType::bf16), 0, hw)->gemm->split_k == 1);
 }
+
+TEST_CASE("GEMM traffic per level: panels through L2 and shared memory, HBM compulsory while A and B fit", "[gpu-model][gemm]") {
+    const Hardware hw = builtin_hardware("h100-sxm");  // 50 MiB L2
+    GpuModelOptions opt;
+    opt.gemm_tile = GemmTile{128, 128};
+    // 4096^3 bf16: A + B = 64 MiB > 50 MiB of L2 -> some re-reads reach HBM
+    const Graph big = gemm_graph(4096, 4096, 4096, DType::bf16);
+    const KernelCost c = gpu_kernel_cost(*lower_to_kernel(big, 0, hw, opt), hw, opt);
+    REQUIRE(c.traffic.size() == 3);
+    // L2 and smem: 32 x 32 tiles x (128 + 128) x 4096 x 2 bytes + C (32 MiB)
+    const double panels = 1024.0 * 256 * 4096 * 2 + 4096.0 * 4096 * 2;
+    CHECK(c.traffic[1].bytes == Approx(panels));
+    CHECK(c.traffic[2].bytes == Approx(panels));
+    const double compulsory = 3.0 * 4096 * 4096 * 2;
+    const double miss = 1.0 - (50.0 * 1024 * 1024) / (2.0 * 4096 * 4096 * 2);
+    CHECK(c.traffic[0].bytes == Approx(compulsory + miss * (panels - compulsory)));
+    // 2048^3: A + B = 16 MiB fit in L2: HBM traffic is the compulsory traffic
+    const KernelCost s = gpu_kernel_cost(*lower_to_kernel(gemm_graph(2048, 2048, 2048, DType::bf16), 0, hw, opt), hw, opt);
+    CHECK(s.traffic[0].bytes == Approx(3.0 * 2048 * 2048 * 2));
+}
