@@ -52,7 +52,8 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
     if (w.flops() == 0 && w.bytes() == 0) return std::nullopt;  // views
     const DType d = op_compute_dtype(g, n);
     Kernel k;
-    const bool matrix = w.matrix_flops > 0 && (node.kind == OpKind::matmul || node.kind == OpKind::linear);
+    const bool conv = node.kind == OpKind::conv2d || node.kind == OpKind::conv2d_grad_input || node.kind == OpKind::conv2d_grad_weight;
+    const bool matrix = w.matrix_flops > 0 && (node.kind == OpKind::matmul || node.kind == OpKind::linear || conv);
     if (matrix) {
         GemmShape s;
         const auto out = g.tensor(node.outputs[0]).desc.shape;
@@ -62,6 +63,20 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         if (node.kind == OpKind::linear) {  // rows x out, one GEMM
             s.m = g.tensor(node.outputs[0]).desc.numel() / s.n;
             s.batch = 1;
+        }
+        if (conv) {
+            // Convolutions as implicit GEMMs (cuDNN/CUTLASS), one per group: forward and data
+            // gradient have M = N x output pixels and N = channels per group; the weight gradient
+            // has M = C_out per group and N = C_in per group x kH x kW. K follows from the FLOPs.
+            const std::int64_t groups = node.attrs.get_int("groups", 1);
+            s.batch = groups;
+            if (node.kind == OpKind::conv2d_grad_weight) {
+                s.m = out[0] / groups;
+                s.n = out[1] * out[2] * out[3];
+            } else {
+                s.m = out[0] * out[2] * out[3];
+                s.n = out[1] / groups;
+            }
         }
         s.k = w.matrix_flops / std::max<std::int64_t>(1, 2 * s.batch * s.m * s.n);
         // Tensor cores run any dtype the chip has a matrix peak for; a K that is not a multiple of

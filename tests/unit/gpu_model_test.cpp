@@ -165,3 +165,23 @@ TEST_CASE("GEMM traffic per level: panels through L2 and shared memory, HBM comp
     const KernelCost s = gpu_kernel_cost(*lower_to_kernel(gemm_graph(2048, 2048, 2048, DType::bf16), 0, hw, opt), hw, opt);
     CHECK(s.traffic[0].bytes == Approx(3.0 * 2048 * 2048 * 2));
 }
+
+TEST_CASE("convolutions lower to implicit GEMMs", "[gpu-model][gemm]") {
+    // ResNet-50's 3x3, 64->64 convolution on 56x56 with batch 32, bf16: implicit GEMM with
+    // M = 32 x 56 x 56 = 100,352, N = 64, K = 64 x 3 x 3 = 576 (cuDNN's mapping).
+    const Hardware hw = builtin_hardware("a100-sxm-80gb");
+    Graph g;
+    const TensorId x = g.add_input("x", {{32, 64, 56, 56}, DType::bf16});
+    const TensorId w = g.add_parameter("w", {{64, 64, 3, 3}, DType::bf16});
+    Attrs pad;
+    pad.set("padding", std::vector<std::int64_t>{1, 1});
+    g.add_node("conv", OpKind::conv2d, {x, w}, pad, {});
+    const Kernel k = *lower_to_kernel(g, 0, hw);
+    REQUIRE(k.gemm.has_value());
+    CHECK(k.gemm->m == 100352);
+    CHECK(k.gemm->n == 64);
+    CHECK(k.gemm->k == 576);
+    CHECK(k.tensor_cores);
+    const KernelCost c = gpu_kernel_cost(k, hw);
+    CHECK(c.time_s >= c.lower_bound_s);
+}
