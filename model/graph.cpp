@@ -191,6 +191,14 @@ bool Graph::edges_acyclic() const {
     return true;
 }
 
+DType op_compute_dtype(const Graph& g, NodeId n) {
+    for (TensorId t : g.node(n).inputs) {
+        const DType d = g.tensor(t).desc.dtype;
+        if (is_floating(d) || d == DType::int8) return d;
+    }
+    return DType::f32;
+}
+
 namespace {
 
 std::string where(const Graph& g, NodeId n) { return "node '" + g.node(n).name + "'"; }

@@ -109,6 +109,9 @@ private:
     std::unique_ptr<GraphStorage> storage_;
 };
 
+// The dtype an op computes in: its first floating-point input (or int8 operand), else f32.
+DType op_compute_dtype(const Graph& g, NodeId n);
+
 // Checks every invariant: unique names, producers and edges consistent with node inputs and
 // outputs, arity and attributes accepted, stored descriptors equal re-inferred ones, acyclic.
 // Throws InputError describing the first violation.

@@ -7,14 +7,6 @@
 
 namespace roofline {
 
-DType op_compute_dtype(const Graph& g, NodeId n) {
-    for (TensorId t : g.node(n).inputs) {
-        const DType d = g.tensor(t).desc.dtype;
-        if (is_floating(d) || d == DType::int8) return d;
-    }
-    return DType::f32;
-}
-
 Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt) {
     Analysis a;
     for (NodeId n : g.topological_order()) {

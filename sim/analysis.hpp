@@ -53,9 +53,6 @@ struct AnalysisOptions {
     TpuModelOptions tpu;
 };
 
-// The dtype an op computes in: its first floating-point input (or int8 operand), else f32.
-DType op_compute_dtype(const Graph& g, NodeId n);
-
 Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt = {});
 
 }  // namespace roofline

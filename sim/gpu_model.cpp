@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "ops/op_rule.hpp"
-#include "sim/analysis.hpp"
 
 namespace roofline {
 namespace {

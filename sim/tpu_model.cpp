@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/analysis.hpp"
 
 namespace roofline {
 
