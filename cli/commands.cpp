@@ -1,5 +1,7 @@
 #include "cli/commands.hpp"
 
+#include "cli/graph_args.hpp"
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -19,62 +21,21 @@ Outcome& outcome() {
 
 namespace {
 
-struct ModelArgs {
-    std::string model;
-    std::string dtype;
-    std::int64_t batch = 0;
-    std::int64_t seq = 0;
-
-    void add_to(CLI::App* cmd) {
-        cmd->add_option("MODEL", model, "model file (roofline-model/1 JSON) or built-in template: " + template_choices())
-            ->required();
-        cmd->add_option("--dtype", dtype, "compute and parameter dtype policy: f64, f32, tf32, f16, bf16, fp8_e4m3 or fp8_e5m2");
-        cmd->add_option("--batch", batch, "override the model's batch dimension")->check(CLI::PositiveNumber);
-        cmd->add_option("--seq", seq, "override the model's sequence-length dimension")->check(CLI::PositiveNumber);
-    }
-
-    ModelOverrides overrides() const {
-        ModelOverrides ov;
-        if (batch > 0) ov.batch = batch;
-        if (seq > 0) ov.seq = seq;
-        if (!dtype.empty()) {
-            auto d = parse_dtype(dtype);
-            if (!d || !is_floating(*d)) throw InputError("--dtype: expected a floating-point dtype (f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2), got '" + dtype + "'");
-            ov.dtype = d;
-        }
-        return ov;
-    }
-};
-
 void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
 }  // namespace
 
 void add_analyze(CLI::App& app) {
     auto* cmd = app.add_subcommand("analyze", "hierarchical roofline of every op of a model on a chip");
-    auto args = std::make_shared<ModelArgs>();
+    auto args = std::make_shared<GraphArgs>();
     auto hw = std::make_shared<std::string>("h100-sxm");
     auto out = std::make_shared<std::string>();
     auto top = std::make_shared<std::size_t>(0);
     auto quiet = std::make_shared<bool>(false);
-    auto mode = std::make_shared<std::string>("inference");
-    auto optimizer = std::make_shared<std::string>("adamw");
-    auto loss_scale = std::make_shared<double>(-1.0);
-    auto master = std::make_shared<std::string>();
     auto streams = std::make_shared<int>(1);
     auto trace = std::make_shared<std::string>();
     auto dataflow = std::make_shared<std::string>("ws");
     args->add_to(cmd);
-    cmd->add_option("--mode", *mode, "inference: the model's graph as given; training: forward, backward and optimizer step")
-        ->check(CLI::IsMember({"inference", "training"}))
-        ->capture_default_str();
-    cmd->add_option("--optimizer", *optimizer, "training: sgd (momentum 0.9), adam or adamw (weight decay 0.01)")
-        ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
-        ->capture_default_str();
-    cmd->add_option("--loss-scale", *loss_scale, "training: static loss scale (seed the loss gradient with S, unscale in the optimizer)")
-        ->check(CLI::NonNegativeNumber);
-    cmd->add_option("--master-weights", *master, "training: on (fp32 master weights and optimizer state for 16-bit parameters) or off; default: the model's dtype_policy (on)")
-        ->check(CLI::IsMember({"on", "off"}));
     cmd->add_option("--streams", *streams, "schedule kernels on this many streams (independent work overlaps)")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
@@ -89,19 +50,13 @@ void add_analyze(CLI::App& app) {
     cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --mode training --batch 8 -o report.json\n");
     cmd->callback([=] {
         const Hardware h = resolve_hardware(*hw);
-        Graph g = load_model_arg(args->model, args->overrides());
         TrainingOptions t;
-        if (*mode == "training") {
-            t.optimizer = *optimizer == "sgd" ? Optimizer::sgd : *optimizer == "adam" ? Optimizer::adam : Optimizer::adamw;
-            t.loss_scale = *loss_scale >= 0 ? *loss_scale : g.precision.loss_scale;
-            t.master_weights = master->empty() ? g.precision.master_weights : *master == "on";
-            g = build_training_step(g, t);
-        }
+        const Graph g = args->build(&t);
         AnalysisOptions aopt;
         aopt.schedule.streams = *streams;
         aopt.tpu.dataflow = *dataflow == "os" ? Dataflow::output_stationary : *dataflow == "is" ? Dataflow::input_stationary : Dataflow::weight_stationary;
         const Analysis a = analyze(g, h, aopt);
-        const ReportContext ctx{g, h, a, *mode, *mode == "training" ? &t : nullptr};
+        const ReportContext ctx{g, h, a, args->mode, args->training() ? &t : nullptr};
         std::string json, trace_json;
         if (!out->empty()) json = report_json_text(ctx);  // build fully before touching the file system
         if (!trace->empty()) trace_json = chrome_trace_json(g, a.schedule);

@@ -1,5 +1,6 @@
 // roofline: where does the time go on this accelerator, and what would a change pay?
-// Only this file decides exit codes: 0 success, 2 bad input, 1 internal error.
+// Only this file decides exit codes: 0 success, 2 bad input, 3 no usable GPU (measure,
+// calibrate), 1 internal error.
 #include <cstdio>
 #include <exception>
 
@@ -14,6 +15,9 @@ int main(int argc, char** argv) {
     roofline::cli::add_analyze(app);
     roofline::cli::add_hw(app);
     roofline::cli::add_model(app);
+    roofline::cli::add_measure(app);
+    roofline::cli::add_compare(app);
+    roofline::cli::add_calibrate(app);
     auto known = [&](const char* name) {
         for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
             if (sub->get_name() == name) return true;
@@ -21,7 +25,7 @@ int main(int argc, char** argv) {
         return false;
     };
     if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
-        std::fprintf(stderr, "roofline: unknown command '%s' (commands: analyze, hw, model)\nRun with --help for usage.\n", argv[1]);
+        std::fprintf(stderr, "roofline: unknown command '%s' (commands: analyze, measure, compare, calibrate, hw, model)\nRun with --help for usage.\n", argv[1]);
         return 2;
     }
     try {
@@ -35,6 +39,9 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "roofline: %s\nRun with --help for usage.\n", e.what());
         return 2;
+    } catch (const roofline::DeviceUnavailable& e) {
+        std::fprintf(stderr, "roofline: no GPU: %s\n", e.what());
+        return 3;
     } catch (const roofline::InputError& e) {
         std::fprintf(stderr, "roofline: error: %s\n", e.what());
         return 2;

@@ -12,6 +12,13 @@ public:
     explicit InputError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// No GPU to run on: no CUDA in this build, no driver, no device, or no permission to read
+// counters where they were required. cli/ exits 3 with the message.
+class DeviceUnavailable : public std::runtime_error {
+public:
+    explicit DeviceUnavailable(const std::string& what) : std::runtime_error(what) {}
+};
+
 // Prefixes an error with where it happened ("model.json: /nodes/3 (node 'fc1')").
 [[noreturn]] inline void rethrow_with_context(const InputError& e, const std::string& where) {
     throw InputError(where + ": " + e.what());

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "ops/error.hpp"
+#include "ops/pointwise_math.hpp"
 
 namespace roofline {
 namespace {
@@ -53,58 +55,21 @@ AxisSplit split_at(const Shape& s, std::int64_t axis) {
     return a;
 }
 
-double gelu_tanh(double x) {
-    const double k = std::sqrt(2.0 / M_PI);
-    return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
-}
-
-double gelu_tanh_grad(double x) {
-    const double k = std::sqrt(2.0 / M_PI);
-    const double u = k * (x + 0.044715 * x * x * x);
-    const double t = std::tanh(u);
-    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
-}
-
-double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
-
 double unary(OpKind k, double x, const Attrs& a) {
-    switch (k) {
-        case OpKind::relu: return x > 0 ? x : 0;
-        case OpKind::gelu:
-            return a.get_string("approximate", "tanh") == "tanh" ? gelu_tanh(x) : 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-        case OpKind::silu: return x * sigmoid(x);
-        case OpKind::sigmoid: return sigmoid(x);
-        case OpKind::tanh: return std::tanh(x);
-        case OpKind::exp: return std::exp(x);
-        case OpKind::log: return std::log(x);
-        case OpKind::sin: return std::sin(x);
-        case OpKind::sqrt: return std::sqrt(x);
-        case OpKind::rsqrt: return 1 / std::sqrt(x);
-        case OpKind::neg: return -x;
-        case OpKind::scale: return x * a.get_double("factor", 1.0);
-        default: throw InputError("reference: not a unary op");
-    }
+    const double factor = k == OpKind::scale ? a.get_double("factor", 1.0) : 1.0;
+    const bool tanh_form = k != OpKind::gelu || a.get_string("approximate", "tanh") == "tanh";
+    double y = 0;
+    if (!unary_value(k, x, factor, tanh_form, y)) throw InputError("reference: not a unary op");
+    return y;
 }
 
-// d unary / dx times dy, from the saved tensor (x, or y for sigmoid/tanh/exp/sqrt/rsqrt).
-double unary_grad_value(const std::string& of, const Attrs& a, double dy, double s) {
-    if (of == "relu") return s > 0 ? dy : 0;
-    if (of == "gelu") {
-        if (a.get_string("approximate", "tanh") == "tanh") return dy * gelu_tanh_grad(s);
-        return dy * (0.5 * (1 + std::erf(s / std::sqrt(2.0))) + s * std::exp(-0.5 * s * s) / std::sqrt(2 * M_PI));
-    }
-    if (of == "silu") {
-        const double sg = sigmoid(s);
-        return dy * sg * (1 + s * (1 - sg));
-    }
-    if (of == "sigmoid") return dy * s * (1 - s);
-    if (of == "tanh") return dy * (1 - s * s);
-    if (of == "exp") return dy * s;
-    if (of == "log") return dy / s;
-    if (of == "sin") return dy * std::cos(s);
-    if (of == "sqrt") return dy * 0.5 / s;
-    if (of == "rsqrt") return -0.5 * dy * s * s * s;
-    throw InputError("reference: unary_grad of '" + of + "'");
+// d unary / dx times dy, from the saved tensor (x, or y for sigmoid/tanh/exp/sqrt/rsqrt); of is
+// parse_op of the attribute "of" (nullopt when it names no op).
+double unary_grad_value(const std::string& of, std::optional<OpKind> of_kind, const Attrs& a, double dy, double s) {
+    const bool tanh_form = of_kind != OpKind::gelu || a.get_string("approximate", "tanh") == "tanh";
+    double dx = 0;
+    if (!of_kind || !unary_grad_math(*of_kind, tanh_form, dy, s, dx)) throw InputError("reference: unary_grad of '" + of + "'");
+    return dx;
 }
 
 double binary(OpKind k, double a, double b) {
@@ -191,15 +156,6 @@ std::int64_t reduced_offset(const Coords& c, const Shape& s, const std::vector<s
         off = off * (reduced ? 1 : s[i]) + (reduced ? 0 : c[i]);
     }
     return off;
-}
-
-// Deterministic dropout mask: a splitmix64 hash of the element index against p.
-bool keep(std::int64_t i, double p) {
-    std::uint64_t z = static_cast<std::uint64_t>(i) + 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) * 0x1.0p-53 >= p;
 }
 
 std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
@@ -353,7 +309,7 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
         case OpKind::dropout: {
             const double p = a.get_double("p", 0.1);
             for (std::size_t i = 0; i < X.size(); ++i) {
-                const bool kept = keep(static_cast<std::int64_t>(i), p);
+                const bool kept = dropout_keep(static_cast<std::int64_t>(i), p);  // ops/pointwise_math.hpp
                 y[1].data[i] = kept ? 1 : 0;
                 Y[i] = kept ? X[i] / (1 - p) : 0;
             }
@@ -405,7 +361,8 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
         }
         case OpKind::unary_grad: {
             const std::string of = a.get_string("of", "");
-            for (std::size_t i = 0; i < X.size(); ++i) Y[i] = unary_grad_value(of, a, X[i], in[1]->data[i]);
+            const std::optional<OpKind> of_kind = parse_op(of);
+            for (std::size_t i = 0; i < X.size(); ++i) Y[i] = unary_grad_value(of, of_kind, a, X[i], in[1]->data[i]);
             break;
         }
         case OpKind::maximum_grad:

@@ -106,7 +106,8 @@ TEST_CASE("an exported template analyses to the same report as the template", "[
 }
 
 TEST_CASE("every subcommand answers --help, --version prints the version", "[cli]") {
-    for (const char* cmd : {"", "analyze", "hw", "hw list", "hw show", "model", "model export", "model list"}) {
+    for (const char* cmd : {"", "analyze", "measure", "compare", "calibrate", "hw", "hw list", "hw show", "model",
+                            "model export", "model list"}) {
         INFO(cmd);
         const auto r = run_cli(std::string(cmd) + " --help");
         CHECK(r.code == 0);
@@ -178,4 +179,30 @@ TEST_CASE("analyze writes a Chrome trace and overlaps independent work on severa
     fs::remove(trace);
     CHECK(run_cli("analyze mlp --streams 0 --trace '" + trace + "'").code == 2);
     CHECK_FALSE(fs::exists(trace));
+}
+
+// measure and calibrate need a GPU. Where there is none (CI: no driver) they must exit 3 naming
+// the reason and write nothing; where there is one, measure must succeed (exit 0) and write a
+// measurement. Either way the command is checked; the [gpu] suite covers the GPU side in depth.
+TEST_CASE("measure and calibrate without a GPU exit 3 naming the reason, and write nothing", "[cli][measure]") {
+    const std::string out = tmp_path("no-gpu-measure.json");
+    std::remove(out.c_str());
+    const auto m = run_cli("measure '" + source_path("examples/two-layer-mlp.json") + "' --repetitions 2 --counters off -o '" + out + "'");
+    if (m.code == 3) {
+        CHECK_THAT(m.out, Catch::Contains("no GPU"));
+        CHECK_FALSE(std::ifstream(out).good());
+        const std::string spec = tmp_path("no-gpu-calibrate.json");
+        std::remove(spec.c_str());
+        const auto c = run_cli("calibrate --quick -o '" + spec + "'");
+        CHECK(c.code == 3);
+        CHECK_THAT(c.out, Catch::Contains("no GPU"));
+        CHECK_FALSE(std::ifstream(spec).good());
+    } else {
+        INFO(m.out);
+        REQUIRE(m.code == 0);
+        CHECK(nlohmann::json::parse(slurp(out))["schema"] == "roofline-measurement/1");
+    }
+    // Bad input is reported as bad input (exit 2) before any GPU is looked for.
+    const auto bad = run_cli("measure '" + source_path("tests/data/bad/unknown-op.json") + "' -o '" + out + "'");
+    CHECK(bad.code == 2);
 }

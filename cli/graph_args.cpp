@@ -1,0 +1,47 @@
+#include "cli/graph_args.hpp"
+
+#include "model/model_json.hpp"
+#include "model/templates.hpp"
+#include "ops/error.hpp"
+
+namespace roofline::cli {
+
+void GraphArgs::add_to(CLI::App* cmd) {
+    cmd->add_option("MODEL", model, "model file (roofline-model/1 JSON) or built-in template: " + template_choices())->required();
+    cmd->add_option("--dtype", dtype, "compute and parameter dtype policy: f64, f32, tf32, f16, bf16, fp8_e4m3 or fp8_e5m2");
+    cmd->add_option("--batch", batch, "override the model's batch dimension")->check(CLI::PositiveNumber);
+    cmd->add_option("--seq", seq, "override the model's sequence-length dimension")->check(CLI::PositiveNumber);
+    cmd->add_option("--mode", mode, "inference: the model's graph as given; training: forward, backward and optimizer step")
+        ->check(CLI::IsMember({"inference", "training"}))
+        ->capture_default_str();
+    cmd->add_option("--optimizer", optimizer, "training: sgd (momentum 0.9), adam or adamw (weight decay 0.01)")
+        ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
+        ->capture_default_str();
+    cmd->add_option("--loss-scale", loss_scale, "training: static loss scale (seed the loss gradient with S, unscale in the optimizer)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--master-weights", master, "training: on (fp32 master weights and optimizer state for 16-bit parameters) or off; default: the model's dtype_policy (on)")
+        ->check(CLI::IsMember({"on", "off"}));
+}
+
+Graph GraphArgs::build(TrainingOptions* t) const {
+    ModelOverrides ov;
+    if (batch > 0) ov.batch = batch;
+    if (seq > 0) ov.seq = seq;
+    if (!dtype.empty()) {
+        auto d = parse_dtype(dtype);
+        if (!d || !is_floating(*d)) throw InputError("--dtype: expected a floating-point dtype (f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2), got '" + dtype + "'");
+        ov.dtype = d;
+    }
+    Graph g = load_model_arg(model, ov);
+    if (training()) {
+        TrainingOptions opt;
+        opt.optimizer = optimizer == "sgd" ? Optimizer::sgd : optimizer == "adam" ? Optimizer::adam : Optimizer::adamw;
+        opt.loss_scale = loss_scale >= 0 ? loss_scale : g.precision.loss_scale;
+        opt.master_weights = master.empty() ? g.precision.master_weights : master == "on";
+        g = build_training_step(g, opt);
+        if (t != nullptr) *t = opt;
+    }
+    return g;
+}
+
+}  // namespace roofline::cli

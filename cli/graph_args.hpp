@@ -1,0 +1,30 @@
+#pragma once
+// The model and training-step options shared by every subcommand that takes a MODEL (analyze,
+// measure): one definition, so the graph a measurement ran is the graph an analysis predicts.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "model/autodiff.hpp"
+#include "model/graph.hpp"
+
+namespace roofline::cli {
+
+struct GraphArgs {
+    std::string model;
+    std::string dtype;
+    std::int64_t batch = 0;
+    std::int64_t seq = 0;
+    std::string mode = "inference";
+    std::string optimizer = "adamw";
+    double loss_scale = -1.0;
+    std::string master;
+
+    void add_to(CLI::App* cmd);
+    // Loads the model, applies the overrides and, in training mode, builds the training step
+    // (its options are returned in *t when t is not null).
+    Graph build(TrainingOptions* t) const;
+    bool training() const { return mode == "training"; }
+};
+
+}  // namespace roofline::cli

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One lent-GPU session, end to end (see docs/ACCURACY.md): build on the GPU machine with the
+# header-only Debian packages carried in .deps/, run the [gpu] tests, measure the kernel suite
+# (materialised and flash attention) and a GPT-2-small training step, calibrate, and leave every
+# result under $OUT (default: gpu-out/). Usage: tests/tools/gpu_session.sh [steps...]
+# steps: build tests check suite gpt2 calibrate (default: all)
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+steps=${*:-build tests check suite gpt2 calibrate}
+B=build-gpu
+R=./$B/roofline
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/session.log"; }
+has() { [[ " $steps " == *" $1 "* ]]; }
+
+if has build; then
+  log build
+  if [ -d .deps ] && [ ! -d /tmp/deps ]; then for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done; fi
+  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr -DROOFLINE_BUILD_BENCH=OFF -DROOFLINE_WERROR=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES=90-real > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+  cmake --build $B -j 16 --target roofline roofline_gpu_tests > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$OUT/build.log" | head -80; exit 1; }
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv > "$OUT/nvidia-smi.csv" 2>&1
+if has tests; then
+  log "gpu tests"
+  ./$B/tests/roofline_gpu_tests --reporter compact > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests exit $?" | tee -a "$OUT/session.log"
+  grep -E "failed|FAILED|passed|SKIP" "$OUT/gpu-tests.log" | tail -40
+fi
+if has check; then
+  log "check: small training step, every node against the CPU reference"
+  $R measure gpt2-small --mode training --batch 2 --seq 128 --repetitions 3 --counters off -o "$OUT/check-gpt2-small-train.json" 2>&1 | tail -5
+  $R measure examples/two-layer-mlp.json --mode training --repetitions 3 --counters off -o "$OUT/check-mlp-train.json" 2>&1 | tail -5
+fi
+if has suite; then
+  log "kernel suite (materialised attention)"
+  $R measure tests/data/suite/kernel-suite.json --check ${SUITE_CHECK:-on} --repetitions 30 -o "$OUT/suite.json" 2>&1 | tail -4
+  log "kernel suite (flash attention)"
+  $R measure tests/data/suite/kernel-suite.json --check off --flash --repetitions 30 -o "$OUT/suite-flash.json" 2>&1 | tail -4
+fi
+if has gpt2; then
+  log "gpt2-small training step"
+  $R measure gpt2-small --mode training --batch 8 --seq 1024 --check off --counters off --repetitions 10 -o "$OUT/gpt2-small-train.json" 2>&1 | tail -4
+  log "gpt2-small training step with counters (smaller: kernel replay saves and restores memory)"
+  timeout 240 $R measure gpt2-small --mode training --batch 4 --seq 512 --check off --repetitions 5 -o "$OUT/gpt2-small-train-b4s512.json" 2>&1 | tail -4
+fi
+if has calibrate; then
+  log calibrate
+  $R calibrate -o "$OUT/h100-calibrated.json" --raw "$OUT/calibration.json" 2>&1 | tail -40
+fi
+log done
+# The device tool returns a few files only: pack the results into one.
+(cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude build.log *.json *.log *.csv 2>/dev/null)
