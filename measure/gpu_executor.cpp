@@ -405,7 +405,10 @@ nlohmann::json measurement_to_json(const Graph& g, const Measurement& m, const s
                 {"options", {{"warmup", m.options.warmup}, {"repetitions", m.options.repetitions},
                              {"flash_attention", m.options.flash_attention}, {"check", m.options.check},
                              {"seed", m.options.seed}}},
-                {"counters", {{"collected", m.counters_problem.empty()}, {"problem", m.counters_problem}, {"metrics", m.metrics}}},
+                {"counters", {{"collected", m.counters_problem.empty()}, {"problem", m.counters_problem}, {"metrics", m.metrics},
+                              // sm__ops_path_tensor_* counts FLOPs: checked on GH100 (2026-11-23) against a
+                              // cuBLASLt 4096^3 GEMM, 2 x 4096^3 ops exactly.
+                              {"tensor_flops_per_op", 1.0}}},
                 {"step", {{"median_s", m.step_median_s}, {"p10_s", m.step_p10_s}, {"p90_s", m.step_p90_s},
                           {"kernel_sum_s", m.kernel_sum_s}}},
                 {"memory", {{"arena_bytes", m.arena_bytes}, {"scratch_peak_bytes", m.scratch_peak_bytes}}},

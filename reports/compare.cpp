@@ -125,9 +125,10 @@ ordered_json compare_documents(const json& predicted, const std::string& po, con
     if (!pops.is_array()) json_fail(po, "/ops", "expected an array");
     for (const json& op : pops) ops[op.value("name", "")] = &op;
 
-    // Tensor-core "ops" per FLOP: the counters count one multiply-add per tensor op or two
-    // FLOPs; which one is taken from the measurement when it recorded it.
-    const double tensor_flops_per_op = num_or(measured.value("counters", json::object()), "tensor_flops_per_op", 2.0);
+    // FLOPs per count of the sm__ops_path_tensor_* metrics. Measured on an H100 SXM (GH100) on
+    // 2026-11-23: cuBLASLt's 4096^3 bf16 GEMM counted 137,438,953,472 = 2 x 4096^3 tensor ops, so
+    // one op is one FLOP (a multiply-add counts twice). A measurement may record its own factor.
+    const double tensor_flops_per_op = num_or(measured.value("counters", json::object()), "tensor_flops_per_op", 1.0);
 
     ordered_json rows = ordered_json::array();
     std::vector<double> abs_err, signed_err;

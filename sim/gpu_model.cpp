@@ -42,6 +42,117 @@ Kernel streaming_kernel(const Graph& g, NodeId n, const Work& w, DType d) {
     return k;
 }
 
+
+// The GEMM kernel cuBLAS-like heuristics would pick for shape s: the tile and split-K with the
+// least modelled time.
+Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const GpuModelOptions& opt, bool aligned = true) {
+    Kernel k;
+    // Tensor cores run any dtype the chip has a matrix peak for; a K that is not a multiple of
+    // the alignment is padded up to it (the wasted MACs cost time), M and N are padded by the
+    // tile quantization below.
+    k.tensor_cores = hw.matrix_flop_per_s.count(d) != 0;
+    k.aligned = aligned;
+    if (k.tensor_cores) s.k = ceil_div(s.k, opt.tensor_core_alignment) * opt.tensor_core_alignment;
+    std::optional<KernelCost> best;
+    std::vector<std::int64_t> splits = {1, 2, 4, 8, 16};
+    if (opt.split_k) splits = {*opt.split_k};
+    else if (opt.gemm_tile) splits = {1};
+    for (const GemmTile& t : kTiles) {
+        if (opt.gemm_tile && (t.m != opt.gemm_tile->m || t.n != opt.gemm_tile->n)) continue;
+        for (std::int64_t split : splits) {
+            if (split < 1 || (split > 1 && s.k / split < 64)) continue;  // keep at least 64 of K per block
+            Kernel c;
+            c.work = w;
+            c.dtype = d;
+            c.tensor_cores = k.tensor_cores;
+            c.aligned = aligned;
+            GemmShape cs = s;
+            cs.tile = t;
+            cs.tiles = gemm_tiles(s, t);
+            cs.split_k = split;
+            c.gemm = cs;
+            c.launch = gemm_launch(t, d, hw);
+            c.blocks = cs.tiles * split;
+            const KernelCost cost = gpu_kernel_cost(c, hw, opt);
+            if (!best || cost.time_s < best->time_s) {
+                best = cost;
+                k = c;
+            }
+        }
+    }
+    if (opt.gemm_tile && !best) {  // a forced tile outside the list
+        GemmShape cs = s;
+        cs.tile = *opt.gemm_tile;
+        cs.tiles = gemm_tiles(s, cs.tile);
+        k.gemm = cs;
+        k.launch = gemm_launch(cs.tile, d, hw);
+        k.blocks = cs.tiles;
+        k.work = w;
+        k.dtype = d;
+    }
+    return k;
+}
+
+// 16-bit tensor-core kernels need every operand's leading dimension (its last stored dimension)
+// to be a multiple of 16 bytes.
+bool gemm_aligned(const Graph& g, const Node& node, DType d) {
+    const std::int64_t elt = dtype_bytes(d);
+    auto ok = [&](TensorId t) {
+        const Shape& s = g.tensor(t).desc.shape;
+        return s.empty() || (s.back() * elt) % 16 == 0;
+    };
+    for (std::size_t i = 0; i < std::min<std::size_t>(2, node.inputs.size()); ++i)
+        if (!ok(node.inputs[i])) return false;
+    return ok(node.outputs[0]);
+}
+
+// Materialised attention as frameworks run it unfused: S = scale * Q K^T (a batched GEMM),
+// P = softmax(mask(S)) (a row-wise kernel reading and writing S), O = P V (a batched GEMM).
+Kernel attention_kernels(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt, DType d) {
+    const Node& node = g.node(n);
+    const Shape& q = g.tensor(node.inputs[0]).desc.shape;
+    const Shape& kk = g.tensor(node.inputs[1]).desc.shape;
+    const Shape& v = g.tensor(node.inputs[2]).desc.shape;
+    const std::int64_t sq = q[q.size() - 2], dq = q.back(), sk = kk[kk.size() - 2], dv = v.back();
+    const std::int64_t batch = g.tensor(node.outputs[0]).desc.numel() / std::max<std::int64_t>(1, sq * dv);
+    const std::int64_t elt = dtype_bytes(d);
+    const std::int64_t scores = batch * sq * sk;
+    Kernel all;
+    all.work = g.work(n);
+    all.dtype = d;
+    // QK^T
+    Work w1;
+    w1.matrix_flops = 2 * scores * dq;
+    w1.bytes_read = g.tensor(node.inputs[0]).desc.bytes() + g.tensor(node.inputs[1]).desc.bytes();
+    w1.bytes_written = scores * elt;
+    Kernel k1 = best_gemm(GemmShape{batch, sq, sk, dq, {}, 0, 1}, w1, d, hw, opt);
+    k1.name = node.name + ".qk";
+    // mask + softmax over rows of sk, in place of S
+    Work w2;
+    w2.vector_flops = 5 * scores;  // scale, mask select, max, subtract, sum / divide
+    w2.transcendentals = scores;
+    w2.bytes_read = scores * elt;
+    w2.bytes_written = scores * elt;
+    Kernel k2;
+    k2.work = w2;
+    k2.dtype = d;
+    k2.launch = LaunchConfig{256, 32, 0};
+    k2.blocks = std::max<std::int64_t>(1, ceil_div(scores, 256 * std::max<std::int64_t>(1, 16 / elt)));
+    k2.name = node.name + ".softmax";
+    // PV
+    Work w3;
+    w3.matrix_flops = 2 * scores * dv;
+    w3.bytes_read = scores * elt + g.tensor(node.inputs[2]).desc.bytes();
+    w3.bytes_written = g.tensor(node.outputs[0]).desc.bytes();
+    Kernel k3 = best_gemm(GemmShape{batch, sq, dv, sk, {}, 0, 1}, w3, d, hw, opt);
+    k3.name = node.name + ".pv";
+    all.parts = {k1, k2, k3};
+    all.launch = k1.launch;
+    all.blocks = k1.blocks;
+    all.tensor_cores = k1.tensor_cores;
+    return all;
+}
+
 }  // namespace
 
 std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt) {
@@ -53,7 +164,9 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
     Kernel k;
     const bool conv = node.kind == OpKind::conv2d || node.kind == OpKind::conv2d_grad_input || node.kind == OpKind::conv2d_grad_weight;
     const bool matrix = w.matrix_flops > 0 && (node.kind == OpKind::matmul || node.kind == OpKind::linear || conv);
-    if (matrix) {
+    if (node.kind == OpKind::attention) {
+        k = attention_kernels(g, n, hw, opt, d);
+    } else if (matrix) {
         GemmShape s;
         const auto out = g.tensor(node.outputs[0]).desc.shape;
         s.n = out.back();
@@ -78,48 +191,9 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
             }
         }
         s.k = w.matrix_flops / std::max<std::int64_t>(1, 2 * s.batch * s.m * s.n);
-        // Tensor cores run any dtype the chip has a matrix peak for; a K that is not a multiple of
-        // the alignment is padded up to it (the wasted MACs cost time), M and N are padded by the
-        // tile quantization below.
-        k.tensor_cores = hw.matrix_flop_per_s.count(d) != 0;
-        if (k.tensor_cores) s.k = ceil_div(s.k, opt.tensor_core_alignment) * opt.tensor_core_alignment;
-        // Pick the tile with the least modelled time, as a heuristic library would.
-        std::optional<KernelCost> best;
-        std::vector<std::int64_t> splits = {1, 2, 4, 8, 16};
-        if (opt.split_k) splits = {*opt.split_k};
-        else if (opt.gemm_tile) splits = {1};
-        for (const GemmTile& t : kTiles) {
-            if (opt.gemm_tile && (t.m != opt.gemm_tile->m || t.n != opt.gemm_tile->n)) continue;
-            for (std::int64_t split : splits) {
-                if (split < 1 || (split > 1 && s.k / split < 64)) continue;  // keep at least 64 of K per block
-                Kernel c;
-                c.work = w;
-                c.dtype = d;
-                c.tensor_cores = k.tensor_cores;
-                GemmShape cs = s;
-                cs.tile = t;
-                cs.tiles = gemm_tiles(s, t);
-                cs.split_k = split;
-                c.gemm = cs;
-                c.launch = gemm_launch(t, d, hw);
-                c.blocks = cs.tiles * split;
-                const KernelCost cost = gpu_kernel_cost(c, hw, opt);
-                if (!best || cost.time_s < best->time_s) {
-                    best = cost;
-                    k = c;
-                }
-            }
-        }
-        if (opt.gemm_tile && !best) {  // a forced tile outside the list
-            GemmShape cs = s;
-            cs.tile = *opt.gemm_tile;
-            cs.tiles = gemm_tiles(s, cs.tile);
-            k.gemm = cs;
-            k.launch = gemm_launch(cs.tile, d, hw);
-            k.blocks = cs.tiles;
-            k.work = w;
-            k.dtype = d;
-        }
+        k = best_gemm(s, w, d, hw, opt);
+        k.aligned = gemm_aligned(g, node, d);
+        if (!k.aligned) k = best_gemm(s, w, d, hw, opt, false);
     } else {
         k = streaming_kernel(g, n, w, d);
         // ReLU-like selects diverge within a warp only at the branch; kernels here are written
@@ -130,8 +204,60 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
     return k;
 }
 
+namespace {
+
+// Device-memory bytes of a GEMM's operands when each wave's blocks share their panels in L2: the
+// concurrent tiles form a swizzled rectangle of wm x wn tiles (wm x wn ~ SMs, the aspect that
+// minimises the panels: wm = sqrt(SMs x tn / tm)); each wave reads wm x tm rows of A and wn x tn
+// columns of B over all of K.
+double wave_footprint_bytes(const GemmShape& s, DType d, double sms) {
+    const double gm = std::ceil(static_cast<double>(s.m) / static_cast<double>(s.tile.m));
+    const double gn = std::ceil(static_cast<double>(s.n) / static_cast<double>(s.tile.n));
+    const double concurrent = std::min(sms, gm * gn * static_cast<double>(s.batch));
+    const double per_batch = std::min(concurrent, gm * gn);
+    double wm = std::clamp(std::round(std::sqrt(per_batch * static_cast<double>(s.tile.n) / static_cast<double>(s.tile.m))), 1.0, gm);
+    const double wn = std::min(gn, std::ceil(per_batch / wm));
+    wm = std::min(gm, std::ceil(per_batch / wn));
+    const double waves = std::ceil(static_cast<double>(s.tiles) / concurrent);
+    const double per_wave = (wm * static_cast<double>(s.tile.m) + wn * static_cast<double>(s.tile.n)) * static_cast<double>(s.k) *
+                            static_cast<double>(dtype_bytes(d)) * (concurrent / per_batch);
+    return waves * per_wave;
+}
+
+// A composite's parts run one after another: times, traffic and compute add up.
+KernelCost composite_cost(const Kernel& k, const Hardware& hw, const GpuModelOptions& opt) {
+    KernelCost c;
+    c.lower_bound_s = op_roofline(k.work, k.dtype, hw).time_s;
+    double longest = -1;
+    for (const Kernel& part : k.parts) {
+        const KernelCost pc = gpu_kernel_cost(part, hw, opt);
+        c.time_s += pc.time_s;
+        c.compute_s += pc.compute_s;
+        c.memory_s += pc.memory_s;
+        c.floor_s += pc.floor_s;
+        if (c.traffic.empty()) c.traffic = pc.traffic;
+        else
+            for (std::size_t i = 0; i < c.traffic.size() && i < pc.traffic.size(); ++i) {
+                c.traffic[i].bytes += pc.traffic[i].bytes;
+                c.traffic[i].time_s += pc.traffic[i].time_s;
+            }
+        if (pc.time_s > longest) {  // the dominant part describes the launch
+            longest = pc.time_s;
+            c.occupancy = pc.occupancy;
+            c.waves = pc.waves;
+            c.tail_efficiency = pc.tail_efficiency;
+            c.tile_efficiency = pc.tile_efficiency;
+            c.bound = pc.bound;
+        }
+    }
+    return c;
+}
+
+}  // namespace
+
 KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOptions& opt) {
     if (!hw.gpu) throw InputError(hw.name + ": the GPU kernel model needs a gpu spec");
+    if (!k.parts.empty()) return composite_cost(k, hw, opt);
     KernelCost c;
     const OpRoofline roof = op_roofline(k.work, k.dtype, hw);
     c.lower_bound_s = roof.time_s;
@@ -145,15 +271,18 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         c.occupancy = occupancy(*hw.gpu, k.launch);
         const double slots = sms;
         const double blocks = static_cast<double>(s.tiles * s.split_k);
-        c.waves = std::ceil(blocks / slots);
+        const bool stream_k = opt.stream_k == GpuModelOptions::StreamK::on ||
+                              (opt.stream_k == GpuModelOptions::StreamK::auto_ && std::stod(hw.gpu->compute_capability) >= 9.0);
+        c.waves = stream_k ? blocks / slots : std::ceil(blocks / slots);
         const double useful = static_cast<double>(s.batch * s.m * s.n);
         const double padded = static_cast<double>(s.tiles) * static_cast<double>(s.tile.m * s.tile.n);
         c.tile_efficiency = useful / padded;
-        c.tail_efficiency = blocks / (c.waves * slots);
+        c.tail_efficiency = stream_k ? 1.0 : blocks / (c.waves * slots);
         const ComputeCeiling ceiling = k.tensor_cores ? matrix_ceiling(hw, k.dtype) : vector_ceiling(hw, k.dtype);
         const double k_per_block = std::ceil(static_cast<double>(s.k) / static_cast<double>(s.split_k));
         const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n) * k_per_block;
-        const double per_sm = ceiling.flop_per_s / sms;
+        double per_sm = ceiling.flop_per_s / sms;
+        if (k.tensor_cores && !k.aligned) per_sm *= opt.unaligned_tensor_core_efficiency;
         compute = std::max(c.waves * tile_flops / per_sm, roof.vector_time_s);
     } else {
         c.occupancy = occupancy(*hw.gpu, k.launch);
@@ -171,24 +300,35 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     // reuse: a first-order estimate until calibration measures it).
     double memory = 0;
     const double compulsory = static_cast<double>(k.work.bytes());
-    double panels = compulsory;
+    double panels = compulsory;     // operand panels into shared memory
+    double l2_panels = compulsory;  // what L2 serves of them (multicast shares one per cluster)
     double operands = compulsory;
     if (k.gemm) {
         const GemmShape& s = *k.gemm;
         const double elt = static_cast<double>(dtype_bytes(k.dtype));
         const double c_bytes = static_cast<double>(s.batch * s.m * s.n) * elt;
-        panels = static_cast<double>(s.tiles) * static_cast<double>(s.tile.m + s.tile.n) * static_cast<double>(s.k) * elt + c_bytes;
+        // The cluster shares the narrower tile's operand panel (TMA multicast, sm_90+).
+        const double cluster = std::stod(hw.gpu->compute_capability) >= 9.0 ? static_cast<double>(std::max<std::int64_t>(1, opt.cluster_size)) : 1.0;
+        const double narrow = static_cast<double>(std::min(s.tile.m, s.tile.n)), wide = static_cast<double>(std::max(s.tile.m, s.tile.n));
+        panels = static_cast<double>(s.tiles) * (wide + narrow) * static_cast<double>(s.k) * elt + c_bytes;
+        l2_panels = static_cast<double>(s.tiles) * (wide + narrow / cluster) * static_cast<double>(s.k) * elt + c_bytes;
         operands = std::max(0.0, compulsory - c_bytes);
         panels = std::max(panels, compulsory);
+        l2_panels = std::max(l2_panels, compulsory);
     }
     for (std::size_t i = 0; i < hw.memory.size(); ++i) {
         const MemoryLevel& level = hw.memory[i];
         double bytes = compulsory;
-        if (k.gemm && i > 0) bytes = panels;
+        if (k.gemm && i > 0) bytes = i == 1 ? l2_panels : panels;
         if (k.gemm && i == 0 && hw.memory.size() > 1) {
             const double l2 = hw.memory[1].capacity_bytes.value;
-            const double miss = operands > l2 ? 1.0 - l2 / operands : 0.0;
-            bytes = compulsory + miss * (panels - compulsory);
+            if (operands > l2) {
+                if (opt.wave_footprint_reuse) {
+                    bytes = std::clamp(wave_footprint_bytes(*k.gemm, k.dtype, sms) + (compulsory - operands), compulsory, l2_panels);
+                } else {
+                    bytes = compulsory + (1.0 - l2 / operands) * (l2_panels - compulsory);
+                }
+            }
         }
         const double t = bytes / level.bytes_per_s.value;
         c.traffic.push_back({level.name, bytes, t});

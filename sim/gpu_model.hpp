@@ -33,7 +33,11 @@ struct Kernel {
     LaunchConfig launch;
     std::int64_t blocks = 1;
     std::optional<GemmShape> gemm;  // matrix kernels
-    bool tensor_cores = false;      // eligible: a matrix peak for the dtype and aligned dims
+    bool tensor_cores = false;      // eligible: a matrix peak for the dtype
+    bool aligned = true;            // every operand's leading dimension a multiple of 16 bytes
+    // Composite ops lowered to several kernels (materialised attention: QK^T GEMM, masked softmax,
+    // PV GEMM); the node's cost is the sum of the parts' costs, run one after another.
+    std::vector<Kernel> parts;
     double divergence = 0;          // fraction of issued lanes idle due to branch divergence
 };
 
@@ -56,6 +60,31 @@ struct GpuModelOptions {
     // writing and reducing fp32 partial results (2 x split x M x N x 4 bytes more traffic, in a
     // pass after the GEMM that does not overlap with it).
     std::optional<std::int64_t> split_k;
+    // Tensor-core GEMMs whose leading dimensions are not multiples of 16 bytes (a vocabulary of
+    // 50257) cannot use the 16-byte-aligned (TMA, wgmma) kernels; cuBLASLt falls back to narrow
+    // loads. Their rate is this fraction of the matrix peak. Default measured with CUPTI on an
+    // H100 SXM (driver 580.159.04, CUDA 13.0) on 2026-11-23: GPT-2's lm_head GEMMs with N or K =
+    // 50257 ran at 95-147 TFLOP/s, 0.10-0.15 of the datasheet's 989 TFLOP/s
+    // (tests/data/measured/h100-sxm-2026-11-23/gpt2-small-train.json).
+    double unaligned_tensor_core_efficiency = 0.12;
+    // Matrix kernels keep the operand tiles of the blocks of one wave in L2 when the working set
+    // exceeds it: blocks are rasterised in swizzled rectangles (CUTLASS threadblock swizzle,
+    // cuBLAS), so device memory sees each wave's A row-panels and B column-panels once. Off: the
+    // first-order capacity estimate (re-reads in proportion to the share of A + B that misses L2).
+    bool wave_footprint_reuse = true;
+    // Stream-K scheduling of GEMMs (Osama et al. 2023): the K-iterations of all tiles are divided
+    // evenly over the SMs, so there is no wave quantization or tail. cuBLAS uses it on Hopper:
+    // measured on an H100 SXM (2026-11-23, the kernel suite's M=2304, K=4096 sweep), time grows
+    // smoothly with N across the 132-tile wave boundary (42 -> 64 us from N=1536 to 2304) where
+    // wave-quantized tiles would step by ~40%. auto: on for compute capability 9.0 and later, off
+    // before (A100s quantize: NVIDIA's Matrix Multiplication Background guide).
+    enum class StreamK { auto_, on, off };
+    StreamK stream_k = StreamK::auto_;
+    // Thread-block clusters on sm_90: the blocks of a cluster multicast the operand tile they
+    // share (TMA multicast), so L2 serves it once per cluster. cuBLAS's Hopper GEMMs run 2-block
+    // clusters (the "1x2"/"2x1" in their kernel names, seen with CUPTI on an H100, 2026-11-23).
+    // The narrower operand panel's L2 traffic is divided by this; 1 before sm_90.
+    std::int64_t cluster_size = 2;
 };
 
 struct LevelTraffic {
