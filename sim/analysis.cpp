@@ -47,7 +47,9 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
     for (const OpAnalysis& op : a.ops) {
         durations[static_cast<std::size_t>(op.node)] = op.modelled ? op.modelled->time_s : op.roofline.time_s;
     }
-    a.schedule = schedule_graph(g, durations, opt.schedule);
+    ScheduleOptions sched = opt.schedule;
+    if (hw.kind == HardwareKind::gpu && opt.gpu.host_issue) sched.launch_overhead_s = hw.launch_overhead_s.value;
+    a.schedule = schedule_graph(g, durations, sched);
     return a;
 }
 

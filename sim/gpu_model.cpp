@@ -159,7 +159,21 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
     if (!hw.gpu) return std::nullopt;
     const Node& node = g.node(n);
     const Work w = g.work(n);
-    if (w.flops() == 0 && w.bytes() == 0) return std::nullopt;  // views
+    if (w.flops() == 0 && w.bytes() == 0) {
+        // Reshape is a view. Permute, transpose and split are views at L0 (no compulsory traffic),
+        // but a kernel that needs its operand contiguous in the new layout runs a copy, as eager
+        // frameworks and the project's executor do: one read and one write of the tensor.
+        if (node.kind != OpKind::permute && node.kind != OpKind::transpose && node.kind != OpKind::split) return std::nullopt;
+        Work copy;
+        for (TensorId t : node.outputs) {
+            copy.bytes_read += g.tensor(t).desc.bytes();
+            copy.bytes_written += g.tensor(t).desc.bytes();
+        }
+        Kernel k = streaming_kernel(g, n, copy, op_compute_dtype(g, n));
+        k.name = node.name;
+        k.node = n;
+        return k;
+    }
     const DType d = op_compute_dtype(g, n);
     Kernel k;
     const bool conv = node.kind == OpKind::conv2d || node.kind == OpKind::conv2d_grad_input || node.kind == OpKind::conv2d_grad_weight;
@@ -344,8 +358,8 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     c.memory_s = memory + reduction;
     c.time_s = (opt.overlap ? std::max(compute, memory) : compute + memory) + reduction;
     c.bound = compute >= memory ? "compute" : "memory";
-    if (opt.launch_floor && c.time_s < hw.launch_overhead_s.value) {
-        c.floor_s = hw.launch_overhead_s.value;
+    if (opt.launch_floor && c.time_s < opt.min_kernel_s) {
+        c.floor_s = opt.min_kernel_s;
         c.time_s = c.floor_s;
         c.bound = "launch";
     }

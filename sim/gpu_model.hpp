@@ -46,9 +46,17 @@ struct GpuModelOptions {
     // Default true: GPU kernels issue loads asynchronously and hide them behind math when
     // occupancy allows; XLA's GPU performance model makes the same choice.
     bool overlap = true;
-    // Smallest time any kernel takes: the launch overhead of the hardware spec when true (a kernel
-    // cannot finish faster than the GPU front end can start it).
+    // Smallest time any kernel takes on the device (min_kernel_s) when true: block launch, the
+    // first loads' DRAM latency and the final write-back make even a one-element kernel take
+    // about a microsecond. Default measured with CUPTI on an H100 SXM on 2026-11-23: the shortest
+    // kernels of a GPT-2 training step (a 1-element fill, casts of 768-element vectors) ran
+    // 1.15-1.31 us (tests/data/measured/h100-sxm-2026-11-23/gpt2-small-train.json).
     bool launch_floor = true;
+    double min_kernel_s = 1.2e-6;
+    // The schedule issues kernels from the host at the spec's launch_overhead_s each (see
+    // ScheduleOptions): runs of tiny kernels are launch-bound in the step time even though each
+    // kernel's device time is short.
+    bool host_issue = true;
     // Tensor-core GEMMs work on K in multiples of this many elements; an unaligned K is padded
     // (NVIDIA Matrix Multiplication Background guide: multiples of 8 for 16-bit types).
     std::int64_t tensor_core_alignment = 8;

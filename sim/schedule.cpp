@@ -22,6 +22,7 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
     using Slot = std::pair<double, int>;
     std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free;
     for (int i = 0; i < opt.streams; ++i) free.push({0.0, i});
+    std::int64_t issued = 0;  // kernels launched so far
     for (NodeId id : g.topological_order()) {
         const auto i = static_cast<std::size_t>(id);
         double ready = 0, chain = 0;
@@ -47,7 +48,8 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
             Slot slot = free.top();
             free.pop();
             op.stream = slot.second;
-            op.start_s = std::max(ready, slot.first);
+            ++issued;
+            op.start_s = std::max({ready, slot.first, static_cast<double>(issued) * opt.launch_overhead_s});
             op.end_s = op.start_s + d;
             free.push({op.end_s, slot.second});
         }

@@ -14,6 +14,11 @@ namespace roofline {
 
 struct ScheduleOptions {
     int streams = 1;
+    // The host issues kernels one after another, one per this many seconds (the spec's launch
+    // overhead, set by analyze for GPU specs): the k-th kernel cannot start before k launches have
+    // been issued. Long kernels hide the issue time (the host runs ahead); runs of tiny kernels
+    // are launch-bound. 0: kernels are issued for free.
+    double launch_overhead_s = 0;
 };
 
 struct ScheduledOp {

@@ -173,7 +173,9 @@ TEST_CASE("analyze writes a Chrome trace and overlaps independent work on severa
     CHECK(t["traceEvents"].size() > 10);
     REQUIRE(run_cli("analyze mlp --mode training -q --streams 4 -o '" + r4 + "'").code == 0);
     const auto a = nlohmann::json::parse(slurp(r1))["totals"], b = nlohmann::json::parse(slurp(r4))["totals"];
-    CHECK(a["step_time_s"].get<double>() == Approx(a["modelled_time_s"].get<double>()));  // one stream: the sum
+    // One stream: at least the sum of kernel times; the mlp's kernels are tiny, so the host's
+    // launches (one per launch overhead) bound the step.
+    CHECK(a["step_time_s"].get<double>() >= a["modelled_time_s"].get<double>() * (1 - 1e-12));
     CHECK(b["step_time_s"].get<double>() <= a["step_time_s"].get<double>());
     CHECK(b["step_time_s"].get<double>() >= b["critical_path_s"].get<double>() * (1 - 1e-12));
     fs::remove(trace);

@@ -5,6 +5,7 @@
 
 #include "model/graph.hpp"
 #include "ops/grad.hpp"
+#include "sim/analysis.hpp"
 #include "sim/gpu_model.hpp"
 
 using namespace roofline;
@@ -117,14 +118,24 @@ TEST_CASE("the modelled time is never below the roofline lower bound", "[gpu-mod
     }
 }
 
-TEST_CASE("tiny kernels take at least the launch overhead", "[gpu-model]") {
+TEST_CASE("tiny kernels take at least the device latency floor, and their launches bound the step", "[gpu-model]") {
     const Hardware hw = builtin_hardware("h100-sxm");
     Graph g;
     const TensorId x = g.add_input("x", {{16}, DType::f32});
     g.add_node("r", OpKind::relu, {x}, {}, {});
     const KernelCost c = gpu_kernel_cost(*lower_to_kernel(g, 0, hw), hw);
     CHECK(c.bound == "launch");
-    CHECK(c.time_s == hw.launch_overhead_s.value);
+    CHECK(c.time_s == GpuModelOptions{}.min_kernel_s);
+    // 100 such kernels in a chain: each runs 1.2 us on the device, but the host issues one per
+    // launch overhead (4 us in the datasheet spec), so the step takes 100 launches.
+    Graph chain;
+    TensorId t = chain.add_input("x", {{16}, DType::f32});
+    for (int i = 0; i < 100; ++i) t = chain.node(chain.add_node("r" + std::to_string(i), OpKind::relu, {t}, {}, {})).outputs[0];
+    const Analysis a = analyze(chain, hw);
+    CHECK(a.schedule.step_time_s == Approx(100 * hw.launch_overhead_s.value + GpuModelOptions{}.min_kernel_s));
+    AnalysisOptions free_issue;
+    free_issue.gpu.host_issue = false;
+    CHECK(analyze(chain, hw, free_issue).schedule.step_time_s == Approx(100 * GpuModelOptions{}.min_kernel_s));
     GpuModelOptions no_floor;
     no_floor.launch_floor = false;
     CHECK(gpu_kernel_cost(*lower_to_kernel(g, 0, hw), hw, no_floor).time_s < 1e-8);
