@@ -42,13 +42,14 @@ Spread spread_of(std::vector<double> v) {
 
 // Per-dtype tolerance on the relative error norm of a node's output against the CPU reference
 // run in f32 on the same inputs. f32: the GPU sums in another order (tree reductions, GEMM
-// K-splits), ~sqrt(n) ulp growth over rows of 1e4..1e5 elements stays far under 1e-4. f16 (10-bit
-// mantissa, unit roundoff 4.9e-4) and bf16 (7-bit, 3.9e-3): a few roundings of the output and
-// of intermediates stored in the dtype (attention scores) -> 1e-2 and 4e-2.
+// K-splits); ~sqrt(n) ulp growth over rows of 1e4..1e5 elements stays far under 1e-4. 16-bit
+// outputs: a few roundings of the output and of intermediates stored in the dtype (attention
+// scores), ~4 ulp: bf16 (unit roundoff 3.9e-3) 1.6e-2, f16 (4.9e-4) 5e-3. Observed on an H100
+// (2026-11-23, GPT-2 small training step in bf16, 1106 nodes checked): at most 2.3e-3.
 double tolerance_for(DType d) {
     switch (d) {
-        case DType::f16: return 1e-2;
-        case DType::bf16: return 4e-2;
+        case DType::f16: return 5e-3;
+        case DType::bf16: return 1.6e-2;
         default: return 1e-4;
     }
 }
