@@ -45,8 +45,10 @@ Kernel streaming_kernel(const Graph& g, NodeId n, const Work& w, DType d) {
 
 // The GEMM kernel cuBLAS-like heuristics would pick for shape s: the tile and split-K with the
 // least modelled time.
-Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const GpuModelOptions& opt, bool aligned = true) {
+Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const GpuModelOptions& opt, bool aligned = true,
+                 bool output_aligned = true) {
     Kernel k;
+    k.output_aligned = output_aligned;
     // Tensor cores run any dtype the chip has a matrix peak for; a K that is not a multiple of
     // the alignment is padded up to it (the wasted MACs cost time), M and N are padded by the
     // tile quantization below.
@@ -66,6 +68,7 @@ Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const 
             c.dtype = d;
             c.tensor_cores = k.tensor_cores;
             c.aligned = aligned;
+            c.output_aligned = output_aligned;
             GemmShape cs = s;
             cs.tile = t;
             cs.tiles = gemm_tiles(s, t);
@@ -95,15 +98,19 @@ Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const 
 
 // 16-bit tensor-core kernels need every operand's leading dimension (its last stored dimension)
 // to be a multiple of 16 bytes.
-bool gemm_aligned(const Graph& g, const Node& node, DType d) {
+struct Alignment {
+    bool operands = true, output = true;
+};
+Alignment gemm_alignment(const Graph& g, const Node& node, DType d) {
     const std::int64_t elt = dtype_bytes(d);
     auto ok = [&](TensorId t) {
         const Shape& s = g.tensor(t).desc.shape;
         return s.empty() || (s.back() * elt) % 16 == 0;
     };
-    for (std::size_t i = 0; i < std::min<std::size_t>(2, node.inputs.size()); ++i)
-        if (!ok(node.inputs[i])) return false;
-    return ok(node.outputs[0]);
+    Alignment a;
+    for (std::size_t i = 0; i < std::min<std::size_t>(2, node.inputs.size()); ++i) a.operands = a.operands && ok(node.inputs[i]);
+    a.output = ok(node.outputs[0]);
+    return a;
 }
 
 // Materialised attention as frameworks run it unfused: S = scale * Q K^T (a batched GEMM),
@@ -206,8 +213,10 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         }
         s.k = w.matrix_flops / std::max<std::int64_t>(1, 2 * s.batch * s.m * s.n);
         k = best_gemm(s, w, d, hw, opt);
-        k.aligned = gemm_aligned(g, node, d);
-        if (!k.aligned) k = best_gemm(s, w, d, hw, opt, false);
+        const Alignment al = gemm_alignment(g, node, d);
+        if (!al.operands || !al.output) {
+            k = best_gemm(s, w, d, hw, opt, false, al.output);
+        }
     } else {
         k = streaming_kernel(g, n, w, d);
         // ReLU-like selects diverge within a warp only at the branch; kernels here are written
@@ -296,7 +305,9 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         const double k_per_block = std::ceil(static_cast<double>(s.k) / static_cast<double>(s.split_k));
         const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n) * k_per_block;
         double per_sm = ceiling.flop_per_s / sms;
-        if (k.tensor_cores && !k.aligned) per_sm *= opt.unaligned_tensor_core_efficiency;
+        if (k.tensor_cores && !k.aligned) {
+            per_sm *= k.output_aligned ? opt.unaligned_operand_efficiency : opt.unaligned_output_efficiency;
+        }
         compute = std::max(c.waves * tile_flops / per_sm, roof.vector_time_s);
     } else {
         c.occupancy = occupancy(*hw.gpu, k.launch);
@@ -358,10 +369,12 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     c.memory_s = memory + reduction;
     c.time_s = (opt.overlap ? std::max(compute, memory) : compute + memory) + reduction;
     c.bound = compute >= memory ? "compute" : "memory";
-    if (opt.launch_floor && c.time_s < opt.min_kernel_s) {
+    if (opt.launch_floor) {
+        // The latency is not hidden behind the kernel's own streaming: the first loads wait for
+        // DRAM and the last stores drain while no other work of the kernel runs.
         c.floor_s = opt.min_kernel_s;
-        c.time_s = c.floor_s;
-        c.bound = "launch";
+        if (c.time_s < c.floor_s) c.bound = "launch";
+        c.time_s += c.floor_s;
     }
     return c;
 }

@@ -35,6 +35,7 @@ struct Kernel {
     std::optional<GemmShape> gemm;  // matrix kernels
     bool tensor_cores = false;      // eligible: a matrix peak for the dtype
     bool aligned = true;            // every operand's leading dimension a multiple of 16 bytes
+    bool output_aligned = true;     // the output's leading dimension a multiple of 16 bytes
     // Composite ops lowered to several kernels (materialised attention: QK^T GEMM, masked softmax,
     // PV GEMM); the node's cost is the sum of the parts' costs, run one after another.
     std::vector<Kernel> parts;
@@ -46,11 +47,13 @@ struct GpuModelOptions {
     // Default true: GPU kernels issue loads asynchronously and hide them behind math when
     // occupancy allows; XLA's GPU performance model makes the same choice.
     bool overlap = true;
-    // Smallest time any kernel takes on the device (min_kernel_s) when true: block launch, the
-    // first loads' DRAM latency and the final write-back make even a one-element kernel take
-    // about a microsecond. Default measured with CUPTI on an H100 SXM on 2026-11-23: the shortest
-    // kernels of a GPT-2 training step (a 1-element fill, casts of 768-element vectors) ran
-    // 1.15-1.31 us (tests/data/measured/h100-sxm-2026-11-23/gpt2-small-train.json).
+    // Every kernel pays a fixed device latency (min_kernel_s) on top of its work when true: block
+    // launch, the first loads' DRAM latency and the final write-back are not hidden behind the
+    // kernel's own streaming, so even a one-element kernel takes about a microsecond. Default
+    // measured with CUPTI on an H100 SXM on 2026-11-23: the shortest kernels of a GPT-2 training
+    // step (a 1-element fill, casts of 768-element vectors) ran 1.15-1.31 us; casts of 3.5 MB
+    // (1.3 us of traffic at the calibrated bandwidth) ran 2.0-2.9 us
+    // (tests/data/measured/h100-sxm-2026-11-23/gpt2-small-train.json).
     bool launch_floor = true;
     double min_kernel_s = 1.2e-6;
     // The schedule issues kernels from the host at the spec's launch_overhead_s each (see
@@ -70,11 +73,14 @@ struct GpuModelOptions {
     std::optional<std::int64_t> split_k;
     // Tensor-core GEMMs whose leading dimensions are not multiples of 16 bytes (a vocabulary of
     // 50257) cannot use the 16-byte-aligned (TMA, wgmma) kernels; cuBLASLt falls back to narrow
-    // loads. Their rate is this fraction of the matrix peak. Default measured with CUPTI on an
-    // H100 SXM (driver 580.159.04, CUDA 13.0) on 2026-11-23: GPT-2's lm_head GEMMs with N or K =
-    // 50257 ran at 95-147 TFLOP/s, 0.10-0.15 of the datasheet's 989 TFLOP/s
+    // loads. Their rate is a fraction of the matrix peak: with an unaligned output, and with only
+    // unaligned operands. Defaults measured with CUPTI on an H100 SXM (driver 580.159.04, CUDA 13.0)
+    // on 2026-11-23, as fractions of the measured bf16 peak (762 TFLOP/s, `roofline calibrate`):
+    // GPT-2's lm_head forward (output [8192, 50257]) ran at 95 TFLOP/s = 0.125; its two gradient
+    // GEMMs (K = 50257 or M = 50257, aligned output) at 140-147 TFLOP/s = 0.185
     // (tests/data/measured/h100-sxm-2026-11-23/gpt2-small-train.json).
-    double unaligned_tensor_core_efficiency = 0.12;
+    double unaligned_output_efficiency = 0.125;
+    double unaligned_operand_efficiency = 0.185;
     // Matrix kernels keep the operand tiles of the blocks of one wave in L2 when the working set
     // exceeds it: blocks are rasterised in swizzled rectangles (CUTLASS threadblock swizzle,
     // cuBLAS), so device memory sees each wave's A row-panels and B column-panels once. Off: the

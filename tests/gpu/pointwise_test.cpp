@@ -151,6 +151,11 @@ TEST_CASE("binary pointwise kernels match the reference, dense and broadcast", "
             check_op(k, {random_tensor({37, 1, 5}, d, 8), random_tensor({3, 1}, d, 9)}, attrs());
             // a scalar-like operand on the left
             check_op(k, {random_tensor({1}, d, 10), random_tensor({3, 37}, d, 11)}, attrs());
+            // the vectorised row/column paths (rows a multiple of 8 elements): a bias row, a
+            // per-row column, both on the left too
+            check_op(k, {random_tensor({4, 64}, d, 30), random_tensor({64}, d, 31)}, attrs());
+            check_op(k, {random_tensor({4, 64}, d, 32), random_tensor({4, 1}, d, 33)}, attrs());
+            check_op(k, {random_tensor({64}, d, 34), random_tensor({5, 64}, d, 35)}, attrs());
         }
     }
 }
@@ -175,6 +180,8 @@ TEST_CASE("maximum_grad kernels match the reference, dense and broadcast", "[gpu
     for (DType d : kFloatTypes) {
         check_op(OpKind::maximum_grad, {random_tensor({5, 37}, d, 16), random_tensor({5, 37}, d, 17), random_tensor({5, 37}, d, 18)}, attrs());
         check_op(OpKind::maximum_grad, {random_tensor({5, 37}, d, 19), random_tensor({5, 1}, d, 20), random_tensor({37}, d, 21)}, attrs());
+        check_op(OpKind::maximum_grad, {random_tensor({4, 64}, d, 36), random_tensor({4, 1}, d, 37), random_tensor({64}, d, 38)}, attrs());
+        check_op(OpKind::maximum_grad, {random_tensor({4, 64}, d, 39), random_tensor({64}, d, 40), random_tensor({4, 64}, d, 41)}, attrs());
     }
 }
 
@@ -200,6 +207,9 @@ TEST_CASE("causal_mask kernels match the reference", "[gpu]") {
         check_op(OpKind::causal_mask, {random_tensor({2, 5, 7}, d, 24)}, attrs());  // -inf above the diagonal
         check_op(OpKind::causal_mask, {random_tensor({37, 37}, d, 25)}, attrs("value", 0.0));
         check_op(OpKind::causal_mask, {random_tensor({3, 9, 4}, d, 26)}, attrs("value", -3.0));
+        // sk a multiple of 8: whole 16-byte vectors masked, kept or crossing the diagonal
+        check_op(OpKind::causal_mask, {random_tensor({2, 3, 16, 24}, d, 27)}, attrs());
+        check_op(OpKind::causal_mask, {random_tensor({40, 16}, d, 28)}, attrs("value", -2.0));
     }
 }
 
