@@ -8,13 +8,18 @@
 //  - contiguous operands (same shape, or broadcasts that collapse to it): pointwise_contiguous_kernel,
 //    256 threads, a grid-stride loop over chunks of 8 elements loaded and stored as 16-byte vectors
 //    (two float4 for f32, one uint4 for 8 halves, 8 bytes for u8 masks) when every pointer is 16-byte
-//    aligned, then a scalar tail; grid capped at 8 blocks per SM.
-//  - broadcasting operands: pointwise_broadcast_kernel, one element per thread per step, its input
+//    aligned, then a scalar tail; grid capped at the blocks per SM that fit at once (at most 8).
+//  - row/column broadcasts (after collapsing dims, each input is full, a row vector such as a bias,
+//    one value per row, or a scalar): pointwise_rowcol_kernel, the same 8-element vectors with one
+//    32-bit division per vector (64-bit from 2^31 elements on) when rows are a multiple of 8 long.
+//  - other broadcasts: pointwise_broadcast_kernel, one element per thread per step, its input
 //    offsets from the output index over up to 8 collapsed dims (stride 0 on broadcast dims),
 //    32-bit index math when the output has fewer than 2^31 elements.
+//  - causal_mask: causal_mask_kernel, 8-element vectors with row and column once per vector;
+//    vectors wholly above the diagonal are stored without reading the input.
 // Every op is a small functor with a runtime op-code where several kinds share one (unary, binary),
 // so there is one kernel instantiation per functor and none per dtype: dtypes are runtime codes
-// switched on per 8-element chunk (warp-uniform branches).
+// switched on per 8-element chunk (warp-uniform branches), and op-codes once per chunk (vec8).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -195,6 +200,18 @@ struct Layout {
 // ---------------------------------------------------------------------------------------------
 // Per-element ops. operator() gets the flat output index, the loaded inputs and writes outputs.
 
+// Ops with a vec8 member get a whole 8-element vector at once (kernels call it through compute8),
+// so that their runtime op-code is switched on once per vector rather than per element: each case
+// runs the same shared per-element function with a constant kind, which the compiler folds.
+using Vec8In = float[kMaxIn][kVec];
+using Vec8Out = float[kMaxOut][kVec];
+
+template <OpKind K, bool TanhForm>
+__device__ __forceinline__ void unary8(float factor, const float (&x)[kVec], float (&y)[kVec]) {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) (void)unary_value(K, x[j], factor, TanhForm, y[j]);
+}
+
 // relu .. scale (ops/pointwise_math.hpp, shared with the reference).
 struct UnaryOp {
     OpKind kind;
@@ -202,6 +219,29 @@ struct UnaryOp {
     bool tanh_form;
     __device__ void operator()(std::int64_t, const float* x, float* y) const {
         (void)unary_value(kind, x[0], factor, tanh_form, y[0]);
+    }
+    __device__ __forceinline__ void vec8(std::int64_t, const Vec8In& x, Vec8Out& y) const {
+        switch (kind) {
+            case OpKind::relu: unary8<OpKind::relu, true>(factor, x[0], y[0]); return;
+            case OpKind::gelu:
+                if (tanh_form) unary8<OpKind::gelu, true>(factor, x[0], y[0]);
+                else unary8<OpKind::gelu, false>(factor, x[0], y[0]);
+                return;
+            case OpKind::silu: unary8<OpKind::silu, true>(factor, x[0], y[0]); return;
+            case OpKind::sigmoid: unary8<OpKind::sigmoid, true>(factor, x[0], y[0]); return;
+            case OpKind::tanh: unary8<OpKind::tanh, true>(factor, x[0], y[0]); return;
+            case OpKind::exp: unary8<OpKind::exp, true>(factor, x[0], y[0]); return;
+            case OpKind::log: unary8<OpKind::log, true>(factor, x[0], y[0]); return;
+            case OpKind::sin: unary8<OpKind::sin, true>(factor, x[0], y[0]); return;
+            case OpKind::sqrt: unary8<OpKind::sqrt, true>(factor, x[0], y[0]); return;
+            case OpKind::rsqrt: unary8<OpKind::rsqrt, true>(factor, x[0], y[0]); return;
+            case OpKind::neg: unary8<OpKind::neg, true>(factor, x[0], y[0]); return;
+            case OpKind::scale: unary8<OpKind::scale, true>(factor, x[0], y[0]); return;
+            default:  // not launched (is_unary_kind), kept exact all the same
+#pragma unroll
+                for (int j = 0; j < kVec; ++j) (void)unary_value(kind, x[0][j], factor, tanh_form, y[0][j]);
+                return;
+        }
     }
 };
 
@@ -218,7 +258,37 @@ struct BinaryOp {
             default: y[0] = a < b ? b : a; break;  // maximum
         }
     }
+    __device__ __forceinline__ void vec8(std::int64_t, const Vec8In& x, Vec8Out& y) const {
+        switch (kind) {
+            case OpKind::add:
+#pragma unroll
+                for (int j = 0; j < kVec; ++j) y[0][j] = x[0][j] + x[1][j];
+                return;
+            case OpKind::sub:
+#pragma unroll
+                for (int j = 0; j < kVec; ++j) y[0][j] = x[0][j] - x[1][j];
+                return;
+            case OpKind::mul:
+#pragma unroll
+                for (int j = 0; j < kVec; ++j) y[0][j] = x[0][j] * x[1][j];
+                return;
+            case OpKind::div:
+#pragma unroll
+                for (int j = 0; j < kVec; ++j) y[0][j] = x[0][j] / x[1][j];
+                return;
+            default:
+#pragma unroll
+                for (int j = 0; j < kVec; ++j) y[0][j] = x[0][j] < x[1][j] ? x[1][j] : x[0][j];
+                return;
+        }
+    }
 };
+
+template <OpKind K, bool TanhForm>
+__device__ __forceinline__ void unary_grad8(const float (&dy)[kVec], const float (&saved)[kVec], float (&dx)[kVec]) {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) (void)unary_grad_math(K, TanhForm, dy[j], saved[j], dx[j]);
+}
 
 // (dy, saved) -> dx
 struct UnaryGradOp {
@@ -226,6 +296,27 @@ struct UnaryGradOp {
     bool tanh_form;
     __device__ void operator()(std::int64_t, const float* x, float* y) const {
         (void)unary_grad_math(of, tanh_form, x[0], x[1], y[0]);
+    }
+    __device__ __forceinline__ void vec8(std::int64_t, const Vec8In& x, Vec8Out& y) const {
+        switch (of) {
+            case OpKind::relu: unary_grad8<OpKind::relu, true>(x[0], x[1], y[0]); return;
+            case OpKind::gelu:
+                if (tanh_form) unary_grad8<OpKind::gelu, true>(x[0], x[1], y[0]);
+                else unary_grad8<OpKind::gelu, false>(x[0], x[1], y[0]);
+                return;
+            case OpKind::silu: unary_grad8<OpKind::silu, true>(x[0], x[1], y[0]); return;
+            case OpKind::sigmoid: unary_grad8<OpKind::sigmoid, true>(x[0], x[1], y[0]); return;
+            case OpKind::tanh: unary_grad8<OpKind::tanh, true>(x[0], x[1], y[0]); return;
+            case OpKind::exp: unary_grad8<OpKind::exp, true>(x[0], x[1], y[0]); return;
+            case OpKind::log: unary_grad8<OpKind::log, true>(x[0], x[1], y[0]); return;
+            case OpKind::sin: unary_grad8<OpKind::sin, true>(x[0], x[1], y[0]); return;
+            case OpKind::sqrt: unary_grad8<OpKind::sqrt, true>(x[0], x[1], y[0]); return;
+            case OpKind::rsqrt: unary_grad8<OpKind::rsqrt, true>(x[0], x[1], y[0]); return;
+            default:  // rejected on the host, kept exact all the same
+#pragma unroll
+                for (int j = 0; j < kVec; ++j) (void)unary_grad_math(of, tanh_form, x[0][j], x[1][j], y[0][j]);
+                return;
+        }
     }
 };
 
@@ -253,16 +344,6 @@ struct DropoutOp {
 struct DropoutGradOp {
     float scale;
     __device__ void operator()(std::int64_t, const float* x, float* y) const { y[0] = x[0] * x[1] * scale; }
-};
-
-// scores[..., Sq, Sk]: entries above the diagonal (col > row) become value.
-struct CausalMaskOp {
-    std::int64_t sq, sk;
-    float value;
-    __device__ void operator()(std::int64_t i, const float* x, float* y) const {
-        const std::int64_t col = i % sk, row = (i / sk) % sq;
-        y[0] = col > row ? value : x[0];
-    }
 };
 
 // Conversion happens in load/store: float values in, the output dtype's rounding out.
@@ -313,9 +394,41 @@ __device__ __forceinline__ void apply_scalar(const Op& op, const EwArgs& a, std:
         if (k < a.nout) store1(a.out[k], a.out_dt[k], i, y[k]);
 }
 
+// Elements base .. base+7: the op's vec8 where it has one, else element by element.
+template <class Op>
+__device__ __forceinline__ void compute8(const Op& op, std::int64_t base, const Vec8In& x, Vec8Out& y) {
+    if constexpr (requires { op.vec8(base, x, y); }) {
+        op.vec8(base, x, y);
+    } else {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+            float xs[kMaxIn], ys[kMaxOut] = {};
+#pragma unroll
+            for (int k = 0; k < kMaxIn; ++k) xs[k] = x[k][j];
+            op(base + j, xs, ys);
+#pragma unroll
+            for (int k = 0; k < kMaxOut; ++k) y[k][j] = ys[k];
+        }
+    }
+}
+
+// Blocks per SM that the contiguous kernel is compiled to fit (its register budget): 8 (2048
+// threads, 32 registers) for the cheap ops, whose bandwidth needs every thread's loads in flight;
+// fewer for the ops with 3-4 inputs or long math, to leave them registers without spilling.
+template <class Op>
+constexpr int kMinBlocks = 8;
+template <>
+constexpr int kMinBlocks<UnaryGradOp> = 6;  // 40 registers
+template <>
+constexpr int kMinBlocks<MaximumGradOp> = 6;
+template <>
+constexpr int kMinBlocks<SgdUpdateOp> = 6;
+template <>
+constexpr int kMinBlocks<AdamUpdateOp> = 5;  // 48 registers
+
 // Every operand has the output's shape and is dense.
 template <class Op>
-__global__ void __launch_bounds__(kThreads) pointwise_contiguous_kernel(Op op, EwArgs a, std::int64_t n, bool vectorized) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks<Op>) pointwise_contiguous_kernel(Op op, EwArgs a, std::int64_t n, bool vectorized) {
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     const std::int64_t tid = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     std::int64_t done = 0;
@@ -327,15 +440,7 @@ __global__ void __launch_bounds__(kThreads) pointwise_contiguous_kernel(Op op, E
 #pragma unroll
             for (int k = 0; k < kMaxIn; ++k)
                 if (k < a.nin) load8(a.in[k], a.in_dt[k], base, x[k]);
-#pragma unroll
-            for (int j = 0; j < kVec; ++j) {
-                float xs[kMaxIn], ys[kMaxOut] = {};
-#pragma unroll
-                for (int k = 0; k < kMaxIn; ++k) xs[k] = x[k][j];
-                op(base + j, xs, ys);
-#pragma unroll
-                for (int k = 0; k < kMaxOut; ++k) y[k][j] = ys[k];
-            }
+            compute8(op, base, x, y);
 #pragma unroll
             for (int k = 0; k < kMaxOut; ++k)
                 if (k < a.nout) store8(a.out[k], a.out_dt[k], base, y[k]);
@@ -382,6 +487,110 @@ __global__ void __launch_bounds__(kThreads) pointwise_broadcast_kernel(Op op, Ew
             input_offsets(static_cast<std::uint64_t>(i), L, off);
             apply_scalar(op, a, i, off);
         }
+    }
+}
+
+// The common broadcasts, after collapsing dims, over a dense output seen as rows of c elements:
+// each input is the full tensor (offset i), a row vector of c elements repeated down the rows
+// (i % c: a bias), one value per row (i / c) or one value for all (0).
+enum BcastMode : int { bm_full, bm_row, bm_col, bm_scalar };
+struct RowCol {
+    int mode[kMaxIn] = {};
+    std::int64_t c = 1;
+};
+
+__device__ __forceinline__ std::int64_t rowcol_offset(int mode, std::int64_t i, std::int64_t q, std::int64_t r) {
+    return mode == bm_full ? i : mode == bm_row ? r : mode == bm_col ? q : 0;
+}
+
+// Row/column broadcasts as contiguous vectors: per 8-element vector one division gives its row q
+// and column r; when vectorized, c % 8 == 0 (or no input is a row or column), so the 8 elements
+// share one row: full and row inputs are loaded as 16-byte vectors (row ones from offset r, a
+// multiple of 8), column and scalar inputs as one element. I is the index type: 32-bit when the
+// output has fewer than 2^31 elements.
+template <class Op, class I>
+__global__ void __launch_bounds__(kThreads) pointwise_rowcol_kernel(Op op, EwArgs a, RowCol rc, I n, bool vectorized) {
+    const I c = static_cast<I>(rc.c);
+    const I stride = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);
+    const I tid = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);
+    I done = 0;
+    if (vectorized) {
+        const I chunks = n / kVec;
+        for (I v = tid; v < chunks; v += stride) {
+            const I base = v * kVec;
+            const I q = base / c, r = base - q * c;
+            float x[kMaxIn][kVec] = {}, y[kMaxOut][kVec] = {};
+#pragma unroll
+            for (int k = 0; k < kMaxIn; ++k) {
+                if (k >= a.nin) continue;
+                const int m = rc.mode[k];
+                if (m == bm_full || m == bm_row) {
+                    load8(a.in[k], a.in_dt[k], static_cast<std::int64_t>(m == bm_full ? base : r), x[k]);
+                } else {
+                    const float s = load1(a.in[k], a.in_dt[k], static_cast<std::int64_t>(m == bm_col ? q : I{0}));
+#pragma unroll
+                    for (int j = 0; j < kVec; ++j) x[k][j] = s;
+                }
+            }
+            compute8(op, static_cast<std::int64_t>(base), x, y);
+#pragma unroll
+            for (int k = 0; k < kMaxOut; ++k)
+                if (k < a.nout) store8(a.out[k], a.out_dt[k], static_cast<std::int64_t>(base), y[k]);
+        }
+        done = chunks * kVec;
+    }
+    for (I i = done + tid; i < n; i += stride) {
+        const I q = i / c, r = i - q * c;
+        std::int64_t off[kMaxIn];
+#pragma unroll
+        for (int k = 0; k < kMaxIn; ++k) off[k] = rowcol_offset(rc.mode[k], static_cast<std::int64_t>(i), static_cast<std::int64_t>(q), static_cast<std::int64_t>(r));
+        apply_scalar(op, a, static_cast<std::int64_t>(i), off);
+    }
+}
+
+// causal_mask on scores[..., sq, sk]: element i (col = i % sk, row = (i / sk) % sq) becomes value
+// where col > row, else keeps x, as the reference's causal(). Vectorized: col and row once per
+// 8-element vector, then stepped per element; when sk % 8 == 0 a vector lies in one row, so it is
+// either wholly above the diagonal (stored as value without reading x), wholly on or below it
+// (copied), or crosses it (per element). I is the index type, as in pointwise_rowcol_kernel.
+template <class I>
+__global__ void __launch_bounds__(kThreads) causal_mask_kernel(const void* x, int x_dt, void* y, int y_dt, I n, I sq, I sk, float value,
+                                                               bool vectorized) {
+    const I stride = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);
+    const I tid = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);
+    I done = 0;
+    if (vectorized) {
+        const I chunks = n / kVec;
+        const bool one_row = sk % kVec == 0;
+        for (I v = tid; v < chunks; v += stride) {
+            const I base = v * kVec;
+            const I q = base / sk;
+            I col = base - q * sk, row = q % sq;
+            float e[kVec];
+            if (one_row && col > row) {
+#pragma unroll
+                for (int j = 0; j < kVec; ++j) e[j] = value;
+            } else {
+                load8(x, x_dt, static_cast<std::int64_t>(base), e);
+                if (!one_row || col + (kVec - 1) > row) {
+#pragma unroll
+                    for (int j = 0; j < kVec; ++j) {
+                        if (col > row) e[j] = value;
+                        if (++col == sk) {
+                            col = 0;
+                            if (++row == sq) row = 0;
+                        }
+                    }
+                }
+            }
+            store8(y, y_dt, static_cast<std::int64_t>(base), e);
+        }
+        done = chunks * kVec;
+    }
+    for (I i = done + tid; i < n; i += stride) {
+        const I col = i % sk, row = (i / sk) % sq;
+        const auto at = static_cast<std::int64_t>(i);
+        store1(y, y_dt, at, col > row ? value : load1(x, x_dt, at));
     }
 }
 
@@ -464,6 +673,26 @@ unsigned grid_for(std::int64_t work) {
     return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, cap));
 }
 
+// grid_for capped further at the blocks of Kernel that fit on an SM at once (by its registers):
+// the grid-stride kernels then run as one full wave, with no partial second wave of blocks that
+// did not fit. Cached per kernel and device.
+template <auto Kernel>
+unsigned grid_for_kernel(std::int64_t work) {
+    static std::array<std::atomic<int>, 64> cache{};
+    int dev = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    const bool cached = dev >= 0 && dev < static_cast<int>(cache.size());
+    int per_sm = cached ? cache[static_cast<std::size_t>(dev)].load(std::memory_order_relaxed) : 0;
+    if (per_sm <= 0) {
+        check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kThreads, 0), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        per_sm = std::clamp(per_sm, 1, 8);
+        if (cached) cache[static_cast<std::size_t>(dev)].store(per_sm, std::memory_order_relaxed);
+    }
+    const std::int64_t blocks = (work + kThreads - 1) / kThreads;
+    const std::int64_t cap = static_cast<std::int64_t>(sm_count()) * per_sm;
+    return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, cap));
+}
+
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 EwArgs make_args(const Tensors& in, const Tensors& out) {
@@ -491,7 +720,7 @@ void launch_contiguous(const Op& op, const Tensors& in, const Tensors& out, std:
     bool vec = n >= kVec;
     for (const auto& t : in) vec = vec && aligned16(t.data);
     for (const auto& t : out) vec = vec && aligned16(t.data);
-    const unsigned grid = grid_for(vec ? n / kVec : n);
+    const unsigned grid = grid_for_kernel<pointwise_contiguous_kernel<Op>>(vec ? n / kVec : n);
     pointwise_contiguous_kernel<Op><<<grid, kThreads, 0, ctx.stream>>>(op, a, n, vec);
     check_launch(name);
     ctx.notes.push_back(std::string(name) + (vec ? " 16-byte vectors" : " scalar") + ", grid " + std::to_string(grid) + "x" +
@@ -549,10 +778,67 @@ bool is_dense(const Layout& L, std::size_t nin) {
     return true;
 }
 
+// Matches the collapsed layout to pointwise_rowcol_kernel's patterns: rank 1 (each input full or
+// one value) or rank 2 with rows of c = L.shape[0] elements (each input full, a row vector, one
+// value per row, or one value).
+bool rowcol_pattern(const Layout& L, std::size_t nin, RowCol& rc) {
+    if (L.rank < 1 || L.rank > 2 || nin > static_cast<std::size_t>(kMaxIn)) return false;
+    rc = RowCol{};
+    rc.c = L.shape[0];
+    for (std::size_t k = 0; k < nin; ++k) {
+        const std::int64_t s0 = L.stride[k][0], s1 = L.rank == 2 ? L.stride[k][1] : 0;
+        int m = -1;
+        if (L.rank == 1) m = s0 == 1 ? bm_full : s0 == 0 ? bm_scalar : -1;
+        else if (s0 == 1 && s1 == rc.c) m = bm_full;
+        else if (s0 == 1 && s1 == 0) m = bm_row;
+        else if (s0 == 0 && s1 == 1) m = bm_col;
+        else if (s0 == 0 && s1 == 0) m = bm_scalar;
+        if (m < 0) return false;
+        rc.mode[k] = m;
+    }
+    return true;
+}
+
+template <class Op, class I>
+unsigned launch_rowcol_as(const Op& op, const EwArgs& a, const RowCol& rc, std::int64_t n, bool vec, cudaStream_t s, const char* name) {
+    const unsigned grid = grid_for_kernel<pointwise_rowcol_kernel<Op, I>>(vec ? n / kVec : n);
+    pointwise_rowcol_kernel<Op, I><<<grid, kThreads, 0, s>>>(op, a, rc, static_cast<I>(n), vec);
+    check_launch(name);
+    return grid;
+}
+
+template <class Op>
+void launch_rowcol(const Op& op, const Tensors& in, const Tensors& out, const RowCol& rc, std::int64_t n, LaunchContext& ctx,
+                   const char* name) {
+    if (n == 0) return;
+    bool vec = n >= kVec;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+        const int m = rc.mode[k];
+        if (m == bm_full || m == bm_row) vec = vec && aligned16(in[k].data);
+        if (m == bm_row || m == bm_col) vec = vec && rc.c % kVec == 0;
+    }
+    for (const auto& t : out) vec = vec && aligned16(t.data);
+    const EwArgs a = make_args(in, out);
+    const unsigned grid = n <= INT_MAX ? launch_rowcol_as<Op, unsigned>(op, a, rc, n, vec, ctx.stream, name)
+                                       : launch_rowcol_as<Op, std::uint64_t>(op, a, rc, n, vec, ctx.stream, name);
+    ctx.notes.push_back(std::string(name) + (vec ? " 16-byte vectors" : " scalar") + ", rows of " + std::to_string(rc.c) + ", grid " +
+                        std::to_string(grid) + "x" + std::to_string(kThreads));
+}
+
+template <class I>
+unsigned launch_causal_as(const DeviceTensor& x, const DeviceTensor& y, std::int64_t n, std::int64_t sq, std::int64_t sk, float value, bool vec,
+                          cudaStream_t s) {
+    const unsigned grid = grid_for_kernel<causal_mask_kernel<I>>(vec ? n / kVec : n);
+    causal_mask_kernel<I><<<grid, kThreads, 0, s>>>(x.data, dt_code(x.desc.dtype), y.data, dt_code(y.desc.dtype), static_cast<I>(n),
+                                                    static_cast<I>(sq), static_cast<I>(sk), value, vec);
+    check_launch("causal_mask_kernel");
+    return grid;
+}
+
 // Elementwise op whose inputs broadcast to out[0]'s shape (every output has that shape).
 template <class Op>
 bool launch_broadcasting(const Op& op, const Tensors& in, const Tensors& out, LaunchContext& ctx, const char* contiguous_name,
-                         const char* broadcast_name) {
+                         const char* rowcol_name, const char* broadcast_name) {
     const Shape& os = out[0].desc.shape;
     std::vector<std::vector<std::int64_t>> strides;
     for (const auto& t : in) strides.push_back(broadcast_strides(t.desc.shape, os));
@@ -561,6 +847,11 @@ bool launch_broadcasting(const Op& op, const Tensors& in, const Tensors& out, La
     const std::int64_t n = out[0].desc.numel();
     if (is_dense(L, in.size())) {
         launch_contiguous(op, in, out, n, ctx, contiguous_name);
+        return true;
+    }
+    RowCol rc;
+    if (rowcol_pattern(L, in.size(), rc)) {
+        launch_rowcol(op, in, out, rc, n, ctx, rowcol_name);
         return true;
     }
     if (n == 0) return true;
@@ -670,7 +961,7 @@ bool launch_pointwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors
         case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::maximum:
             require_arity(k, in, 2, 2, out, 1);
             if (!all_float(in) || !all_float(out)) return false;
-            return launch_broadcasting(BinaryOp{k}, in, out, ctx, "pointwise_contiguous_kernel<BinaryOp>",
+            return launch_broadcasting(BinaryOp{k}, in, out, ctx, "pointwise_contiguous_kernel<BinaryOp>", "pointwise_rowcol_kernel<BinaryOp>",
                                        "pointwise_broadcast_kernel<BinaryOp>");
         case OpKind::unary_grad: {
             require_arity(k, in, 2, 2, out, 1);
@@ -693,6 +984,7 @@ bool launch_pointwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors
                 throw InputError("maximum_grad: dy " + desc_str(in[0].desc) + " and the outputs must have one shape");
             }
             return launch_broadcasting(MaximumGradOp{}, in, out, ctx, "pointwise_contiguous_kernel<MaximumGradOp>",
+                                       "pointwise_rowcol_kernel<MaximumGradOp>",
                                        "pointwise_broadcast_kernel<MaximumGradOp>");
         case OpKind::dropout: {
             require_arity(k, in, 1, 1, out, 2);
@@ -719,8 +1011,14 @@ bool launch_pointwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors
             if (sh.size() < 2) throw InputError("causal_mask: scores must have rank >= 2, got " + desc_str(out[0].desc));
             const std::int64_t sq = sh[sh.size() - 2], sk = sh.back();
             if (sq == 0 || sk == 0) return true;
-            const CausalMaskOp op{sq, sk, static_cast<float>(a.get_double("value", -std::numeric_limits<double>::infinity()))};
-            launch_contiguous(op, in, out, out[0].desc.numel(), ctx, "pointwise_contiguous_kernel<CausalMaskOp>");
+            const float value = static_cast<float>(a.get_double("value", -std::numeric_limits<double>::infinity()));
+            const std::int64_t n = out[0].desc.numel();
+            if (n == 0) return true;
+            const bool vec = n >= kVec && aligned16(in[0].data) && aligned16(out[0].data);
+            const unsigned grid = n <= INT_MAX ? launch_causal_as<unsigned>(in[0], out[0], n, sq, sk, value, vec, s)
+                                               : launch_causal_as<std::uint64_t>(in[0], out[0], n, sq, sk, value, vec, s);
+            ctx.notes.push_back(std::string("causal_mask_kernel") + (vec ? " 16-byte vectors" : " scalar") + ", grid " + std::to_string(grid) +
+                                "x" + std::to_string(kThreads));
             return true;
         }
         case OpKind::cast: {

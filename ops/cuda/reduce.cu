@@ -3,8 +3,10 @@
 //
 // The input shape is first canonicalised: size-1 dims dropped, adjacent dims that are both
 // reduced or both kept merged. Then:
-//  * reduced axes innermost ([rows, R]): a row reduction, one warp per output row (R <= 1024)
-//    or one block per row with a shared-memory block reduction (longer rows);
+//  * reduced axes innermost ([rows, R]): reduce_rows_vec_kernel, 16-byte loads (4 in flight per
+//    thread, the partial first / last vector of a misaligned row element by element), a warp per
+//    row (a power-of-two warp segment for short rows; a block of up to 512 threads per row when
+//    there are too few rows to fill the GPU), warp-shuffle reductions;
 //  * one reduced run followed by one kept run ([A, R, K], e.g. a sum over the batch): a column
 //    reduction, (32, 8)-thread blocks reading 32 consecutive columns per row (coalesced), the
 //    8 row lanes combined in shared memory; when A * K is too small to fill the GPU the rows are
@@ -114,6 +116,127 @@ __global__ void __launch_bounds__(256) reduce_general_kernel(const T* x, T* y, G
             }
         }
         if (gl == 0) st(y, o, g.op == kMean ? acc / g.divisor : acc);
+    }
+}
+
+// ---- last-axis reduction [rows, R] with 16-byte loads. A row is read through its "virtual"
+// row starting at the 16-byte aligned address at or below its first element (shift elements
+// earlier): vectors entirely inside the row are one 16-byte load, the partial first / last
+// vector element by element. A group of tpr threads per row (a power of two up to 32 inside a
+// warp, or the whole block of a multiple of 32 threads), kUnroll loads in flight per thread. ----
+template <class T>
+struct Tr;
+template <>
+struct Tr<float> {
+    using S = unsigned;
+    static constexpr int E = 4;
+    static constexpr S kNegInf = 0xff800000u;
+    __device__ static float f(S b) { return __uint_as_float(b); }
+};
+template <>
+struct Tr<__half> {
+    using S = unsigned short;
+    static constexpr int E = 8;
+    static constexpr S kNegInf = 0xfc00u;
+    __device__ static float f(S b) { return __half2float(__ushort_as_half(b)); }
+};
+template <>
+struct Tr<__nv_bfloat16> {
+    using S = unsigned short;
+    static constexpr int E = 8;
+    static constexpr S kNegInf = 0xff80u;
+    __device__ static float f(S b) { return __uint_as_float(static_cast<unsigned>(b) << 16); }
+};
+
+__device__ __forceinline__ unsigned word_of(const uint4& u, int w) { return w == 0 ? u.x : w == 1 ? u.y : w == 2 ? u.z : u.w; }
+
+// Combines the E elements of a vector (raw bits) into acc.
+template <class T>
+__device__ __forceinline__ float combine_vec(float acc, const uint4& u, bool is_max) {
+    if constexpr (Tr<T>::E == 4) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) acc = combine(acc, Tr<T>::f(word_of(u, k)), is_max);
+    } else {
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            const unsigned b = word_of(u, w);
+            acc = combine(acc, Tr<T>::f(static_cast<typename Tr<T>::S>(b & 0xffffu)), is_max);
+            acc = combine(acc, Tr<T>::f(static_cast<typename Tr<T>::S>(b >> 16)), is_max);
+        }
+    }
+    return acc;
+}
+
+template <class T>
+__device__ __forceinline__ uint4 vload(const typename Tr<T>::S* r, int start, int lo, int hi, bool vec, typename Tr<T>::S pad) {
+    using S = typename Tr<T>::S;
+    constexpr int E = Tr<T>::E;
+    if (vec && start >= lo && start + E <= hi) return *reinterpret_cast<const uint4*>(r + start);
+    S e[E];
+#pragma unroll
+    for (int k = 0; k < E; ++k) e[k] = (start + k >= lo && start + k < hi) ? r[start + k] : pad;
+    if constexpr (E == 4) {
+        return make_uint4(e[0], e[1], e[2], e[3]);
+    } else {
+        return make_uint4(static_cast<unsigned>(e[0]) | (static_cast<unsigned>(e[1]) << 16), static_cast<unsigned>(e[2]) | (static_cast<unsigned>(e[3]) << 16),
+                          static_cast<unsigned>(e[4]) | (static_cast<unsigned>(e[5]) << 16), static_cast<unsigned>(e[6]) | (static_cast<unsigned>(e[7]) << 16));
+    }
+}
+
+constexpr int kRowsBlockMax = 512;
+constexpr int kUnroll = 4;
+
+template <class T>
+__global__ void __launch_bounds__(kRowsBlockMax) reduce_rows_vec_kernel(const T* x, T* y, std::int64_t rows, std::int64_t R, int op, float divisor,
+                                                                      int tpr) {
+    using S = typename Tr<T>::S;
+    constexpr int E = Tr<T>::E;
+    __shared__ float sh[kRowsBlockMax / 32];
+    const bool is_max = op == kMax;
+    const S pad = is_max ? Tr<T>::kNegInf : S(0);
+    const uint4 padv = is_max ? (E == 4 ? make_uint4(pad, pad, pad, pad)
+                                        : make_uint4(pad * 0x10001u, pad * 0x10001u, pad * 0x10001u, pad * 0x10001u))
+                              : make_uint4(0u, 0u, 0u, 0u);
+    const S* X = reinterpret_cast<const S*>(x);
+    const int tid = static_cast<int>(threadIdx.x);
+    const int rpb = static_cast<int>(blockDim.x) / tpr;
+    const int t = tpr > 32 ? tid : (tid & (tpr - 1));
+    const int n = static_cast<int>(R);
+    for (std::int64_t rb = blockIdx.x; rb * rpb < rows; rb += gridDim.x) {
+        const std::int64_t row = rb * rpb + tid / tpr;
+        const bool live = row < rows;
+        const std::int64_t base = (live ? row : 0) * R;
+        const int shift = static_cast<int>((reinterpret_cast<std::uintptr_t>(X + base) & 15u) / sizeof(S));
+        const int lo = shift, hi = live ? shift + n : shift;
+        const int nv = (hi + E - 1) / E;
+        const S* a = X + base - shift;
+        float acc[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) acc[u] = is_max ? -INFINITY : 0.f;
+        for (int v0 = t; v0 < nv; v0 += tpr * kUnroll) {
+            uint4 r[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int v = v0 + u * tpr;
+                r[u] = v < nv ? vload<T>(a, v * E, lo, hi, true, pad) : padv;
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) acc[u] = combine_vec<T>(acc[u], r[u], is_max);
+        }
+        float v = acc[0];
+#pragma unroll
+        for (int u = 1; u < kUnroll; ++u) v = combine(v, acc[u], is_max);
+        const int w = tpr < 32 ? tpr : 32;
+        for (int o = w >> 1; o > 0; o >>= 1) v = combine(v, __shfl_xor_sync(kFull, v, o), is_max);
+        if (tpr > 32) {
+            const int lane = tid & 31, wid = tid >> 5, nw = static_cast<int>(blockDim.x) >> 5;
+            __syncthreads();  // the previous row's readers of sh are done
+            if (lane == 0) sh[wid] = v;
+            __syncthreads();
+            v = sh[0];
+            for (int i = 1; i < nw; ++i) v = combine(v, sh[i], is_max);
+        }
+        if (live && t == 0) st(y, row, op == kMean ? v / divisor : v);
     }
 }
 
@@ -277,6 +400,34 @@ std::string launch_general(const T* x, T* y, const GeneralReduce& g, LaunchConte
            " elements, 256-thread blocks";
 }
 
+// Last-axis reduction of rows x R elements (R >= 1) with reduce_rows_vec_kernel.
+template <class T>
+std::string launch_rows_vec(const T* x, T* y, std::int64_t rows, std::int64_t R, int op, float divisor, LaunchContext& ctx) {
+    const int sms = sm_count();
+    constexpr int E = Tr<T>::E;
+    const std::int64_t nv = ceil_div(R + E - 1, E);  // vectors of a row at worst misalignment
+    int tpr = 32;
+    if (nv <= 16) {  // short rows: a power-of-two segment of a warp per row
+        tpr = 1;
+        while (tpr < nv) tpr <<= 1;
+    } else if (rows < std::int64_t{sms} * 16) {  // few long rows: spread each over a block
+        const std::int64_t want = ceil_div(std::int64_t{sms} * 1024, std::max<std::int64_t>(rows, 1));
+        const std::int64_t cap = ceil_div(ceil_div(nv, kUnroll), 32) * 32;
+        tpr = static_cast<int>(std::clamp<std::int64_t>(std::min(ceil_div(want, 32) * 32, cap), 32, kRowsBlockMax));
+    }
+    const int threads = tpr > 32 ? tpr : 128;
+    const int rpb = threads / tpr;
+    int per_sm = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reduce_rows_vec_kernel<T>, threads, 0),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor(reduce_rows_vec_kernel)");
+    const auto grid = static_cast<unsigned>(
+        std::max<std::int64_t>(1, std::min(ceil_div(rows, rpb), std::int64_t{sms} * std::max(per_sm, 1))));
+    reduce_rows_vec_kernel<T><<<grid, threads, 0, ctx.stream>>>(x, y, rows, R, op, divisor, tpr);
+    check_launch("reduce_rows_vec_kernel");
+    return "last-axis rows [" + std::to_string(rows) + ", " + std::to_string(R) + "], " + std::to_string(tpr) + " threads per row, " +
+           std::to_string(threads) + "-thread blocks, 16-byte loads";
+}
+
 template <class T>
 std::string launch_columns(const T* x, T* y, int op, std::int64_t A, std::int64_t R, std::int64_t K, float divisor, LaunchContext& ctx) {
     const int sms = sm_count();
@@ -376,7 +527,11 @@ bool launch_reduction(OpKind k, const Tensors& in, const Attrs& a, const Tensors
         if (out[0].desc.numel() == 0) return;
         const auto* x = static_cast<const T*>(in[0].data);
         auto* y = static_cast<T*>(out[0].data);
+        const GeneralReduce& g = plan.g;
+        const bool last_axis = !plan.columns && g.nr == 1 && g.rstride[0] == 1 && g.R >= 1 && g.R <= 0x7fffff00 &&
+                               (g.nk == 0 || (g.nk == 1 && g.kstride[0] == g.R));
         const std::string note = plan.columns ? launch_columns(x, y, op, plan.A, plan.R, plan.K, plan.g.divisor, ctx)
+                                 : last_axis  ? launch_rows_vec(x, y, g.outputs, g.R, op, g.divisor, ctx)
                                               : launch_general(x, y, plan.g, ctx);
         ctx.notes.push_back(std::string(op_name(k)) + ": " + note);
     });

@@ -1,12 +1,18 @@
 // Row-wise kernels: softmax, layernorm, rmsnorm, cross_entropy and their gradients.
 //
 // Launch shapes follow the production kernels (Apex / PyTorch / OneFlow softmax and layernorm):
-//  * rows of <= 1024 contiguous elements: one warp per row, 4 rows per 128-thread block, the row
-//    held in registers (up to 32 values per lane), max and sums by warp shuffles;
-//  * longer rows (or a strided softmax axis with few columns): one block per row, a shared-memory
-//    block reduction; the row is cached in shared memory when it fits (<= 40 KiB), otherwise the
-//    passes re-read it from global memory (softmax and cross-entropy need two: an online max/sum,
-//    then the write);
+//  * contiguous rows (inner == 1) of up to 512 * 4 16-byte vectors (16384 f16/bf16, 8192 f32
+//    elements): row_reg_kernel, a group of tpr threads per row (a power of two <= 32 inside a
+//    warp, several rows per 128-thread block; or a block of a multiple of 32 threads per row),
+//    4 16-byte vectors per thread held in registers as raw bits (compile-time sized arrays), 32-bit
+//    index math, warp-shuffle (+ one shared-memory step across warps) reductions, exp2f;
+//    16-byte loads / stores when the row arrays agree in alignment mod 16, the partial first and
+//    last vector of a misaligned row element by element;
+//  * longer softmax / cross-entropy rows: row_stream_kernel, a 512-thread block per row, a
+//    vectorised online max/sum pass, then (softmax, cross_entropy_grad) a write pass;
+//  * other long rows (norms, softmax_grad beyond the register capacity) or a strided softmax
+//    axis with few columns: one block per row, a shared-memory block reduction; the row is cached
+//    in shared memory when it fits (<= 40 KiB), otherwise the passes re-read global memory;
 //  * softmax over a non-last axis with many columns: one thread per column (coalesced across the
 //    inner dimension), online max/sum then the write;
 //  * layernorm/rmsnorm parameter gradients: the dx kernel saves each row's mean and rstd, a
@@ -21,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "ops/cuda/cuda_check.hpp"
@@ -31,8 +38,6 @@ namespace roofline::cuda {
 namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
-constexpr int kWarpBlock = 128;              // threads of the warp-per-row kernel (4 rows per block)
-constexpr int kMaxWarpRow = 1024;            // longest row the warp kernel holds in registers
 constexpr int kBlockMax = 1024;              // most threads of the block-per-row kernel
 constexpr std::int64_t kCacheBytes = 40 << 10;  // shared-memory row cache of the block kernel
 
@@ -68,16 +73,6 @@ struct RowParams {
     float eps = 1e-5f;
     int rms = 0;
 };
-
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
-    return v;
-}
 
 // Pairs reduced together: two sums, or (max, sum of exp(x - max)) merged like online softmax.
 // Both combinations are commutative, so every lane of an xor-shuffle ends with the same value.
@@ -148,128 +143,453 @@ __device__ __forceinline__ float ce_loss(const RowParams& p, const T* A, std::in
     return logf(s) + mx - ld(A, base + t);
 }
 
-// ---- one warp per row (inner == 1, n <= 32 * VPT), the row in registers ----
-template <class T, int VPT>
-__global__ void __launch_bounds__(kWarpBlock) row_warp_kernel(RowParams p) {
-    const T* A = static_cast<const T*>(p.a);
-    const T* B = static_cast<const T*>(p.b);
-    const T* W = static_cast<const T*>(p.weight);
-    const T* Bi = static_cast<const T*>(p.bias);
-    T* O = static_cast<T*>(p.out);
-    const int lane = static_cast<int>(threadIdx.x) & 31;
+// ---- vectorised access. A row is seen as a "virtual" row that starts at the 16-byte aligned
+// address at or below its first element: element j of the virtual row is element j - shift of
+// the real row (shift = misalignment in elements), valid for lo = shift <= j < hi = shift + n.
+// Vector i of the virtual row covers elements [i * E, i * E + E); a vector entirely inside
+// [lo, hi) is read / written by one 16-byte access, a partial one element by element. Values are
+// held as raw storage bits in uint4 registers and converted to float when used. ----
+template <class T>
+struct Tr;
+template <>
+struct Tr<float> {
+    using S = unsigned;
+    static constexpr int E = 4;
+    static constexpr S kNegInf = 0xff800000u;
+    __device__ static float f(S b) { return __uint_as_float(b); }
+    __device__ static S b(float v) { return __float_as_uint(v); }
+};
+template <>
+struct Tr<__half> {
+    using S = unsigned short;
+    static constexpr int E = 8;
+    static constexpr S kNegInf = 0xfc00u;
+    __device__ static float f(S b) { return __half2float(__ushort_as_half(b)); }
+    __device__ static S b(float v) { return __half_as_ushort(__float2half_rn(v)); }
+};
+template <>
+struct Tr<__nv_bfloat16> {
+    using S = unsigned short;
+    static constexpr int E = 8;
+    static constexpr S kNegInf = 0xff80u;
+    __device__ static float f(S b) { return __uint_as_float(static_cast<unsigned>(b) << 16); }
+    __device__ static S b(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
+};
+
+__device__ __forceinline__ unsigned word_of(const uint4& u, int w) { return w == 0 ? u.x : w == 1 ? u.y : w == 2 ? u.z : u.w; }
+__device__ __forceinline__ void set_word(uint4& u, int w, unsigned v) {
+    if (w == 0) u.x = v;
+    else if (w == 1) u.y = v;
+    else if (w == 2) u.z = v;
+    else u.w = v;
+}
+
+// Storage bits of element k (a compile-time constant after unrolling) of a vector.
+template <class T>
+__device__ __forceinline__ typename Tr<T>::S bits_of(const uint4& u, int k) {
+    using S = typename Tr<T>::S;
+    if constexpr (Tr<T>::E == 4) {
+        return word_of(u, k);
+    } else {
+        const unsigned w = word_of(u, k >> 1);
+        return static_cast<S>((k & 1) ? (w >> 16) : (w & 0xffffu));
+    }
+}
+
+template <class T>
+__device__ __forceinline__ void unpack(const uint4& u, float (&f)[Tr<T>::E]) {
+#pragma unroll
+    for (int k = 0; k < Tr<T>::E; ++k) f[k] = Tr<T>::f(bits_of<T>(u, k));
+}
+
+template <class T>
+__device__ __forceinline__ uint4 pack(const float (&f)[Tr<T>::E]) {
+    uint4 u = make_uint4(0u, 0u, 0u, 0u);
+    if constexpr (Tr<T>::E == 4) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) set_word(u, k, Tr<T>::b(f[k]));
+    } else {
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            set_word(u, w, static_cast<unsigned>(Tr<T>::b(f[2 * w])) | (static_cast<unsigned>(Tr<T>::b(f[2 * w + 1])) << 16));
+        }
+    }
+    return u;
+}
+
+// Loads the vector starting at virtual element `start` of row r (pad bits outside [lo, hi)).
+template <class T>
+__device__ __forceinline__ uint4 vload(const typename Tr<T>::S* r, int start, int lo, int hi, bool vec, typename Tr<T>::S pad) {
+    using S = typename Tr<T>::S;
+    constexpr int E = Tr<T>::E;
+    if (vec && start >= lo && start + E <= hi) return *reinterpret_cast<const uint4*>(r + start);
+    S e[E];
+#pragma unroll
+    for (int k = 0; k < E; ++k) e[k] = (start + k >= lo && start + k < hi) ? r[start + k] : pad;
+    uint4 u = make_uint4(0u, 0u, 0u, 0u);
+    if constexpr (E == 4) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) set_word(u, k, e[k]);
+    } else {
+#pragma unroll
+        for (int w = 0; w < 4; ++w) set_word(u, w, static_cast<unsigned>(e[2 * w]) | (static_cast<unsigned>(e[2 * w + 1]) << 16));
+    }
+    return u;
+}
+
+template <class T>
+__device__ __forceinline__ void vstore(typename Tr<T>::S* r, int start, int lo, int hi, bool vec, const uint4& u) {
+    constexpr int E = Tr<T>::E;
+    if (vec && start >= lo && start + E <= hi) {
+        *reinterpret_cast<uint4*>(r + start) = u;
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        if (start + k >= lo && start + k < hi) r[start + k] = bits_of<T>(u, k);
+    }
+}
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr int kRegBlockMax = 512;  // most threads of the register kernel (one row per block above 32 threads per row)
+
+// Reduction over the tpr threads of a row group. tpr <= 32: a power of two, the group a segment
+// of one warp (xor shuffles stay inside it); tpr > 32: the whole block is the group (a shared
+// memory step over its warps, combined in a fixed order so every thread gets the same value).
+template <bool MAX>
+__device__ __forceinline__ float2 group_reduce(float2 v, int tpr, float2* sh) {
+    const int w = tpr < 32 ? tpr : 32;
+    for (int o = w >> 1; o > 0; o >>= 1) {
+        const float x = __shfl_xor_sync(kFull, v.x, o), y = __shfl_xor_sync(kFull, v.y, o);
+        v = MAX ? make_float2(fmaxf(v.x, x), fmaxf(v.y, y)) : make_float2(v.x + x, v.y + y);
+    }
+    if (tpr <= 32) return v;
+    const int lane = static_cast<int>(threadIdx.x) & 31, wid = static_cast<int>(threadIdx.x) >> 5;
+    const int nw = static_cast<int>(blockDim.x) >> 5;
+    __syncthreads();  // the previous reduction's readers are done with sh
+    if (lane == 0) sh[wid] = v;
+    __syncthreads();
+    float2 r = sh[0];
+    for (int i = 1; i < nw; ++i) {
+        const float2 q = sh[i];
+        r = MAX ? make_float2(fmaxf(r.x, q.x), fmaxf(r.y, q.y)) : make_float2(r.x + q.x, r.y + q.y);
+    }
+    return r;
+}
+
+// ---- rows held in registers (inner == 1): a group of tpr threads per row, VPT 16-byte vectors
+// per thread (vector i of thread t is vector i * tpr + t of the virtual row: coalesced). TWO:
+// the two-input ops (softmax_grad, layernorm/rmsnorm_grad); otherwise softmax, the norms and
+// cross-entropy. vec: the row arrays share their alignment mod 16 (16-byte accesses allowed);
+// vec_w: weight and bias are 16-byte aligned (vector loads of them when a row is aligned). ----
+template <class T, int VPT, bool TWO>
+__global__ void __launch_bounds__(kRegBlockMax) row_reg_kernel(RowParams p, int tpr, int vec_i, int vec_w_i) {
+    using R = Tr<T>;
+    using S = typename R::S;
+    constexpr int E = R::E;
+    __shared__ float2 red[kRegBlockMax / 32];
+    const S* A = static_cast<const S*>(p.a);
+    const S* B = static_cast<const S*>(p.b);
+    const S* W = static_cast<const S*>(p.weight);
+    const S* Bi = static_cast<const S*>(p.bias);
+    S* O = static_cast<S*>(p.out);
+    const bool vec = vec_i != 0;
+    const int tid = static_cast<int>(threadIdx.x);
+    const int rpb = static_cast<int>(blockDim.x) / tpr;
+    const int t = tpr > 32 ? tid : (tid & (tpr - 1));
     const int n = static_cast<int>(p.n);
     const float fn = static_cast<float>(n);
-    const int wpb = static_cast<int>(blockDim.x) >> 5;
-    const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * wpb;
-    const bool two = p.op == kSoftmaxGrad || p.op == kNormGrad;
-    const bool exp_op = p.op == kSoftmax || p.op == kCeLoss || p.op == kCeGrad;
-    const float pad = exp_op ? -INFINITY : 0.f;
-    for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * wpb + (static_cast<int>(threadIdx.x) >> 5); row < p.rows;
-         row += warps) {
-        const std::int64_t base = row * p.n;
-        float va[VPT], vb[VPT];
+    const bool exp_op = !TWO && (p.op == kSoftmax || p.op == kCeLoss || p.op == kCeGrad);
+    const S pad = exp_op ? R::kNegInf : S(0);
+    for (std::int64_t rb = blockIdx.x; rb * rpb < p.rows; rb += gridDim.x) {
+        const std::int64_t row = rb * rpb + tid / tpr;
+        const bool live = row < p.rows;
+        const std::int64_t base = (live ? row : 0) * p.n;
+        const int shift = static_cast<int>((reinterpret_cast<std::uintptr_t>(A + base) & 15u) / sizeof(S));
+        const int lo = shift, hi = live ? shift + n : shift;
+        const S* a = A + base - shift;
+        uint4 ra[VPT];
 #pragma unroll
-        for (int v = 0; v < VPT; ++v) {
-            const int c = v * 32 + lane;
-            va[v] = c < n ? ld(A, base + c) : pad;
-            vb[v] = (two && c < n) ? ld(B, base + c) : 0.f;
-        }
-        if (exp_op) {
-            float mx = -INFINITY;
+        for (int i = 0; i < VPT; ++i) ra[i] = vload<T>(a, (i * tpr + t) * E, lo, hi, vec, pad);
+        S* o = O + base - shift;
+        if constexpr (!TWO) {
+            if (exp_op) {
+                float mx = -INFINITY;
 #pragma unroll
-            for (int v = 0; v < VPT; ++v) mx = fmaxf(mx, va[v]);
-            mx = warp_max(mx);
-            float s = 0.f;
+                for (int i = 0; i < VPT; ++i) {
+                    float f[E];
+                    unpack<T>(ra[i], f);
 #pragma unroll
-            for (int v = 0; v < VPT; ++v) {
-                const float e = v * 32 + lane < n ? expf(va[v] - mx) : 0.f;
-                va[v] = e;
-                s += e;
-            }
-            s = warp_sum(s);
-            if (p.op == kSoftmax) {
-#pragma unroll
-                for (int v = 0; v < VPT; ++v) {
-                    const int c = v * 32 + lane;
-                    if (c < n) st(O, base + c, va[v] / s);
+                    for (int k = 0; k < E; ++k) mx = fmaxf(mx, f[k]);
                 }
-            } else if (p.op == kCeLoss) {
-                if (lane == 0) static_cast<float*>(p.out)[row] = ce_loss(p, A, base, row, mx, s);
-            } else {
-                const std::int64_t t = load_target(p, row);
-                const float d = load_dloss(p, row) / p.dloss_div;
-#pragma unroll
-                for (int v = 0; v < VPT; ++v) {
-                    const int c = v * 32 + lane;
-                    if (c < n) st(O, base + c, (va[v] / s - (c == t ? 1.f : 0.f)) * d);
-                }
-            }
-        } else if (p.op == kSoftmaxGrad) {
-            float dot = 0.f;
-#pragma unroll
-            for (int v = 0; v < VPT; ++v) dot += va[v] * vb[v];
-            dot = warp_sum(dot);
-#pragma unroll
-            for (int v = 0; v < VPT; ++v) {
-                const int c = v * 32 + lane;
-                if (c < n) st(O, base + c, vb[v] * (va[v] - dot));
-            }
-        } else {  // kNorm (x in va) or kNormGrad (dy in va, x in vb)
-            // x is va for kNorm, vb for kNormGrad (selected per element: a pointer to either array
-            // would move both to local memory).
-            const bool x_in_a = p.op == kNorm;
-            float mean = 0.f;
-            if (!p.rms) {
+                mx = group_reduce<true>(make_float2(mx, mx), tpr, red).x;
+                const float mxl = mx * kLog2e;
                 float s = 0.f;
 #pragma unroll
-                for (int v = 0; v < VPT; ++v) s += x_in_a ? va[v] : vb[v];
-                mean = warp_sum(s) / fn;
+                for (int i = 0; i < VPT; ++i) {
+                    float f[E];
+                    unpack<T>(ra[i], f);
+#pragma unroll
+                    for (int k = 0; k < E; ++k) s += exp2f(fmaf(f[k], kLog2e, -mxl));
+                }
+                s = group_reduce<false>(make_float2(s, 0.f), tpr, red).x;
+                if (p.op == kCeLoss) {
+                    if (live && t == 0) static_cast<float*>(p.out)[row] = ce_loss(p, static_cast<const T*>(p.a), base, row, mx, s);
+                } else if (live) {
+                    const float inv = 1.f / s;
+                    float d = 1.f;
+                    int tv = -1;  // virtual index of the target (-1: none)
+                    if (p.op == kCeGrad) {
+                        const std::int64_t tt = load_target(p, row);
+                        tv = (tt >= 0 && tt < p.n) ? static_cast<int>(tt) + shift : -1;
+                        d = load_dloss(p, row) / p.dloss_div;
+                    }
+#pragma unroll
+                    for (int i = 0; i < VPT; ++i) {
+                        const int start = (i * tpr + t) * E;
+                        if (start >= hi) continue;
+                        float f[E];
+                        unpack<T>(ra[i], f);
+#pragma unroll
+                        for (int k = 0; k < E; ++k) {
+                            const float y = exp2f(fmaf(f[k], kLog2e, -mxl)) * inv;
+                            f[k] = p.op == kCeGrad ? (y - (start + k == tv ? 1.f : 0.f)) * d : y;
+                        }
+                        vstore<T>(o, start, lo, hi, vec, pack<T>(f));
+                    }
+                }
+            } else {  // kNorm: x in ra
+                const bool vec_w = vec_w_i != 0 && shift == 0;
+                float mean = 0.f;
+                if (!p.rms) {
+                    float s = 0.f;
+#pragma unroll
+                    for (int i = 0; i < VPT; ++i) {
+                        float f[E];
+                        unpack<T>(ra[i], f);
+#pragma unroll
+                        for (int k = 0; k < E; ++k) s += f[k];
+                    }
+                    mean = group_reduce<false>(make_float2(s, 0.f), tpr, red).x / fn;
+                }
+                float sq = 0.f;
+#pragma unroll
+                for (int i = 0; i < VPT; ++i) {
+                    const int start = (i * tpr + t) * E;
+                    float f[E];
+                    unpack<T>(ra[i], f);
+#pragma unroll
+                    for (int k = 0; k < E; ++k) {
+                        const float dv = (start + k >= lo && start + k < hi) ? f[k] - mean : 0.f;
+                        sq += dv * dv;
+                    }
+                }
+                const float rstd = 1.f / sqrtf(group_reduce<false>(make_float2(sq, 0.f), tpr, red).x / fn + p.eps);
+                if (live) {
+#pragma unroll
+                    for (int i = 0; i < VPT; ++i) {
+                        const int start = (i * tpr + t) * E;
+                        if (start >= hi) continue;
+                        float f[E], w[E], bb[E];
+                        unpack<T>(ra[i], f);
+                        if (W != nullptr) unpack<T>(vload<T>(W - shift, start, lo, hi, vec_w, S(0)), w);
+                        if (Bi != nullptr) unpack<T>(vload<T>(Bi - shift, start, lo, hi, vec_w, S(0)), bb);
+#pragma unroll
+                        for (int k = 0; k < E; ++k) {
+                            float y = (f[k] - mean) * rstd;
+                            if (W != nullptr) y *= w[k];
+                            if (Bi != nullptr) y += bb[k];
+                            f[k] = y;
+                        }
+                        vstore<T>(o, start, lo, hi, vec, pack<T>(f));
+                    }
+                }
             }
-            float sq = 0.f;
+        } else {
+            uint4 rb2[VPT];
+            const S* b = B + base - shift;
 #pragma unroll
-            for (int v = 0; v < VPT; ++v) {
-                const float dv = v * 32 + lane < n ? (x_in_a ? va[v] : vb[v]) - mean : 0.f;
-                sq += dv * dv;
+            for (int i = 0; i < VPT; ++i) rb2[i] = vload<T>(b, (i * tpr + t) * E, lo, hi, vec, S(0));
+            if (p.op == kSoftmaxGrad) {  // dy in ra, y in rb2
+                float dot = 0.f;
+#pragma unroll
+                for (int i = 0; i < VPT; ++i) {
+                    float f[E], g[E];
+                    unpack<T>(ra[i], f);
+                    unpack<T>(rb2[i], g);
+#pragma unroll
+                    for (int k = 0; k < E; ++k) dot += f[k] * g[k];
+                }
+                dot = group_reduce<false>(make_float2(dot, 0.f), tpr, red).x;
+                if (live) {
+#pragma unroll
+                    for (int i = 0; i < VPT; ++i) {
+                        const int start = (i * tpr + t) * E;
+                        if (start >= hi) continue;
+                        float f[E], g[E];
+                        unpack<T>(ra[i], f);
+                        unpack<T>(rb2[i], g);
+#pragma unroll
+                        for (int k = 0; k < E; ++k) f[k] = g[k] * (f[k] - dot);
+                        vstore<T>(o, start, lo, hi, vec, pack<T>(f));
+                    }
+                }
+            } else {  // kNormGrad: dy in ra, x in rb2
+                const bool vec_w = vec_w_i != 0 && shift == 0;
+                float mean = 0.f;
+                if (!p.rms) {
+                    float s = 0.f;
+#pragma unroll
+                    for (int i = 0; i < VPT; ++i) {
+                        float g[E];
+                        unpack<T>(rb2[i], g);
+#pragma unroll
+                        for (int k = 0; k < E; ++k) s += g[k];
+                    }
+                    mean = group_reduce<false>(make_float2(s, 0.f), tpr, red).x / fn;
+                }
+                float sq = 0.f;
+#pragma unroll
+                for (int i = 0; i < VPT; ++i) {
+                    const int start = (i * tpr + t) * E;
+                    float g[E];
+                    unpack<T>(rb2[i], g);
+#pragma unroll
+                    for (int k = 0; k < E; ++k) {
+                        const float dv = (start + k >= lo && start + k < hi) ? g[k] - mean : 0.f;
+                        sq += dv * dv;
+                    }
+                }
+                const float rstd = 1.f / sqrtf(group_reduce<false>(make_float2(sq, 0.f), tpr, red).x / fn + p.eps);
+                float2 m2 = make_float2(0.f, 0.f);
+#pragma unroll
+                for (int i = 0; i < VPT; ++i) {
+                    const int start = (i * tpr + t) * E;
+                    float f[E], g[E], w[E];
+                    unpack<T>(ra[i], f);
+                    unpack<T>(rb2[i], g);
+                    if (W != nullptr) unpack<T>(vload<T>(W - shift, start, lo, hi, vec_w, S(0)), w);
+#pragma unroll
+                    for (int k = 0; k < E; ++k) {
+                        const float gg = W != nullptr ? f[k] * w[k] : f[k];
+                        m2.x += gg;
+                        m2.y += gg * ((g[k] - mean) * rstd);
+                    }
+                }
+                m2 = group_reduce<false>(m2, tpr, red);
+                const float mg = p.rms ? 0.f : m2.x / fn, mgx = m2.y / fn;
+                if (live) {
+#pragma unroll
+                    for (int i = 0; i < VPT; ++i) {
+                        const int start = (i * tpr + t) * E;
+                        if (start >= hi) continue;
+                        float f[E], g[E], w[E];
+                        unpack<T>(ra[i], f);
+                        unpack<T>(rb2[i], g);
+                        if (W != nullptr) unpack<T>(vload<T>(W - shift, start, lo, hi, vec_w, S(0)), w);
+#pragma unroll
+                        for (int k = 0; k < E; ++k) {
+                            const float gg = W != nullptr ? f[k] * w[k] : f[k];
+                            const float xh = (g[k] - mean) * rstd;
+                            f[k] = rstd * (gg - mg - xh * mgx);
+                        }
+                        vstore<T>(o, start, lo, hi, vec, pack<T>(f));
+                    }
+                    if (t == 0 && p.row_mean != nullptr) {
+                        p.row_mean[row] = mean;
+                        p.row_rstd[row] = rstd;
+                    }
+                }
             }
-            const float rstd = 1.f / sqrtf(warp_sum(sq) / fn + p.eps);
-            if (p.op == kNorm) {
+        }
+    }
+}
+
+// ---- softmax / cross-entropy over rows too long for registers (inner == 1): a block per row,
+// pass 1 streams the row with 16-byte loads keeping a per-thread online (max, sum), then a
+// block reduction; pass 2 (softmax, cross_entropy_grad) re-reads the row (mostly from L2, the
+// block read it moments ago) and writes. ----
+constexpr int kStreamBlock = 512;
+constexpr int kStreamUnroll = 4;
+
+template <class T>
+__global__ void __launch_bounds__(kStreamBlock, 2) row_stream_kernel(RowParams p, int vec_i) {
+    using R = Tr<T>;
+    using S = typename R::S;
+    constexpr int E = R::E;
+    __shared__ float2 red[33];
+    const S* A = static_cast<const S*>(p.a);
+    S* O = static_cast<S*>(p.out);
+    const bool vec = vec_i != 0;
+    const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
+    const int n = static_cast<int>(p.n);
+    // A word of -inf elements (both halves for the 16-bit types).
+    const unsigned ninf_w = E == 4 ? static_cast<unsigned>(R::kNegInf) : static_cast<unsigned>(R::kNegInf) * 0x10001u;
+    for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+        const std::int64_t base = row * p.n;
+        const int shift = static_cast<int>((reinterpret_cast<std::uintptr_t>(A + base) & 15u) / sizeof(S));
+        const int lo = shift, hi = shift + n;
+        const int nv = (hi + E - 1) / E;
+        const S* a = A + base - shift;
+        float m = -INFINITY, s = 0.f;  // running max and sum of exp(x - m) of this thread
+        for (int v0 = tid; v0 < nv; v0 += nt * kStreamUnroll) {
+            uint4 r[kStreamUnroll];
 #pragma unroll
-                for (int v = 0; v < VPT; ++v) {
-                    const int c = v * 32 + lane;
-                    if (c < n) {
-                        float y = (va[v] - mean) * rstd;
-                        if (W != nullptr) y *= ld(W, c);
-                        if (Bi != nullptr) y += ld(Bi, c);
-                        st(O, base + c, y);
-                    }
-                }
-            } else {
-                float mg = 0.f, mgx = 0.f;
+            for (int u = 0; u < kStreamUnroll; ++u) {
+                const int v = v0 + u * nt;
+                r[u] = v < nv ? vload<T>(a, v * E, lo, hi, vec, R::kNegInf) : make_uint4(ninf_w, ninf_w, ninf_w, ninf_w);
+            }
 #pragma unroll
-                for (int v = 0; v < VPT; ++v) {
-                    const int c = v * 32 + lane;
-                    if (c < n) {
-                        const float g = va[v] * (W != nullptr ? ld(W, c) : 1.f);
-                        mg += g;
-                        mgx += g * ((vb[v] - mean) * rstd);
-                    }
-                }
-                mg = warp_sum(mg) / fn;
-                mgx = warp_sum(mgx) / fn;
-                if (p.rms) mg = 0.f;
+            for (int u = 0; u < kStreamUnroll; ++u) {
+                float f[E];
+                unpack<T>(r[u], f);
+                float lm = f[0];
 #pragma unroll
-                for (int v = 0; v < VPT; ++v) {
-                    const int c = v * 32 + lane;
-                    if (c < n) {
-                        const float g = va[v] * (W != nullptr ? ld(W, c) : 1.f);
-                        const float xh = (vb[v] - mean) * rstd;
-                        st(O, base + c, rstd * (g - mg - xh * mgx));
-                    }
+                for (int k = 1; k < E; ++k) lm = fmaxf(lm, f[k]);
+                if (lm == -INFINITY) continue;  // nothing but -inf (or padding): contributes nothing
+                if (lm > m) {
+                    s *= exp2f((m - lm) * kLog2e);
+                    m = lm;
                 }
-                if (lane == 0 && p.row_mean != nullptr) {
-                    p.row_mean[row] = mean;
-                    p.row_rstd[row] = rstd;
+                const float ml = m * kLog2e;
+#pragma unroll
+                for (int k = 0; k < E; ++k) s += exp2f(fmaf(f[k], kLog2e, -ml));
+            }
+        }
+        const float2 ms = block_reduce2(make_float2(m, s), true, red);
+        const float mx = ms.x, sum = ms.y;
+        if (p.op == kCeLoss) {
+            if (tid == 0) static_cast<float*>(p.out)[row] = ce_loss(p, static_cast<const T*>(p.a), base, row, mx, sum);
+            continue;
+        }
+        const float mxl = mx * kLog2e, inv = 1.f / sum;
+        float d = 1.f;
+        int tv = -1;
+        if (p.op == kCeGrad) {
+            const std::int64_t tt = load_target(p, row);
+            tv = (tt >= 0 && tt < p.n) ? static_cast<int>(tt) + shift : -1;
+            d = load_dloss(p, row) / p.dloss_div;
+        }
+        S* o = O + base - shift;
+        for (int v0 = tid; v0 < nv; v0 += nt * kStreamUnroll) {
+            uint4 r[kStreamUnroll];
+#pragma unroll
+            for (int u = 0; u < kStreamUnroll; ++u) {
+                const int v = v0 + u * nt;
+                r[u] = v < nv ? vload<T>(a, v * E, lo, hi, vec, R::kNegInf) : make_uint4(0u, 0u, 0u, 0u);
+            }
+#pragma unroll
+            for (int u = 0; u < kStreamUnroll; ++u) {
+                const int v = v0 + u * nt;
+                if (v >= nv) continue;
+                float f[E];
+                unpack<T>(r[u], f);
+#pragma unroll
+                for (int k = 0; k < E; ++k) {
+                    const float y = exp2f(fmaf(f[k], kLog2e, -mxl)) * inv;
+                    f[k] = p.op == kCeGrad ? (y - (v * E + k == tv ? 1.f : 0.f)) * d : y;
                 }
+                vstore<T>(o, v * E, lo, hi, vec, pack<T>(f));
             }
         }
     }
@@ -495,22 +815,82 @@ void* scratch(LaunchContext& ctx, std::size_t bytes) {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Launches the row kernel that fits p's shape; returns a note describing it.
+std::uintptr_t addr(const void* q) { return reinterpret_cast<std::uintptr_t>(q); }
+
+// Grid of a kernel: enough blocks for the work, at most what is resident on the GPU at once.
+template <class K>
+unsigned resident_grid(K kernel, int threads, std::int64_t blocks_needed, int sms) {
+    int per_sm = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    const std::int64_t cap = std::int64_t{sms} * std::max(per_sm, 1);
+    return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(blocks_needed, cap)));
+}
+
+// Register-kernel configuration for a row of nv vectors: VPT vectors per thread, tpr threads per
+// row (a power of two up to 32, else a multiple of 32 up to kRegBlockMax).
+struct RegConfig {
+    int vpt = 0, tpr = 0;
+};
+
+RegConfig reg_config(std::int64_t nv) {
+    auto tpr_for = [nv](int vpt) -> std::int64_t {
+        const std::int64_t need = ceil_div(nv, vpt);
+        if (need <= 32) {
+            std::int64_t t = 1;
+            while (t < need) t <<= 1;
+            return t;
+        }
+        return ceil_div(need, 32) * 32;
+    };
+    // 4 vectors per thread (64 bytes of each input array in flight per thread); more per thread
+    // would keep too many unpacked values live and spill.
+    if (tpr_for(4) <= kRegBlockMax) return {4, static_cast<int>(tpr_for(4))};
+    return {};
+}
+
+template <class T, int VPT, bool TWO>
+std::string launch_reg(const RowParams& p, RegConfig c, bool vec, bool vec_w, int sms, LaunchContext& ctx) {
+    const int threads = c.tpr > 32 ? c.tpr : 128;
+    const int rpb = threads / c.tpr;
+    const unsigned grid = resident_grid(row_reg_kernel<T, VPT, TWO>, threads, ceil_div(p.rows, rpb), sms);
+    row_reg_kernel<T, VPT, TWO><<<grid, threads, 0, ctx.stream>>>(p, c.tpr, vec ? 1 : 0, vec_w ? 1 : 0);
+    check_launch("row_reg_kernel");
+    return std::to_string(c.tpr) + " threads per row, " + std::to_string(rpb) + " rows per " + std::to_string(threads) +
+           "-thread block, row in registers (" + std::to_string(VPT) + " x 16 bytes per thread), " +
+           (vec ? "16-byte accesses" : "element accesses (arrays differently aligned)");
+}
+
 template <class T>
 std::string launch_rows(const RowParams& p, LaunchContext& ctx) {
     const int sms = sm_count();
-    if (p.inner == 1 && p.n <= kMaxWarpRow) {
-        const int rows_per_block = kWarpBlock / 32;
-        const auto grid = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(p.rows, rows_per_block), std::int64_t{sms} * 64));
-        // Register arrays sized to the row (32 values per lane cost 128 registers per thread).
-        if (p.n <= 128) {
-            row_warp_kernel<T, 4><<<grid, kWarpBlock, 0, ctx.stream>>>(p);
-        } else if (p.n <= 512) {
-            row_warp_kernel<T, 16><<<grid, kWarpBlock, 0, ctx.stream>>>(p);
-        } else {
-            row_warp_kernel<T, 32><<<grid, kWarpBlock, 0, ctx.stream>>>(p);
+    if (p.inner == 1) {
+        constexpr int E = Tr<T>::E;
+        constexpr std::uintptr_t kElem = sizeof(T);
+        const bool two = p.op == kSoftmaxGrad || p.op == kNormGrad;
+        // Rows share one misalignment pattern across the row arrays when their addresses agree mod 16.
+        bool vec = true;
+        for (const void* q : {p.b, static_cast<const void*>(p.out)}) {
+            if (q != nullptr && !(p.op == kCeLoss && q == p.out) && (addr(q) & 15u) != (addr(p.a) & 15u)) vec = false;
         }
-        check_launch("row_warp_kernel");
-        return "warp per row, 4 rows per 128-thread block, row in registers";
+        if ((addr(p.a) % kElem) != 0) vec = false;
+        bool vec_w = true;
+        for (const void* q : {p.weight, p.bias}) {
+            if (q != nullptr && (addr(q) & 15u) != 0) vec_w = false;
+        }
+        // Worst-case misalignment of a row start in elements (0 when every row starts aligned).
+        const bool aligned_rows = (addr(p.a) & 15u) == 0 && (p.n * static_cast<std::int64_t>(sizeof(T))) % 16 == 0;
+        const std::int64_t nv = ceil_div(p.n + (aligned_rows ? 0 : E - 1), E);
+        const RegConfig c = reg_config(nv);
+        if (c.vpt != 0) {
+            return two ? launch_reg<T, 4, true>(p, c, vec, vec_w, sms, ctx) : launch_reg<T, 4, false>(p, c, vec, vec_w, sms, ctx);
+        }
+        if ((p.op == kSoftmax || p.op == kCeLoss || p.op == kCeGrad) && p.n <= 0x7fffff00) {
+            const unsigned grid = resident_grid(row_stream_kernel<T>, kStreamBlock, p.rows, sms);
+            row_stream_kernel<T><<<grid, kStreamBlock, 0, ctx.stream>>>(p, vec ? 1 : 0);
+            check_launch("row_stream_kernel");
+            return std::string("block per row, ") + std::to_string(kStreamBlock) + " threads, online max/sum pass" +
+                   (p.op == kCeLoss ? "" : " then a write pass") + (vec ? ", 16-byte accesses" : ", element accesses");
+        }
     }
     const bool softmax_like = p.op == kSoftmax || p.op == kSoftmaxGrad;
     if (p.inner > 1 && softmax_like && (p.rows >= 2048 || p.n <= 64)) {
@@ -519,7 +899,7 @@ std::string launch_rows(const RowParams& p, LaunchContext& ctx) {
         check_launch("row_column_kernel");
         return "thread per column of the strided axis, 256-thread blocks";
     }
-    const int threads = p.n >= 16384 ? 1024 : p.n > kMaxWarpRow ? 512 : 128;
+    const int threads = p.n >= 16384 ? 1024 : p.n > 1024 ? 512 : 128;
     const std::int64_t arrays = (p.op == kSoftmaxGrad || p.op == kNormGrad) ? 2 : 1;
     const std::int64_t cache_bytes = arrays * p.n * static_cast<std::int64_t>(sizeof(float));
     const bool cache = cache_bytes <= kCacheBytes && p.op != kCeLoss;  // the loss reads each logit once
