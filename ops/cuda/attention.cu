@@ -94,38 +94,153 @@ void add_row_bias_t(void* c, std::int64_t ldc, const void* bias, std::int64_t ro
 
 // ---- materialised attention: masked softmax over score rows, in place ----
 
-// One warp per row (n <= 1024): the row stays in registers between max, sum and write.
+// Rows up to kRegRowMax: a group of 1, 2 or 4 warps per row (runtime, from the row length) keeps the
+// row in registers between max, sum and write: every thread holds kRegCap elements as kRegCap / V
+// vectors of V = 16 / sizeof(T) elements, vector j of group thread t covering columns
+// [(j * group + t) * V, +V). V = 16 / sizeof(T): 16-byte loads/stores, taken when every row start is
+// 16-byte aligned (s aligned and n * sizeof(T) a multiple of 16, so n % V == 0); V = 1 otherwise.
+// Causal: vectors wholly past the row's last valid column are not read; zeros are written there.
+constexpr int kRegCap = 32;                   // elements per thread
+constexpr int kRegRowMax = 4 * 32 * kRegCap;  // 4 warps per row
+constexpr int kSoftmaxThreads = 256;
+
 template <typename T>
-__global__ void __launch_bounds__(256) softmax_warp_kernel(T* s, std::int64_t rows, int n, std::int64_t sq, int causal) {
-    const int lane = threadIdx.x & 31;
-    const std::int64_t warps_per_block = blockDim.x >> 5;
-    const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * warps_per_block;
-    for (std::int64_t row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < rows; row += step) {
-        T* x = s + row * n;
+struct VecIO {
+    static constexpr int V = 16 / static_cast<int>(sizeof(T));
+    // 16 bytes -> V floats (f[0..V) by compile-time index after unrolling).
+    __device__ __forceinline__ static void unpack(const uint4& u, float* f) {
+        if constexpr (std::is_same_v<T, float>) {
+            f[0] = __uint_as_float(u.x);
+            f[1] = __uint_as_float(u.y);
+            f[2] = __uint_as_float(u.z);
+            f[3] = __uint_as_float(u.w);
+        } else {
+            const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                T lo, hi;
+                const unsigned short bl = static_cast<unsigned short>(w[i] & 0xffffu);
+                const unsigned short bh = static_cast<unsigned short>(w[i] >> 16);
+                if constexpr (std::is_same_v<T, __half>) {
+                    lo = __ushort_as_half(bl);
+                    hi = __ushort_as_half(bh);
+                } else {
+                    lo = __ushort_as_bfloat16(bl);
+                    hi = __ushort_as_bfloat16(bh);
+                }
+                f[2 * i] = to_f<T>(lo);
+                f[2 * i + 1] = to_f<T>(hi);
+            }
+        }
+    }
+    __device__ __forceinline__ static uint4 pack(const float* f) {
+        if constexpr (std::is_same_v<T, float>) {
+            return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]), __float_as_uint(f[3]));
+        } else {
+            unsigned w[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                unsigned short bl, bh;
+                if constexpr (std::is_same_v<T, __half>) {
+                    bl = __half_as_ushort(from_f<T>(f[2 * i]));
+                    bh = __half_as_ushort(from_f<T>(f[2 * i + 1]));
+                } else {
+                    bl = __bfloat16_as_ushort(from_f<T>(f[2 * i]));
+                    bh = __bfloat16_as_ushort(from_f<T>(f[2 * i + 1]));
+                }
+                w[i] = static_cast<unsigned>(bl) | (static_cast<unsigned>(bh) << 16);
+            }
+            return make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    }
+};
+
+// Minimum resident blocks per SM, so that ptxas keeps the register count at 64 (f16/bf16 vectors),
+// 85 (f32 vectors) or 128 (element accesses) without spilling.
+template <typename T, int V>
+constexpr int softmax_min_blocks() {
+    return V == 1 ? 2 : sizeof(T) == 2 ? 4 : 3;
+}
+
+template <typename T, int V>
+__global__ void __launch_bounds__(kSoftmaxThreads, (softmax_min_blocks<T, V>()))
+    softmax_reg_kernel(T* s, std::int64_t rows, int n, std::int64_t sq, int causal, int wpr) {
+    static_assert(V == 1 || V == VecIO<T>::V, "softmax_reg_kernel: V is 1 (element accesses) or a 16-byte vector");
+    constexpr int NV = kRegCap / V;
+    __shared__ float red_m[kSoftmaxThreads / 32], red_s[kSoftmaxThreads / 32];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int group = wpr * 32;                  // threads per row
+    const int g = warp / wpr;                    // row slot in the block
+    const int t = (warp - g * wpr) * 32 + lane;  // thread within the row's group
+    const int rpb = kSoftmaxThreads / group;     // rows per block
+    const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * rpb;
+    // The loop bound is uniform over the block (rb), so every thread reaches the barriers.
+    for (std::int64_t rb = static_cast<std::int64_t>(blockIdx.x) * rpb; rb < rows; rb += step) {
+        const std::int64_t row = rb + g;
+        const bool active = row < rows;
+        T* x = s + (active ? row : 0) * static_cast<std::int64_t>(n);
         // reference.cpp's causal mask: column j > query row i is -inf (probability 0).
-        const int valid = causal ? static_cast<int>(std::min<std::int64_t>(n, row % sq + 1)) : n;
-        float v[32];
+        const int valid = !active ? 0 : causal ? static_cast<int>(std::min<std::int64_t>(n, row % sq + 1)) : n;
+        float v[kRegCap];  // scores * log2(e)
         float mx = -INFINITY;
 #pragma unroll
-        for (int j = 0; j < 32; ++j) {
-            const int c = j * 32 + lane;
-            v[j] = c < valid ? to_f<T>(x[c]) : -INFINITY;
-            mx = fmaxf(mx, v[j]);
+        for (int j = 0; j < NV; ++j) {
+            const int c0 = (j * group + t) * V;
+            if (c0 < valid) {
+                if constexpr (V > 1) {
+                    VecIO<T>::unpack(*reinterpret_cast<const uint4*>(x + c0), v + j * V);
+                } else {
+                    v[j] = to_f<T>(x[c0]);
+                }
+#pragma unroll
+                for (int e = 0; e < V; ++e) {
+                    v[j * V + e] = c0 + e < valid ? v[j * V + e] * kLog2e : -INFINITY;
+                    mx = fmaxf(mx, v[j * V + e]);
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < V; ++e) v[j * V + e] = -INFINITY;
+            }
         }
         mx = warp_max(mx);
+        if (wpr > 1) {
+            if (lane == 0) red_m[warp] = mx;
+            __syncthreads();
+            for (int w = 0; w < wpr; ++w) mx = fmaxf(mx, red_m[g * wpr + w]);
+        }
+        // valid >= 1 for an active row, so mx is finite for finite scores; masked entries give exp2(-inf) = 0.
+        const float base = mx == -INFINITY ? 0.0f : mx;
         float sum = 0.0f;
 #pragma unroll
-        for (int j = 0; j < 32; ++j) {
-            const int c = j * 32 + lane;
-            v[j] = c < valid ? expf(v[j] - mx) : 0.0f;
-            sum += v[j];
+        for (int i = 0; i < kRegCap; ++i) {
+            v[i] = exp2f(v[i] - base);
+            sum += v[i];
         }
         sum = warp_sum(sum);
-        const float inv = 1.0f / sum;
+        if (wpr > 1) {
+            if (lane == 0) red_s[warp] = sum;
+            __syncthreads();
+            sum = 0.0f;
+            for (int w = 0; w < wpr; ++w) sum += red_s[g * wpr + w];
+        }
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        // Opaque copy of the row pointer: the store addresses are recomputed here instead of the load
+        // pass's being kept live across the reductions (which costs a register pair per access).
+        asm volatile("" : "+l"(x));
+        if (active) {
 #pragma unroll
-        for (int j = 0; j < 32; ++j) {
-            const int c = j * 32 + lane;
-            if (c < n) x[c] = from_f<T>(v[j] * inv);
+            for (int j = 0; j < NV; ++j) {
+                const int c0 = (j * group + t) * V;
+                if (c0 < n) {
+#pragma unroll
+                    for (int e = 0; e < V; ++e) v[j * V + e] *= inv;  // masked entries are already 0
+                    if constexpr (V > 1) {
+                        *reinterpret_cast<uint4*>(x + c0) = c0 < valid ? VecIO<T>::pack(v + j * V) : make_uint4(0u, 0u, 0u, 0u);
+                    } else {
+                        x[c0] = from_f<T>(v[j]);
+                    }
+                }
+            }
         }
     }
 }
@@ -188,13 +303,31 @@ __global__ void __launch_bounds__(256) softmax_block_kernel(T* s, std::int64_t r
     }
 }
 
+// Warps per row of softmax_reg_kernel for rows of n (0: beyond it, one block per row).
+int softmax_warps_per_row(std::int64_t n) {
+    if (n <= 32 * kRegCap) return 1;
+    if (n <= 2 * 32 * kRegCap) return 2;
+    if (n <= kRegRowMax) return 4;
+    return 0;
+}
+
 template <typename T>
 void softmax_rows_t(void* s, std::int64_t rows, std::int64_t n, std::int64_t sq, bool causal, cudaStream_t st) {
-    if (n <= 1024) {
-        const std::int64_t blocks = grid_for(ceil_div(rows, 8));
-        softmax_warp_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, st>>>(static_cast<T*>(s), rows,
-                                                                               static_cast<int>(n), sq, causal ? 1 : 0);
-        check_launch("softmax_warp_kernel");
+    const int wpr = softmax_warps_per_row(n);
+    if (wpr > 0) {
+        const int rpb = kSoftmaxThreads / (32 * wpr);
+        const bool vec =
+            reinterpret_cast<std::uintptr_t>(s) % 16 == 0 && (n * static_cast<std::int64_t>(sizeof(T))) % 16 == 0;
+        const std::int64_t blocks = grid_for(ceil_div(rows, rpb));
+        const int c = causal ? 1 : 0;
+        if (vec) {
+            softmax_reg_kernel<T, VecIO<T>::V><<<static_cast<unsigned>(blocks), kSoftmaxThreads, 0, st>>>(
+                static_cast<T*>(s), rows, static_cast<int>(n), sq, c, wpr);
+        } else {
+            softmax_reg_kernel<T, 1><<<static_cast<unsigned>(blocks), kSoftmaxThreads, 0, st>>>(
+                static_cast<T*>(s), rows, static_cast<int>(n), sq, c, wpr);
+        }
+        check_launch("softmax_reg_kernel");
     } else {
         const std::int64_t blocks = grid_for(rows);
         softmax_block_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, st>>>(static_cast<T*>(s), rows, n, sq,
@@ -825,8 +958,11 @@ bool attention_materialised(const DeviceTensor& q, const DeviceTensor& k, const 
             default: return false;
         }
         ctx.notes.push_back(std::string("attention softmax") + (causal ? " (causal)" : "") + ": " + std::to_string(rows) +
-                            " rows of " + std::to_string(sk) + ", " + (sk <= 1024 ? "one warp" : "one 256-thread block") +
-                            " per row, " + std::string(dtype_name(dt)) + " scores in scratch");
+                            " rows of " + std::to_string(sk) + ", " +
+                            (softmax_warps_per_row(sk) > 0
+                                 ? std::to_string(softmax_warps_per_row(sk)) + " warp(s) per row, register-resident"
+                                 : std::string("one 256-thread block per row")) +
+                            ", " + std::string(dtype_name(dt)) + " scores in scratch");
     }
     BatchedMatmul g2;
     g2.ab_dtype = g2.c_dtype = dt;

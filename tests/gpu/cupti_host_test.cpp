@@ -39,11 +39,27 @@ roofline::HostTensor random_tensor(const roofline::Shape& shape, roofline::DType
     return t;
 }
 
+// libcupti dlopens libnvperf_host with RTLD_DEEPBIND, which AddressSanitizer's runtime refuses
+// (google/sanitizers#611): the host-API tests run in the normal build and report skipped under
+// ASan rather than failing on the library's loading.
+#if defined(__SANITIZE_ADDRESS__)
+#define SKIP_UNDER_ASAN()                                                                                       \
+    do {                                                                                                      \
+        std::printf("SKIP: libnvperf_host cannot be loaded under AddressSanitizer (RTLD_DEEPBIND); runs in the normal build\n"); \
+        return;                                                                                               \
+    } while (false)
+#else
+#define SKIP_UNDER_ASAN() \
+    do {                  \
+    } while (false)
+#endif
+
 }  // namespace
 
 // ------------------------------------------------------------------ host API, no GPU needed
 
 TEST_CASE("CUPTI: the roofline metric set validates offline on GH100 and GA100") {
+    SKIP_UNDER_ASAN();
     const std::vector<std::string> gh100 = roofline::roofline_metrics("GH100");
     const std::vector<std::string> ga100 = roofline::roofline_metrics("GA100");
     // 19 chip-independent metrics (duration, clock, DRAM/L2/L1/shared bytes, bank conflicts,
@@ -64,6 +80,7 @@ TEST_CASE("CUPTI: the roofline metric set validates offline on GH100 and GA100")
 }
 
 TEST_CASE("CUPTI: a misspelt metric is rejected naming it") {
+    SKIP_UNDER_ASAN();
     REQUIRE_THROWS_AS(roofline::count_passes("GH100", {"dram__bytes_read.sum", "dram__bytes_raed.sum"}), roofline::InputError);
     REQUIRE_THROWS_WITH(roofline::count_passes("GH100", {"dram__bytes_read.sum", "dram__bytes_raed.sum", "lts__t_bytez.sum"}),
                         Contains("dram__bytes_raed.sum") && Contains("GH100"));
@@ -73,6 +90,7 @@ TEST_CASE("CUPTI: a misspelt metric is rejected naming it") {
 }
 
 TEST_CASE("CUPTI: tensor metric names differ between GH100 and GA100") {
+    SKIP_UNDER_ASAN();
     const std::string fp16_fp32 = "sm__ops_path_tensor_src_fp16_dst_fp32.sum";
     const std::string fp16 = "sm__ops_path_tensor_src_fp16.sum";
     CHECK(roofline::count_passes("GA100", {fp16_fp32}) >= 1);

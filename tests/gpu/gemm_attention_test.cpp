@@ -235,6 +235,12 @@ std::vector<AttentionCase> attention_cases() {
     cases.push_back({{1, 70, 96}, {1, 70, 96}, {1, 70, 96}, true, 0});
     cases.push_back({{3, 33, 32}, {3, 33, 32}, {3, 33, 32}, false, 0});
     cases.push_back({{1, 1500, 64}, {1, 1500, 64}, {1, 1500, 64}, false, 0});  // softmax rows > 1024
+    // Vectorised register-resident softmax with 2 and 4 warps per row (rows of 2048 and 4096 keys,
+    // 16-byte aligned), causal and not.
+    for (const bool causal : {false, true}) {
+        cases.push_back({{1, 128, 64}, {1, 2048, 64}, {1, 2048, 64}, causal, 0});
+        cases.push_back({{1, 64, 64}, {1, 4096, 64}, {1, 4096, 64}, causal, 0});
+    }
     return cases;
 }
 
