@@ -8,7 +8,10 @@
 //    or 1 bytes) that every pointer, pitch and row length allows: 16-byte loads/stores in the
 //    common case.
 //  - transpose, permute: dims are collapsed first (size-1 dims dropped, dims that stay adjacent
-//    merged); when what remains is a (batched) swap of the last two dims, a 32x32 shared-memory
+//    merged); when the innermost collapsed dim keeps input stride 1 (e.g. [B, S, H, D] ->
+//    [B, H, S, D]), permute_rows_kernel copies whole rows of it in 16-byte (else 8- or 4-byte)
+//    chunks, one source offset per chunk (32-bit index math under 2^31 chunks); when what
+//    remains is a (batched) swap of the last two dims, a 32x32 shared-memory
 //    tiled transpose (32x8 threads, each moving 4 elements, tile padded to 33 columns against bank
 //    conflicts) reads and writes coalesced; otherwise a strided copy (dense writes, gathered reads,
 //    offsets from up to 8 dims with 32-bit index math under 2^31 elements).
@@ -114,6 +117,22 @@ __global__ void __launch_bounds__(kThreads) permute_strided_kernel(const T* __re
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
         y[i] = x[n <= INT_MAX ? input_offset(static_cast<unsigned>(i), L) : input_offset(static_cast<std::uint64_t>(i), L)];
+    }
+}
+
+// A permutation that keeps the innermost (collapsed) dim: y (dense) gathers whole input rows of
+// that dim. L is in Chunk units (L.shape[0] = chunks per row, L.stride[0] = 1), so each thread
+// moves one Chunk (16 bytes in the common case) and computes its source offset once per chunk.
+template <class Chunk>
+__global__ void __launch_bounds__(kThreads) permute_rows_kernel(const Chunk* __restrict__ x, Chunk* __restrict__ y, Layout L, std::int64_t n) {
+    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+    if (n <= INT_MAX) {
+        const unsigned n32 = static_cast<unsigned>(n), s32 = static_cast<unsigned>(stride);
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n32; i += s32) y[i] = x[input_offset(i, L)];
+        return;
+    }
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+        y[i] = x[input_offset(static_cast<std::uint64_t>(i), L)];
     }
 }
 
@@ -376,6 +395,40 @@ bool make_layout(const Shape& o, const std::vector<std::int64_t>& strides, Layou
     return true;
 }
 
+template <class Chunk>
+void launch_permute_rows_chunk(const DeviceTensor& x, const DeviceTensor& y, const Layout& L, std::int64_t units, cudaStream_t s) {
+    // The kernel uses 32-bit indices when units <= INT_MAX: i + grid stride (<= 2^31 + 2^25) fits in 32 bits.
+    permute_rows_kernel<Chunk><<<grid_for(units), kThreads, 0, s>>>(static_cast<const Chunk*>(x.data), static_cast<Chunk*>(y.data), L, units);
+    check_launch("permute_rows_kernel");
+}
+
+// A permutation that keeps the innermost collapsed dim (input stride 1), e.g. the attention head
+// split [B, S, H, D] -> [B, H, S, D]: whole rows of that dim are copied in the widest chunk that
+// the row length, every outer stride and both pointers allow. False when that chunk is no wider
+// than an element (the strided element copy is as good).
+bool launch_permute_rows(const DeviceTensor& x, const DeviceTensor& y, const Layout& L, std::int64_t n, LaunchContext& ctx) {
+    if (L.rank < 1 || L.stride[0] != 1) return false;
+    const std::int64_t es = dtype_bytes(y.desc.dtype);
+    if (es <= 0) return false;
+    std::vector<std::uint64_t> values{static_cast<std::uint64_t>(L.shape[0] * es), static_cast<std::uint64_t>(addr(x.data)),
+                                      static_cast<std::uint64_t>(addr(y.data))};
+    for (int d = 1; d < L.rank; ++d) values.push_back(static_cast<std::uint64_t>(L.stride[d] * es));
+    const int c = chunk_bytes(values);
+    if (c <= es || c < 4) return false;
+    Layout U = L;
+    U.shape[0] = L.shape[0] * es / c;
+    for (int d = 1; d < L.rank; ++d) U.stride[d] = L.stride[d] * es / c;
+    const std::int64_t units = n * es / c;
+    switch (c) {
+        case 16: launch_permute_rows_chunk<uint4>(x, y, U, units, ctx.stream); break;
+        case 8: launch_permute_rows_chunk<uint2>(x, y, U, units, ctx.stream); break;
+        default: launch_permute_rows_chunk<unsigned>(x, y, U, units, ctx.stream); break;
+    }
+    ctx.notes.push_back("permute_rows_kernel: rows of " + std::to_string(L.shape[0]) + " elements kept whole, " + std::to_string(L.rank) +
+                        " collapsed dims, " + std::to_string(c) + "-byte chunks");
+    return true;
+}
+
 template <class T>
 void launch_permute(const DeviceTensor& x, const DeviceTensor& y, const Layout& L, std::int64_t n, LaunchContext& ctx) {
     cudaStream_t s = ctx.stream;
@@ -424,6 +477,7 @@ bool launch_transpose_permute(OpKind k, const DeviceTensor& x, const DeviceTenso
     if (!make_layout(y.desc.shape, strides, L)) return false;
     const std::int64_t n = y.desc.numel();
     if (n == 0) return true;
+    if (launch_permute_rows(x, y, L, n, ctx)) return true;
     switch (dtype_bytes(y.desc.dtype)) {
         case 1: launch_permute<std::uint8_t>(x, y, L, n, ctx); return true;
         case 2: launch_permute<std::uint16_t>(x, y, L, n, ctx); return true;

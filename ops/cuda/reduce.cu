@@ -8,7 +8,10 @@
 //    row (a power-of-two warp segment for short rows; a block of up to 512 threads per row when
 //    there are too few rows to fill the GPU), warp-shuffle reductions;
 //  * one reduced run followed by one kept run ([A, R, K], e.g. a sum over the batch): a column
-//    reduction, (32, 8)-thread blocks reading 32 consecutive columns per row (coalesced), the
+//    reduction; when K is a multiple of the 16-byte vector (8 f16/bf16, 4 f32) and x is aligned,
+//    reduce_columns_vec_kernel: (32, 8)-thread blocks, each thread owning the 8 (4) columns of one
+//    16-byte vector and walking a chunk of rows with 4 loads in flight, rows split into chunks
+//    for about 4 blocks per SM, f32 partials combined by (32, 32)-thread blocks; otherwise (32, 8)-thread blocks reading 32 consecutive columns per row (coalesced), the
 //    8 row lanes combined in shared memory; when A * K is too small to fill the GPU the rows are
 //    split into chunks whose partials (ctx.scratch) a second kernel combines;
 //  * anything else (e.g. axes {0, 2, 3} of NCHW): the row-reduction kernel in its general form,
@@ -271,6 +274,101 @@ __global__ void __launch_bounds__(256) reduce_columns_kernel(const T* x, T* y, f
     }
 }
 
+// [A, R, K] -> [A, K] with K % E == 0 and a 16-byte aligned x: thread (tx, ty) of a (32, 8) block
+// owns the E consecutive columns of vector kv = kb * 32 + tx (one 16-byte load per row, a warp
+// reading 512 contiguous bytes) and walks rows r0 + ty, r0 + ty + 8, ... of its chunk
+// (blockIdx.y) with kUnroll loads in flight; the 8 row lanes are combined in shared memory in a
+// fixed order. partial != null: f32 partials [chunk][A*K], else the output.
+template <class T>
+__global__ void __launch_bounds__(256) reduce_columns_vec_kernel(const T* __restrict__ x, T* __restrict__ y, float* __restrict__ partial,
+                                                                 int op, std::int64_t A, std::int64_t R, std::int64_t K,
+                                                                 std::int64_t rows_per_chunk, float divisor) {
+    using S = typename Tr<T>::S;
+    constexpr int E = Tr<T>::E;
+    __shared__ float sh[E][8][32];
+    const bool is_max = op == kMax;
+    const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+    const std::int64_t KV = K / E, kblocks = (KV + 31) / 32;
+    const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * rows_per_chunk;
+    const std::int64_t r1 = r0 + rows_per_chunk < R ? r0 + rows_per_chunk : R;
+    const S* X = reinterpret_cast<const S*>(x);
+    for (std::int64_t b = blockIdx.x; b < A * kblocks; b += gridDim.x) {
+        const std::int64_t a = b / kblocks, kv = (b - a * kblocks) * 32 + tx;
+        float acc[E];
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[e] = is_max ? -INFINITY : 0.f;
+        if (kv < KV) {
+            const S* col = X + a * R * K + kv * E;
+            for (std::int64_t r = r0 + ty; r < r1; r += 8 * kUnroll) {
+                uint4 v[kUnroll];
+#pragma unroll
+                for (int u = 0; u < kUnroll; ++u) {
+                    const std::int64_t ru = r + 8 * u;
+                    v[u] = ru < r1 ? *reinterpret_cast<const uint4*>(col + ru * K) : make_uint4(0u, 0u, 0u, 0u);
+                }
+#pragma unroll
+                for (int u = 0; u < kUnroll; ++u) {
+                    if (r + 8 * u < r1) {
+                        if constexpr (E == 4) {
+#pragma unroll
+                            for (int e = 0; e < 4; ++e) acc[e] = combine(acc[e], Tr<T>::f(word_of(v[u], e)), is_max);
+                        } else {
+#pragma unroll
+                            for (int w = 0; w < 4; ++w) {
+                                const unsigned bits = word_of(v[u], w);
+                                acc[2 * w] = combine(acc[2 * w], Tr<T>::f(static_cast<S>(bits & 0xffffu)), is_max);
+                                acc[2 * w + 1] = combine(acc[2 * w + 1], Tr<T>::f(static_cast<S>(bits >> 16)), is_max);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        __syncthreads();  // the previous iteration's readers of sh are done
+#pragma unroll
+        for (int e = 0; e < E; ++e) sh[e][ty][tx] = acc[e];
+        __syncthreads();
+        // Thread (tx, ty < E) finishes column e = ty of vector kv: rows lanes 0..7 in order.
+        if (ty < E && kv < KV) {
+            float t = sh[ty][0][tx];
+#pragma unroll
+            for (int i = 1; i < 8; ++i) t = combine(t, sh[ty][i][tx], is_max);
+            const std::int64_t o = a * K + kv * E + ty;
+            if (partial != nullptr) {
+                partial[static_cast<std::int64_t>(blockIdx.y) * A * K + o] = t;
+            } else {
+                st(y, o, op == kMean ? t / divisor : t);
+            }
+        }
+    }
+}
+
+// Combines chunks partials of each of 32 consecutive outputs per (32, 32) block: lane ty sums
+// chunks ty, ty + 32, ..., then the 32 lanes are combined in shared memory in a fixed order.
+template <class T>
+__global__ void __launch_bounds__(1024) reduce_finalize_block_kernel(const float* __restrict__ partial, std::int64_t chunks, std::int64_t outputs,
+                                                                     T* __restrict__ y, int op, float divisor) {
+    __shared__ float sh[32][33];
+    const bool is_max = op == kMax;
+    const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+    for (std::int64_t ob = static_cast<std::int64_t>(blockIdx.x) * 32; ob < outputs; ob += static_cast<std::int64_t>(gridDim.x) * 32) {
+        const std::int64_t o = ob + tx;
+        float acc = is_max ? -INFINITY : 0.f;
+        if (o < outputs) {
+#pragma unroll 4
+            for (std::int64_t c = ty; c < chunks; c += 32) acc = combine(acc, partial[c * outputs + o], is_max);
+        }
+        __syncthreads();  // the previous iteration's readers of sh are done
+        sh[ty][tx] = acc;
+        __syncthreads();
+        if (ty == 0 && o < outputs) {
+            float t = sh[0][tx];
+            for (int i = 1; i < 32; ++i) t = combine(t, sh[i][tx], is_max);
+            st(y, o, op == kMean ? t / divisor : t);
+        }
+    }
+}
+
 // Combines chunks x outputs partials (coalesced across outputs).
 template <class T>
 __global__ void __launch_bounds__(256) reduce_finalize_kernel(const float* partial, std::int64_t chunks, std::int64_t outputs, T* y, int op,
@@ -428,8 +526,40 @@ std::string launch_rows_vec(const T* x, T* y, std::int64_t rows, std::int64_t R,
            std::to_string(threads) + "-thread blocks, 16-byte loads";
 }
 
+// [A, R, K] column reduction with 16-byte loads (K % E == 0, x 16-byte aligned): rows split into
+// chunks so that about 4 blocks of 256 threads per SM run, f32 partials combined by
+// reduce_finalize_block_kernel.
+template <class T>
+std::string launch_columns_vec(const T* x, T* y, int op, std::int64_t A, std::int64_t R, std::int64_t K, float divisor, LaunchContext& ctx) {
+    const int sms = sm_count();
+    constexpr int E = Tr<T>::E;
+    const std::int64_t blocks_x = A * ceil_div(K / E, 32);
+    std::int64_t chunks = std::max<std::int64_t>(1, ceil_div(std::int64_t{sms} * 4, blocks_x));
+    chunks = std::min({chunks, ceil_div(R, 32), std::int64_t{65535}});
+    chunks = std::max<std::int64_t>(chunks, 1);
+    const std::int64_t rows_per_chunk = ceil_div(R, chunks);
+    chunks = ceil_div(R, rows_per_chunk);
+    float* partial = nullptr;
+    if (chunks > 1) {
+        if (!ctx.scratch) throw CudaError("reduce: the column reduction needs scratch memory, and the launch context has no allocator");
+        partial = static_cast<float*>(ctx.scratch(static_cast<std::size_t>(chunks * A * K) * sizeof(float)));
+    }
+    const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(blocks_x, std::int64_t{sms} * 64)), static_cast<unsigned>(chunks));
+    reduce_columns_vec_kernel<T><<<grid, dim3(32, 8), 0, ctx.stream>>>(x, y, partial, op, A, R, K, rows_per_chunk, divisor);
+    check_launch("reduce_columns_vec_kernel");
+    if (chunks > 1) {
+        const auto g2 = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(A * K, 32), std::int64_t{sms} * 8));
+        reduce_finalize_block_kernel<T><<<g2, dim3(32, 32), 0, ctx.stream>>>(partial, chunks, A * K, y, op, divisor);
+        check_launch("reduce_finalize_block_kernel");
+    }
+    return "column reduction [" + std::to_string(A) + ", " + std::to_string(R) + ", " + std::to_string(K) + "], (32, 8)-thread blocks of " +
+           std::to_string(E) + "-column 16-byte vectors, " + std::to_string(chunks) + " row chunk(s)" +
+           (chunks > 1 ? ", partials combined by (32, 32)-thread blocks" : "");
+}
+
 template <class T>
 std::string launch_columns(const T* x, T* y, int op, std::int64_t A, std::int64_t R, std::int64_t K, float divisor, LaunchContext& ctx) {
+    if (K % Tr<T>::E == 0 && (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0) return launch_columns_vec(x, y, op, A, R, K, divisor, ctx);
     const int sms = sm_count();
     const std::int64_t blocks_x = A * ceil_div(K, 32);
     std::int64_t chunks = std::max<std::int64_t>(1, ceil_div(std::int64_t{sms} * 4, blocks_x));

@@ -283,6 +283,8 @@ TEST_CASE("transpose and permute kernels match the reference", "[gpu]") {
         check_op(OpKind::transpose, {random_tensor({5, 7, 3}, d, 47)}, attrs("dim0", std::int64_t{0}, "dim1", std::int64_t{1}));
         check_op(OpKind::permute, {random_tensor({3, 4, 5}, d, 48)}, attrs("perm", Shape{2, 1, 0}));
         check_op(OpKind::permute, {random_tensor({4, 3, 33, 2}, d, 49)}, attrs("perm", Shape{1, 0, 2, 3}));
+        // attention head split: rows of 64 elements move whole (16-byte chunks)
+        check_op(OpKind::permute, {random_tensor({2, 33, 4, 64}, d, 52)}, attrs("perm", Shape{0, 2, 1, 3}));
         check_op(OpKind::transpose, {random_tensor({1, 5}, d, 50)}, attrs());
     }
     check_op(OpKind::permute, {int_tensor({2, 3, 5, 7}, DType::int64, -9, 9, 51)}, attrs("perm", Shape{0, 2, 3, 1}));

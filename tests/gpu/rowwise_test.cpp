@@ -183,7 +183,7 @@ TEST_CASE("layernorm_grad and rmsnorm_grad kernels match the reference", "[gpu]"
             check_op(OpKind::rmsnorm_grad, {&dy, &x, &w}, affine1, label(d, s) + " affine 1");
         }
         // Many rows: the parameter gradients split the rows into chunks summed by a second kernel.
-        for (const Shape& s : {Shape{600, 37}, Shape{64, 1027}}) {
+        for (const Shape& s : {Shape{600, 37}, Shape{64, 1027}, Shape{512, 64}}) {
             const HostTensor dy = random_tensor(s, d, 15), x = random_tensor(s, d, 16), w = random_tensor({s[1]}, d, 17);
             check_op(OpKind::layernorm_grad, {&dy, &x, &w}, affine1, label(d, s) + " affine 1");
             check_op(OpKind::layernorm_grad, {&dy, &x, &w}, affine2, label(d, s) + " affine 2");
@@ -242,6 +242,11 @@ TEST_CASE("reduce_sum, reduce_mean, reduce_max and reduce_max_grad kernels match
         {{8, 6, 7, 9}, {0, 2, 3}, false},  // general: a conv bias gradient (NCHW over N, H, W)
         {{5, 1, 7}, {1}, false},           // only a size-1 axis: a copy
         {{1}, {0}, false},
+        // the vectorised column path (K a multiple of 8): many row chunks then the finalize
+        // kernel, A > 1, and the size-1 copy
+        {{1000, 64}, {0}, false},
+        {{3, 100, 48}, {1}, true},
+        {{5, 1, 16}, {1}, false},
     };
     for (DType d : kFloatTypes) {
         for (const Case& c : cases) {
