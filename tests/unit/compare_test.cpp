@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -120,4 +121,35 @@ TEST_CASE("roofline compare works offline on saved files and writes deterministi
     const auto bad = test::run_cli("compare '" + pred + "' '" + test::source_path(kMeasured + "gpt2-small-train.json") + "' -o '" + c + "'");
     CHECK(bad.code == 2);
     CHECK_FALSE(std::ifstream(c).good());
+}
+
+TEST_CASE("the H100 measurements check out against what the kernels must do", "[compare][fidelity]") {
+    // Before trusting the fixture: counters and times against quantities known exactly.
+    const json m = measured("suite.json");
+    REQUIRE(m["counters"]["collected"] == true);
+    std::map<std::string, json> kernel;
+    for (const auto& n : m["nodes"]) kernel[n["name"].get<std::string>()] = n["kernels"][0];
+    const double mb16 = 4096.0 * 4096 * 2;  // one bf16 [4096, 4096] tensor
+    auto dram = [&](const std::string& k) {
+        const json& d = kernel.at(k)["derived"];
+        return d["dram_read_bytes"].get<double>() + d["dram_write_bytes"].get<double>();
+    };
+    // A streaming kernel moves each input and the output once through DRAM: relu 2 tensors, add 3.
+    // 5%: the counters see a little less (lines still in L2 from the previous kernel) or more.
+    CHECK(dram("relu_16m") == Approx(2 * mb16).epsilon(0.05));
+    CHECK(dram("add_16m") == Approx(3 * mb16).epsilon(0.05));
+    // f32 arithmetic of a bf16 add: one FADD per element, exactly.
+    CHECK(kernel.at("add_16m")["derived"]["fp32_flops"].get<double>() == 4096.0 * 4096);
+    CHECK(kernel.at("mul_16m")["derived"]["fp32_flops"].get<double>() == 4096.0 * 4096);
+    // cuBLASLt GEMM: tensor ops = 2 M N K (one op per FLOP on GH100).
+    CHECK(kernel.at("gemm_4096^3")["derived"]["tensor_ops"].get<double>() == 2.0 * 4096 * 4096 * 4096);
+    // Times are stable over the 30 repetitions: (p90 - p10) / median under 15% for every kernel
+    // above 5 us (measured: median 3.8%, worst 7.5%).
+    for (const auto& n : m["nodes"])
+        for (const auto& k : n["kernels"]) {
+            const double med = k["median_s"].get<double>();
+            if (med < 5e-6) continue;
+            INFO(n["name"].get<std::string>());
+            CHECK((k["p90_s"].get<double>() - k["p10_s"].get<double>()) / med < 0.15);
+        }
 }
