@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/op_rule.hpp"
+
 
 namespace roofline {
 
@@ -48,11 +50,35 @@ SystolicRun systolic_gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::i
     return r;
 }
 
+TensorId fused_input(const Graph& g, NodeId n) {
+    const Node& node = g.node(n);
+    if (rule_of(node.kind).family != OpFamily::elementwise) return -1;
+    for (TensorId t : node.inputs) {
+        const NodeId p = g.tensor(t).producer;
+        if (p == kNoNode || g.node(p).kind == OpKind::reshape) continue;
+        const Work pw = g.work(p);
+        if (pw.flops() == 0 && pw.bytes() == 0) continue;  // views fuse nothing
+        const std::vector<NodeId> users = g.consumers(t);
+        if (users.size() == 1 && users[0] == n && !std::count(g.outputs().begin(), g.outputs().end(), t)) return t;
+    }
+    return -1;
+}
+
 std::optional<KernelCost> tpu_node_cost(const Graph& g, NodeId n, const Hardware& hw, const TpuModelOptions& opt) {
     if (!hw.tpu) return std::nullopt;
     const Node& node = g.node(n);
-    const Work w = g.work(n);
+    Work w = g.work(n);
     if (w.flops() == 0 && w.bytes() == 0) return std::nullopt;
+    if (opt.fuse_elementwise) {
+        // This op's fused input is not read from HBM; outputs consumed only by a fused
+        // elementwise op are not written.
+        const TensorId in = fused_input(g, n);
+        if (in >= 0) w.bytes_read = std::max<std::int64_t>(0, w.bytes_read - g.tensor(in).desc.bytes());
+        for (TensorId t : node.outputs) {
+            const std::vector<NodeId> users = g.consumers(t);
+            if (users.size() == 1 && fused_input(g, users[0]) == t) w.bytes_written = std::max<std::int64_t>(0, w.bytes_written - g.tensor(t).desc.bytes());
+        }
+    }
     const DType d = op_compute_dtype(g, n);
     const OpRoofline roof = op_roofline(w, d, hw);
     KernelCost c;

@@ -29,9 +29,18 @@ SystolicRun systolic_gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::i
 struct TpuModelOptions {
     Dataflow dataflow = Dataflow::weight_stationary;  // the TPU's MXUs hold weights stationary
     bool overlap = true;  // HBM transfers overlap with compute (XLA pipelines them through VMEM)
+    // XLA fuses elementwise ops into their producer (loop and output fusion): when an elementwise
+    // op is the only consumer of its producer's output, that intermediate never goes to HBM: the
+    // producer does not write it and the elementwise op does not read it (both stay in VMEM).
+    bool fuse_elementwise = true;
 };
 
-// Costs one node on a TPU spec: GEMMs (matmul, linear) on the MXUs, the rest on the VPU.
+// The tensor that node n reads from its producer inside an XLA fusion (n elementwise and the only
+// consumer of that producer's output), or -1.
+TensorId fused_input(const Graph& g, NodeId n);
+
+// Costs one node on a TPU spec: GEMMs (matmul, linear) on the MXUs, the rest on the VPU; with
+// fuse_elementwise, fused intermediates cost no HBM traffic.
 std::optional<KernelCost> tpu_node_cost(const Graph& g, NodeId n, const Hardware& hw, const TpuModelOptions& opt = {});
 
 }  // namespace roofline

@@ -45,3 +45,43 @@ TEST_CASE("TPU node costs: MXU GEMMs padded to the array, never below the roofli
     CHECK(r.folds == 1);
     CHECK(r.cycles_per_fold == 509);
 }
+
+TEST_CASE("XLA-style fusion: an elementwise op fuses into its producer on a TPU", "[tpu][fusion]") {
+    // y = gelu(x W) + b: the GEMM's output feeds only gelu, gelu's only the add. With fusion the
+    // two intermediates never reach HBM: the GEMM writes nothing, gelu reads and writes nothing,
+    // the add reads only b and writes y. Without fusion every op moves its compulsory bytes.
+    const Hardware hw = builtin_hardware("tpu-v5e");
+    Graph g;
+    const TensorId x = g.add_input("x", {{4096, 1024}, DType::bf16});
+    const TensorId w = g.add_parameter("w", {{1024, 4096}, DType::bf16});
+    const TensorId b = g.add_parameter("b", {{4096}, DType::bf16});
+    const NodeId mm = g.add_node("mm", OpKind::matmul, {x, w}, {}, {});
+    const NodeId act = g.add_node("act", OpKind::gelu, {g.node(mm).outputs[0]}, {}, {});
+    const NodeId add = g.add_node("add", OpKind::add, {g.node(act).outputs[0], b}, {}, {});
+    g.mark_output(g.node(add).outputs[0]);
+    CHECK(fused_input(g, mm) == -1);
+    CHECK(fused_input(g, act) == g.node(mm).outputs[0]);
+    CHECK(fused_input(g, add) == g.node(act).outputs[0]);
+    TpuModelOptions unfused;
+    unfused.fuse_elementwise = false;
+    const double hbm = hw.device_memory().bytes_per_s.value;
+    const double inter = 4096.0 * 4096 * 2;  // one bf16 [4096, 4096] intermediate
+    // gelu: compulsory read + write of the intermediate without fusion; nothing with it, so its
+    // time is its vector work alone.
+    const KernelCost g0 = *tpu_node_cost(g, act, hw, unfused), g1 = *tpu_node_cost(g, act, hw);
+    CHECK(g0.memory_s == Approx(2 * inter / hbm));
+    CHECK(g1.memory_s == 0);
+    CHECK(g1.time_s == Approx(g1.compute_s));
+    // add: reads b (8 KiB) and writes y; the GEMM: reads x and w only.
+    CHECK(tpu_node_cost(g, add, hw)->memory_s == Approx((4096.0 * 2 + inter) / hbm));
+    CHECK(tpu_node_cost(g, mm, hw)->memory_s == Approx((4096.0 * 1024 * 2 * 2) / hbm));
+    CHECK(tpu_node_cost(g, mm, hw, unfused)->memory_s == Approx((4096.0 * 1024 * 2 * 2 + inter) / hbm));
+    // A tensor read by two consumers is not fused (XLA would duplicate the producer).
+    Graph h;
+    const TensorId u = h.add_input("u", {{1024}, DType::f32});
+    const NodeId e = h.add_node("e", OpKind::exp, {u}, {}, {});
+    h.add_node("r1", OpKind::relu, {h.node(e).outputs[0]}, {}, {});
+    h.add_node("r2", OpKind::neg, {h.node(e).outputs[0]}, {}, {});
+    CHECK(fused_input(h, 1) == -1);
+    CHECK(fused_input(h, 2) == -1);
+}
