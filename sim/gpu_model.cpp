@@ -113,6 +113,45 @@ Alignment gemm_alignment(const Graph& g, const Node& node, DType d) {
     return a;
 }
 
+// Row-wise kernels (softmax, layernorm, rmsnorm, cross-entropy, their gradients, reductions over
+// the last axis) launch the way Apex/PyTorch/OneFlow's do, and the project's own: rows of up to
+// 1024 elements one warp per row, 4 rows per 128-thread block, the row in registers; longer rows
+// one 512-thread block per row. Registers as ptxas reports for the project's row kernels
+// (ops/cuda/rowwise.cu: 84-128 for the register-resident rows, 64 for the streaming long rows).
+std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType d) {
+    const Node& node = g.node(n);
+    switch (node.kind) {
+        case OpKind::softmax: case OpKind::softmax_grad: case OpKind::layernorm: case OpKind::layernorm_grad:
+        case OpKind::rmsnorm: case OpKind::rmsnorm_grad: case OpKind::cross_entropy: case OpKind::cross_entropy_grad:
+        case OpKind::reduce_sum: case OpKind::reduce_mean: case OpKind::reduce_max:
+            break;
+        default:
+            return std::nullopt;
+    }
+    const Shape& x = g.tensor(node.inputs[0]).desc.shape;
+    if (x.empty()) return std::nullopt;
+    if (node.kind == OpKind::reduce_sum || node.kind == OpKind::reduce_mean || node.kind == OpKind::reduce_max) {
+        const auto axes = node.attrs.get_ints("axes", {});
+        const auto last = static_cast<std::int64_t>(x.size()) - 1;
+        if (axes.size() != 1 || (axes[0] != -1 && axes[0] != last)) return std::nullopt;  // not a row reduction
+    } else if (node.attrs.get_int("axis", -1) != -1 && node.attrs.get_int("axis", -1) != static_cast<std::int64_t>(x.size()) - 1) {
+        return std::nullopt;
+    }
+    const std::int64_t len = std::max<std::int64_t>(1, x.back());
+    const std::int64_t rows = std::max<std::int64_t>(1, g.tensor(node.inputs[0]).desc.numel() / len);
+    Kernel k;
+    k.work = w;
+    k.dtype = d;
+    if (len <= 1024) {
+        k.launch = LaunchConfig{128, 112, 0};
+        k.blocks = ceil_div(rows, 4);
+    } else {
+        k.launch = LaunchConfig{512, 64, 2048};
+        k.blocks = rows;
+    }
+    return k;
+}
+
 // Materialised attention as frameworks run it unfused: S = scale * Q K^T (a batched GEMM),
 // P = softmax(mask(S)) (a row-wise kernel reading and writing S), O = P V (a batched GEMM).
 Kernel attention_kernels(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt, DType d) {
@@ -218,7 +257,7 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
             k = best_gemm(s, w, d, hw, opt, false, al.output);
         }
     } else {
-        k = streaming_kernel(g, n, w, d);
+        k = row_kernel(g, n, w, d).value_or(streaming_kernel(g, n, w, d));
         // ReLU-like selects diverge within a warp only at the branch; kernels here are written
         // branch-free (selects), so the default divergence is 0.
     }

@@ -222,3 +222,28 @@ TEST_CASE("convolutions lower to implicit GEMMs", "[gpu-model][gemm]") {
     const KernelCost c = gpu_kernel_cost(k, hw);
     CHECK(c.time_s >= c.lower_bound_s);
 }
+
+TEST_CASE("row-wise kernels launch a warp per short row and a block per long row", "[gpu-model]") {
+    const Hardware hw = builtin_hardware("h100-sxm");
+    Graph g;
+    const TensorId s = g.add_input("s", {{8192, 1024}, DType::bf16});
+    const TensorId l = g.add_input("l", {{16, 50257}, DType::bf16});
+    const TensorId t = g.add_input("t", {{16}, DType::int64});
+    g.add_node("sm", OpKind::softmax, {s}, {}, {});
+    g.add_node("ce", OpKind::cross_entropy, {l, t}, {}, {});
+    Attrs cols;
+    cols.set("axes", std::vector<std::int64_t>{0});
+    g.add_node("colsum", OpKind::reduce_sum, {s}, cols, {});
+    // 8192 rows of 1024: one warp each, 4 rows per 128-thread block -> 2048 blocks.
+    const Kernel sm = *lower_to_kernel(g, 0, hw);
+    CHECK(sm.launch.threads_per_block == 128);
+    CHECK(sm.blocks == 2048);
+    // 16 rows of 50257: one 512-thread block per row; 16 blocks leave most of the 132 SMs idle,
+    // which the tail efficiency shows.
+    const Kernel ce = *lower_to_kernel(g, 1, hw);
+    CHECK(ce.launch.threads_per_block == 512);
+    CHECK(ce.blocks == 16);
+    CHECK(gpu_kernel_cost(ce, hw).tail_efficiency < 0.2);
+    // A reduction over the leading axis is not a row kernel: the generic streaming launch.
+    CHECK(lower_to_kernel(g, 2, hw)->launch.threads_per_block == 256);
+}
