@@ -5,13 +5,17 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 # Debian packages the build needs (see ../shared/notes/build.md for the verified recipes).
-PACKAGES := cmake g++ ninja-build nlohmann-json3-dev libboost-graph-dev catch2 libbenchmark-dev libcli11-dev libfmt-dev
+PACKAGES := cmake g++ ninja-build nlohmann-json3-dev libboost-graph-dev catch2 libbenchmark-dev libcli11-dev libfmt-dev \
+            libonnx-dev libprotobuf-dev protobuf-compiler \
+            chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps configure build test-asan bench clean
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 300
+.PHONY: run test deps configure build test-asan bench fuzz clean
 
 run: build
-	./$(BUILD)/roofline analyze gpt2-small --hw h100-sxm --mode training -o report.json
+	./$(BUILD)/roofline analyze gpt2-small --hw h100-sxm --mode training -o report.json --html report.html
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -38,6 +42,19 @@ test-asan: deps
 	  -DCMAKE_BUILD_TYPE=Debug -DROOFLINE_SANITIZE=ON -DROOFLINE_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer targets of the ONNX and JSON model loaders under ASan + UBSan (clang; fuzz/README.md).
+# Not part of `make test`: each target runs FUZZ_SECONDS on its corpus, new inputs go to build-fuzz.
+fuzz: deps
+	@command -v clang++ >/dev/null || { echo "installing: clang"; $(SUDO) apt-get install -y --no-install-recommends clang; }
+	@[ -f $(FUZZ_BUILD)/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G "$(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo 'Unix Makefiles')" \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROOFLINE_FUZZ=ON -DROOFLINE_WITH_CUDA=OFF -DROOFLINE_BUILD_TESTS=OFF -DROOFLINE_BUILD_BENCH=OFF -DROOFLINE_WERROR=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx fuzz_model_json
+	for t in fuzz_onnx fuzz_model_json; do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t && \
+	  ./$(FUZZ_BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=4096 -timeout=10 \
+	    -dict=fuzz/$$t.dict $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t || exit 1; \
+	done
 
 bench: build
 	./$(BUILD)/bench/roofline_bench

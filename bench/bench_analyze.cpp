@@ -9,6 +9,7 @@
 #include "sim/memory.hpp"
 #include "reports/report.hpp"
 #include "sim/analysis.hpp"
+#include "sim/plan.hpp"
 
 namespace {
 
@@ -113,5 +114,36 @@ void BM_SyntheticKernels(benchmark::State& state) {
 
 BENCHMARK(BM_ModelAndSchedule)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SyntheticKernels)->RangeMultiplier(10)->Range(10'000, 1'000'000)->Unit(benchmark::kMillisecond)->Complexity(benchmark::oNLogN);
+
+namespace {
+
+// Issue "Planning": every strategy with fusion off and on, the per-layer mixes and the frontier
+// of the gpt3-175b training step (target < 1 s), and the min cut of its 10,207-op graph (< 1 s).
+void BM_PlanGpt3(benchmark::State& state) {
+    const roofline::Hardware hw = roofline::builtin_hardware("h100-sxm");
+    const roofline::Graph t = roofline::build_training_step(roofline::load_model_arg("gpt3-175b"), {});
+    std::size_t options = 0;
+    for (auto _ : state) {
+        const roofline::Plan p = roofline::make_plan(t, hw);
+        options = p.options.size();
+        benchmark::DoNotOptimize(p.frontier.size());
+    }
+    state.counters["nodes"] = static_cast<double>(t.nodes().size());
+    state.counters["options"] = static_cast<double>(options);
+}
+
+void BM_MinCut(benchmark::State& state) {
+    const roofline::Graph t = roofline::build_training_step(roofline::load_model_arg("gpt3-175b"), {});
+    for (auto _ : state) {
+        const roofline::RecomputePlan p = roofline::plan_mincut(t);
+        benchmark::DoNotOptimize(p.recompute.size());
+    }
+    state.counters["nodes"] = static_cast<double>(t.nodes().size());
+}
+
+}  // namespace
+
+BENCHMARK(BM_PlanGpt3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MinCut)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

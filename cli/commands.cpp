@@ -1,6 +1,8 @@
 #include "cli/commands.hpp"
 
 #include "cli/graph_args.hpp"
+#include "cli/plan_args.hpp"
+#include "cli/output_args.hpp"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -35,11 +37,15 @@ void add_analyze(CLI::App& app) {
     auto streams = std::make_shared<int>(1);
     auto trace = std::make_shared<std::string>();
     auto dataflow = std::make_shared<std::string>("ws");
+    auto outputs = std::make_shared<OutputArgs>();
+    auto plan_args = std::make_shared<PlanArgs>();
     args->add_to(cmd);
+    plan_args->add_to(cmd, false);
     cmd->add_option("--streams", *streams, "schedule kernels on this many streams (independent work overlaps)")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
     cmd->add_option("--trace", *trace, "write the schedule as a Chrome trace (Perfetto, chrome://tracing)");
+    outputs->add_to(cmd, true, false);
     cmd->add_option("--dataflow", *dataflow, "TPU specs: systolic dataflow of the MXUs, ws (weight-), os (output-) or is (input-stationary)")
         ->check(CLI::IsMember({"ws", "os", "is"}))
         ->capture_default_str();
@@ -47,18 +53,32 @@ void add_analyze(CLI::App& app) {
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
     cmd->add_option("--top", *top, "show only the N slowest ops in the table");
     cmd->add_flag("-q,--quiet", *quiet, "print no table");
-    cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --mode training --batch 8 -o report.json\n");
+    cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --mode training --batch 8 -o report.json\n"
+                "         roofline analyze gpt2-small --mode training --fuse --recompute selective --html report.html\n");
     cmd->callback([=] {
         const Hardware h = resolve_hardware(*hw);
         TrainingOptions t;
-        const Graph g = args->build(&t);
+        const Graph built = args->build(&t);
         AnalysisOptions aopt;
         aopt.schedule.streams = *streams;
         aopt.tpu.dataflow = *dataflow == "os" ? Dataflow::output_stationary : *dataflow == "is" ? Dataflow::input_stationary : Dataflow::weight_stationary;
-        const Analysis a = analyze(g, h, aopt);
-        const ReportContext ctx{g, h, a, args->mode, args->training() ? &t : nullptr};
+        // One chosen plan (--fuse, --recompute S): the transformed graph is what is analysed.
+        std::optional<Evaluated> chosen;
+        std::optional<Analysis> plain;
+        if (plan_args->any()) chosen = plan_args->evaluate(built, h, aopt);
+        else plain = analyze(built, h, aopt);
+        const Graph& g = chosen ? *chosen->graph : built;
+        const Analysis& a = chosen ? chosen->analysis : *plain;
+        ReportContext ctx{g, h, a, args->mode, args->training() ? &t : nullptr};
+        if (chosen && chosen->fusion) ctx.fusion = &*chosen->fusion;
+        ctx.recompute = plan_args->recompute.empty() ? "none" : plan_args->recompute;
         std::string json, trace_json;
-        if (!out->empty()) json = report_json_text(ctx);  // build fully before touching the file system
+        OutputFiles files;
+        if (!out->empty() || outputs->wanted()) {  // build fully before touching the file system
+            const auto doc = report_json(ctx);
+            if (!out->empty()) json = doc.dump(2) + "\n";
+            outputs->render(doc, files);
+        }
         if (!trace->empty()) trace_json = chrome_trace_json(g, a.schedule);
         if (!*quiet) print(render_table(ctx, TableOptions{*top}));
         if (!out->empty()) {
@@ -69,6 +89,8 @@ void add_analyze(CLI::App& app) {
             write_file_atomic(*trace, trace_json);
             if (!*quiet) print("trace written to " + *trace + "\n");
         }
+        const std::string written = write_outputs(files);
+        if (!*quiet) print(written);
     });
 }
 

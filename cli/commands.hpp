@@ -10,7 +10,8 @@ void add_hw(CLI::App& app);
 void add_model(CLI::App& app);
 void add_measure(CLI::App& app);    // measure_commands.cpp: needs a GPU (exit 3 without one)
 void add_compare(CLI::App& app);    // offline
-void add_calibrate(CLI::App& app);  // needs a GPU
+void add_calibrate(CLI::App& app);
+void add_plan(CLI::App& app);       // plan_command.cpp  // needs a GPU
 
 // Exit code and message of the subcommand that ran (set by its callback).
 struct Outcome {

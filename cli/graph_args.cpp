@@ -1,5 +1,7 @@
 #include "cli/graph_args.hpp"
 
+#include <cstdio>
+
 #include "model/model_json.hpp"
 #include "model/templates.hpp"
 #include "ops/error.hpp"
@@ -21,6 +23,8 @@ void GraphArgs::add_to(CLI::App* cmd) {
         ->check(CLI::NonNegativeNumber);
     cmd->add_option("--master-weights", master, "training: on (fp32 master weights and optimizer state for 16-bit parameters) or off; default: the model's dtype_policy (on)")
         ->check(CLI::IsMember({"on", "off"}));
+    cmd->add_flag("--allow-unknown", allow_unknown,
+                  "ONNX models: keep ops roofline cannot map as opaque ops counted as zero work (marked 'opaque' in reports) instead of failing");
 }
 
 Graph GraphArgs::build(TrainingOptions* t) const {
@@ -32,7 +36,17 @@ Graph GraphArgs::build(TrainingOptions* t) const {
         if (!d || !is_floating(*d)) throw InputError("--dtype: expected a floating-point dtype (f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2), got '" + dtype + "'");
         ov.dtype = d;
     }
+    ov.allow_unknown = allow_unknown;
     Graph g = load_model_arg(model, ov);
+    std::size_t opaque = 0;
+    for (const Node& n : g.nodes()) opaque += n.kind == OpKind::opaque ? 1 : 0;
+    if (opaque > 0) {
+        std::string names;
+        for (const Node& n : g.nodes()) {
+            if (n.kind == OpKind::opaque) names += (names.empty() ? "" : ", ") + n.name + " (" + n.attrs.get_string("op_type", "?") + ")";
+        }
+        std::fprintf(stderr, "warning: %zu op(s) without a mapping counted as zero work (--allow-unknown): %s\n", opaque, names.c_str());
+    }
     if (training()) {
         TrainingOptions opt;
         opt.optimizer = optimizer == "sgd" ? Optimizer::sgd : optimizer == "adam" ? Optimizer::adam : Optimizer::adamw;

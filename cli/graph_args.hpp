@@ -19,6 +19,7 @@ struct GraphArgs {
     std::string optimizer = "adamw";
     double loss_scale = -1.0;
     std::string master;
+    bool allow_unknown = false;  // ONNX: ops without a mapping count as zero work (opaque)
 
     void add_to(CLI::App* cmd);
     // Loads the model, applies the overrides and, in training mode, builds the training step

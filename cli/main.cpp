@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.fallthrough(false);
     roofline::cli::add_analyze(app);
+    roofline::cli::add_plan(app);
     roofline::cli::add_hw(app);
     roofline::cli::add_model(app);
     roofline::cli::add_measure(app);

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/graph_args.hpp"
+#include "cli/output_args.hpp"
 #include "model/model_json.hpp"
 #include "ops/error.hpp"
 #include "reports/compare.hpp"
@@ -54,8 +55,10 @@ void add_measure(CLI::App& app) {
     auto check = std::make_shared<std::string>("on");
     auto device = std::make_shared<int>(0);
     auto quiet = std::make_shared<bool>(false);
+    auto outputs = std::make_shared<OutputArgs>();
     args->add_to(cmd);
     cmd->add_option("-o,--output", *out, "write the measurement (schema roofline-measurement/1) to this file")->required();
+    outputs->add_to(cmd, false, true);
     cmd->add_option("--repetitions", *reps, "timed runs of the whole graph; times are medians")->check(CLI::Range(1, 100000))->capture_default_str();
     cmd->add_option("--warmup", *warmup, "untimed runs first")->check(CLI::Range(0, 1000))->capture_default_str();
     cmd->add_flag("--flash", *flash, "attention as one fused flash-style kernel instead of QK^T, softmax, xV");
@@ -83,14 +86,17 @@ void add_measure(CLI::App& app) {
         opt.device = *device;
         const Measurement m = measure_graph(g, opt);
         const std::string text = measurement_to_json(g, m, args->mode).dump(2) + "\n";
+        OutputFiles files;
+        if (outputs->wanted()) outputs->render(nlohmann::ordered_json::parse(text), files);
         write_file_atomic(*out, text);
+        const std::string written = write_outputs(files);
         if (!*quiet) {
             say(g.name + " (" + args->mode + ") on " + m.device.at("name") + ": step " + human_time(m.step_median_s) +
                 " (p10 " + human_time(m.step_p10_s) + ", p90 " + human_time(m.step_p90_s) + "), kernels " +
                 human_time(m.kernel_sum_s) + ", arena " + human_bytes(static_cast<double>(m.arena_bytes)) + "\n");
             say(m.counters_problem.empty() ? "counters: collected\n" : "counters: not collected: " + m.counters_problem + "\n");
             say("checks against the CPU reference: " + std::to_string(m.failed_checks) + " failed\n");
-            say("measurement written to " + *out + "\n");
+            say("measurement written to " + *out + "\n" + written);
         }
         if (m.failed_checks > 0) {
             std::fprintf(stderr, "roofline: %d node(s) differ from the CPU reference beyond tolerance (see \"check\" in %s)\n",
@@ -98,7 +104,7 @@ void add_measure(CLI::App& app) {
             outcome().code = 1;
         }
 #else
-        (void)g;
+        (void)g, (void)outputs;
         no_cuda();
 #endif
     });
@@ -112,9 +118,11 @@ void add_compare(CLI::App& app) {
     auto top = std::make_shared<std::size_t>(10);
     auto min_us = std::make_shared<double>(0.0);
     auto quiet = std::make_shared<bool>(false);
+    auto outputs = std::make_shared<OutputArgs>();
     cmd->add_option("PREDICTED", *predicted, "an analyze report (roofline-report/1)")->required();
     cmd->add_option("MEASURED", *measured, "a measurement (roofline-measurement/1)")->required();
     cmd->add_option("-o,--output", *out, "write the comparison (schema roofline-comparison/1) to this file");
+    outputs->add_to(cmd);
     cmd->add_option("--top", *top, "worst offenders to list")->capture_default_str();
     cmd->add_option("--min-us", *min_us, "leave kernels measured below this many microseconds out of the statistics")->check(CLI::NonNegativeNumber);
     cmd->add_flag("-q,--quiet", *quiet, "print no summary");
@@ -125,11 +133,15 @@ void add_compare(CLI::App& app) {
         opt.min_measured_s = *min_us * 1e-6;
         const auto cmp = compare_documents(read_json_file(*predicted), *predicted, read_json_file(*measured), *measured, opt);
         const std::string text = cmp.dump(2) + "\n";
+        OutputFiles files;
+        outputs->render(cmp, files);  // every text before the first write
         if (!*quiet) say(render_comparison(cmp, *top));
         if (!out->empty()) {
             write_file_atomic(*out, text);
             if (!*quiet) say("comparison written to " + *out + "\n");
         }
+        const std::string written = write_outputs(files);
+        if (!*quiet) say(written);
     });
 }
 

@@ -86,6 +86,15 @@ void Graph::set_phase(NodeId n, Phase p, NodeId differentiates) {
     node.differentiates = differentiates;
 }
 
+void Graph::reserve(std::size_t nodes, std::size_t tensors) {
+    nodes_.reserve(nodes);
+    tensors_.reserve(tensors);
+    node_by_name_.reserve(nodes);
+    tensor_by_name_.reserve(tensors);
+}
+
+void Graph::set_recomputes(NodeId n, NodeId original) { nodes_.at(static_cast<std::size_t>(n)).recomputes = original; }
+
 NodeId Graph::add_node(const std::string& n, OpKind kind, const std::vector<TensorId>& inputs, Attrs attrs,
                        const std::vector<std::string>& given_names) {
     if (node_by_name_.count(n)) throw InputError("node name '" + n + "' is used twice");

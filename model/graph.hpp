@@ -43,6 +43,7 @@ struct Node {
     std::vector<TensorId> outputs;
     Phase phase = Phase::forward;
     NodeId differentiates = kNoNode;  // for backward nodes: the forward node whose gradient they compute
+    NodeId recomputes = kNoNode;      // for recomputed clones (sim/recompute.hpp): the forward node they run again
 };
 
 // Mixed-precision training policy of a model (dtype_policy in the model file; the command line
@@ -78,6 +79,9 @@ public:
                     const std::vector<std::string>& output_names);
     void mark_output(TensorId t);
     void set_phase(NodeId n, Phase p, NodeId differentiates = kNoNode);
+    void set_recomputes(NodeId n, NodeId original);
+    // Room for this many nodes and tensors (transforms that rebuild a graph of known size).
+    void reserve(std::size_t nodes, std::size_t tensors);
 
     const std::vector<Node>& nodes() const { return nodes_; }
     const std::vector<Tensor>& tensors() const { return tensors_; }

@@ -11,7 +11,9 @@
 #include <set>
 #include <sstream>
 
+#include "model/hf_config.hpp"
 #include "model/json_check.hpp"
+#include "model/onnx_model.hpp"
 #include "model/templates.hpp"
 #include "ops/error.hpp"
 
@@ -353,6 +355,7 @@ void read_dims(const json& doc, Context& c, const ModelOverrides& ov) {
 
 Graph load_model(const json& doc, const std::string& origin, const ModelOverrides& ov) {
     if (!doc.is_object()) fail(origin, "", "expected a JSON object, got " + type_of(doc));
+    if (is_hf_config(doc)) return load_model(expand_hf_config(doc, origin), origin, ov);  // a Hugging Face config.json
     const std::string format = require(doc, "format", json::value_t::string, origin, "").get<std::string>();
     if (format != "roofline-model/1") fail(origin, "/format", "expected \"roofline-model/1\", got \"" + format + "\"");
     if (doc.contains("template")) {
@@ -390,6 +393,7 @@ json read_json_file(const std::string& path) {
 }
 
 Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
+    if (std::filesystem::path(model).extension() == ".onnx") return load_onnx_file(model, ov);  // model/onnx_model.hpp
     std::error_code ec;
     const bool looks_like_path = model.find('/') != std::string::npos || std::filesystem::path(model).extension() == ".json";
     if (looks_like_path || std::filesystem::is_regular_file(model, ec)) return load_model(read_json_file(model), model, ov);

@@ -15,6 +15,7 @@ struct ModelOverrides {
     std::optional<std::int64_t> batch;  // sets dims.batch
     std::optional<std::int64_t> seq;    // sets dims.seq
     std::optional<DType> dtype;         // sets dtype_policy.compute and .parameters
+    bool allow_unknown = false;         // ONNX: keep ops without a mapping as zero-work opaque ops
 };
 
 // Builds a graph from a parsed "roofline-model/1" document (a graph or a template reference).

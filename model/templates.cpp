@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "model/hf_config.hpp"
 #include "ops/error.hpp"
 
 namespace roofline {
@@ -258,17 +259,19 @@ json expand_mlp(const json& cfg, const std::string& origin) {
 }  // namespace
 
 bool is_template_name(const std::string& name) {
-    return name == "mlp" || name == "gpt" || gpt_presets().count(name) != 0;
+    return name == "mlp" || name == "gpt" || gpt_presets().count(name) != 0 || is_hf_preset(name);
 }
 
 std::string template_choices() {
     std::string s = "mlp, gpt";
     for (const auto& [name, c] : gpt_presets()) s += ", " + name;
+    for (const auto& name : hf_preset_names()) s += ", " + name;  // Hugging Face configs (hf_config.hpp)
     return s;
 }
 
 json expand_template(const std::string& name, const json& config, const std::string& origin) {
     if (name == "mlp") return expand_mlp(config, origin);
+    if (is_hf_preset(name)) return expand_hf_preset(name, config, origin);
     if (name == "gpt" || gpt_presets().count(name)) {
         const std::string preset = name == "gpt" ? "gpt2-small" : name;
         std::string doc_name = config.contains("preset") && config["preset"].is_string() ? config["preset"].get<std::string>() : name;

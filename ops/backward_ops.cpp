@@ -35,7 +35,8 @@ GradCost unary_grad_cost(const Attrs& attrs) {
     if (of == "sin") return {1, 1};                   // dy cos(x)
     if (of == "sqrt") return {2, 0};                  // dy 0.5 / y
     if (of == "rsqrt") return {4, 0};                 // -0.5 dy y^3
-    throw InputError("attribute 'of' must name a differentiable unary op (relu, gelu, silu, sigmoid, tanh, exp, log, sin, sqrt, rsqrt), got \"" + of + "\"");
+    if (of == "erf") return {3, 1};                   // dy 2/sqrt(pi) exp(-x^2): x^2, negate folded, two products
+    throw InputError("attribute 'of' must name a differentiable unary op (relu, gelu, silu, sigmoid, tanh, exp, log, sin, sqrt, rsqrt, erf), got \"" + of + "\"");
 }
 
 // unary_grad(dy, saved) -> dx. saved is the forward input x, or the output y for sigmoid, tanh,

@@ -31,7 +31,8 @@ UnaryCost unary_cost(OpKind k, const Attrs& attrs) {
         case OpKind::log:
         case OpKind::sin:
         case OpKind::sqrt:
-        case OpKind::rsqrt: return {0, 1};
+        case OpKind::rsqrt:
+        case OpKind::erf: return {0, 1};
         case OpKind::neg: return {1, 0};
         case OpKind::scale: return {1, 0};  // x * factor
         default: throw InputError("internal: not a unary op");

@@ -315,10 +315,30 @@ Grads attention_grad(GradBuilder& b, const GradArgs& a) {
     return g;
 }
 
+// expand: a broadcast view; the gradient sums over the broadcast axes (as add's does). Forward
+// graphs use it for HF's repeat_kv (grouped-query attention) and ViT's class token.
+Grads expand_grad(GradBuilder& b, const GradArgs& a) {
+    Grads g = none(a);
+    if (a.needs[0]) g[0] = b.sum_to(dy(a), b.desc(a.inputs[0]).shape);
+    return g;
+}
+
 // cast: the gradient flows back converted to the input's dtype.
 Grads cast_grad(GradBuilder& b, const GradArgs& a) {
     Grads g = none(a);
     if (a.needs[0]) g[0] = b.one(OpKind::cast, {dy(a)}, attr("dtype", std::string(dtype_name(b.desc(a.inputs[0]).dtype))));
+    return g;
+}
+
+// where(c, a, b): dy flows to a where c holds and to b elsewhere (zeros from a scalar fill,
+// broadcast by where itself), each summed down to its operand's shape; no gradient into c.
+Grads where_grad(GradBuilder& b, const GradArgs& a) {
+    Grads g = none(a);
+    const DType d = b.desc(dy(a)).dtype;
+    const TensorRef zero = b.one(OpKind::fill, {}, attr2("shape", std::vector<std::int64_t>{}, "dtype", std::string(dtype_name(d))));
+    const TensorRef c = a.inputs[0];
+    if (a.needs[1]) g[1] = b.sum_to(b.one(OpKind::where, {c, dy(a), zero}), b.desc(a.inputs[1]).shape);
+    if (a.needs[2]) g[2] = b.sum_to(b.one(OpKind::where, {c, zero, dy(a)}), b.desc(a.inputs[2]).shape);
     return g;
 }
 
@@ -340,7 +360,8 @@ GradFn grad_rule_of(OpKind k) {
         case OpKind::sqrt:
         case OpKind::rsqrt:
         case OpKind::neg:
-        case OpKind::scale: return unary_grad;
+        case OpKind::scale:
+        case OpKind::erf: return unary_grad;
         case OpKind::add:
         case OpKind::sub:
         case OpKind::mul:
@@ -363,6 +384,7 @@ GradFn grad_rule_of(OpKind k) {
         case OpKind::cross_entropy: return cross_entropy_grad;
         case OpKind::attention: return attention_grad;
         case OpKind::cast: return cast_grad;
+        case OpKind::expand: return expand_grad;
         case OpKind::unary_grad:
         case OpKind::maximum_grad:
         case OpKind::softmax_grad:
@@ -374,10 +396,15 @@ GradFn grad_rule_of(OpKind k) {
         case OpKind::conv2d_grad_input:
         case OpKind::conv2d_grad_weight:
         case OpKind::reduce_max_grad:
-        case OpKind::expand:
         case OpKind::fill:
         case OpKind::sgd_update:
         case OpKind::adam_update: return nullptr;
+        case OpKind::where: return where_grad;
+        // Not differentiated yet: autodiff stops with "<node>: <op> has no gradient rule".
+        case OpKind::slice:
+        case OpKind::max_pool2d:
+        case OpKind::avg_pool2d:
+        case OpKind::opaque: return nullptr;
     }
     return nullptr;
 }

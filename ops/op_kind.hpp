@@ -11,7 +11,7 @@ enum class OpKind {
     // matrix
     matmul, linear, conv2d,
     // elementwise unary
-    relu, gelu, silu, sigmoid, tanh, exp, log, sin, sqrt, rsqrt, neg, scale,
+    relu, gelu, silu, sigmoid, tanh, exp, log, sin, sqrt, rsqrt, neg, scale, erf,
     // elementwise binary (numpy broadcasting)
     add, sub, mul, div, maximum,
     // normalisation and softmax
@@ -27,6 +27,9 @@ enum class OpKind {
     embedding_grad, conv2d_grad_input, conv2d_grad_weight, reduce_max_grad, expand, fill,
     // mixed precision and optimizers
     cast, sgd_update, adam_update,
+    // imported from ONNX (model/onnx_import.cpp): select, strided slice, 2-d pooling, and an op
+    // without a rule kept by --allow-unknown (zero work, marked in reports)
+    where, slice, max_pool2d, avg_pool2d, opaque,
 };
 
 inline constexpr OpKind kAllOpKinds[] = {
@@ -40,7 +43,8 @@ inline constexpr OpKind kAllOpKinds[] = {
     OpKind::attention,   OpKind::unary_grad,  OpKind::maximum_grad, OpKind::softmax_grad, OpKind::layernorm_grad,
     OpKind::rmsnorm_grad, OpKind::dropout_grad, OpKind::cross_entropy_grad, OpKind::embedding_grad,
     OpKind::conv2d_grad_input, OpKind::conv2d_grad_weight, OpKind::reduce_max_grad, OpKind::expand, OpKind::fill,
-    OpKind::cast, OpKind::sgd_update, OpKind::adam_update,
+    OpKind::cast, OpKind::sgd_update, OpKind::adam_update, OpKind::erf, OpKind::where, OpKind::slice,
+    OpKind::max_pool2d, OpKind::avg_pool2d, OpKind::opaque,
 };
 
 std::string_view op_name(OpKind k);

@@ -1,6 +1,7 @@
 #pragma once
 // One rule per op kind: arity, accepted attributes, shape inference and work counting.
 // Rules are pure functions of input descriptors and attributes; nothing here knows a GPU.
+#include <array>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,10 @@ void require_floating(OpKind k, const TensorDesc& t, const char* role);
 // bf16 (as cuBLASLt does by default), everything else keeps its dtype.
 DType matrix_output_dtype(DType in);
 
+// slice's normalised plan per axis of x: {start, step, length} (ops/import_ops.cpp), shared by the
+// rule and the reference kernel.
+std::vector<std::array<std::int64_t, 3>> slice_plan(const TensorDesc& x, const Attrs& attrs);
+
 // Rule definitions, one per family file.
 const OpRule& matmul_rule();
 const OpRule& linear_rule();
@@ -90,5 +95,9 @@ const OpRule& fill_rule();
 const OpRule& cast_rule();
 const OpRule& sgd_update_rule();
 const OpRule& adam_update_rule();
+const OpRule& where_rule();
+const OpRule& slice_rule();
+const OpRule& pool2d_rule();
+const OpRule& opaque_rule();
 
 }  // namespace roofline

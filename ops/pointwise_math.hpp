@@ -119,6 +119,7 @@ ROOFLINE_HD inline bool unary_value(OpKind k, T x, T factor, bool tanh_form, T& 
         case OpKind::rsqrt: y = pmath::m_rsqrt(x); return true;
         case OpKind::neg: y = -x; return true;
         case OpKind::scale: y = x * factor; return true;
+        case OpKind::erf: y = pmath::m_erf(x); return true;
         default: return false;
     }
 }
@@ -143,6 +144,7 @@ ROOFLINE_HD inline bool unary_grad_math(OpKind of, bool tanh_form, T dy, T s, T&
         case OpKind::sin: dx = dy * pmath::m_cos(s); return true;
         case OpKind::sqrt: dx = dy * T(0.5) / s; return true;
         case OpKind::rsqrt: dx = T(-0.5) * dy * s * s * s; return true;
+        case OpKind::erf: dx = dy * T(2) / pmath::m_sqrt(T(M_PI)) * pmath::m_exp(-s * s); return true;  // from x
         default: return false;
     }
 }

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "ops/error.hpp"
+#include "ops/op_rule.hpp"
 #include "ops/pointwise_math.hpp"
 
 namespace roofline {
@@ -178,6 +179,34 @@ void causal(std::vector<double>& x, const Shape& s, double value) {
     }
 }
 
+// max/avg pooling over [N, C, H, W]; padding is -inf for max and excluded from the average unless
+// count_include_pad (ONNX AveragePool's default, torch's is true; the importer sets it).
+void pool2d(OpKind k, const HostTensor& x, const Attrs& a, HostTensor& y) {
+    const auto pair = [&](const char* n, std::int64_t f) { return a.get_ints(n, {f, f}); };
+    const auto kernel = pair("kernel", 1), stride = pair("stride", 1), pad = pair("padding", 0), dil = pair("dilation", 1);
+    const bool include_pad = a.get_bool("count_include_pad", false);
+    const Shape& xs = x.desc.shape;
+    const Shape& ys = y.desc.shape;
+    for (std::int64_t i = 0; i < y.desc.numel(); ++i) {
+        const Coords c = unravel(i, ys);
+        double acc = k == OpKind::max_pool2d ? -std::numeric_limits<double>::infinity() : 0.0;
+        std::int64_t count = 0;
+        for (std::int64_t r = 0; r < kernel[0]; ++r)
+            for (std::int64_t s = 0; s < kernel[1]; ++s) {
+                const std::int64_t h = c[2] * stride[0] - pad[0] + r * (k == OpKind::max_pool2d ? dil[0] : 1);
+                const std::int64_t w = c[3] * stride[1] - pad[1] + s * (k == OpKind::max_pool2d ? dil[1] : 1);
+                const bool inside = h >= 0 && h < xs[2] && w >= 0 && w < xs[3];
+                const bool in_padded = h < xs[2] + pad[0] && w < xs[3] + pad[1];  // ceil-mode windows may overhang
+                if (inside) {
+                    const double v = x.data[at(((c[0] * xs[1] + c[1]) * xs[2] + h) * xs[3] + w)];
+                    acc = k == OpKind::max_pool2d ? std::max(acc, v) : acc + v;
+                }
+                if (inside || (include_pad && in_padded)) ++count;
+            }
+        y.data[at(i)] = k == OpKind::max_pool2d ? acc : acc / static_cast<double>(std::max<std::int64_t>(count, 1));
+    }
+}
+
 std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, const Attrs& a, const std::vector<TensorDesc>& out) {
     std::vector<HostTensor> y;
     for (const TensorDesc& d : out) y.push_back(make(d));
@@ -205,6 +234,7 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
         }
         case OpKind::relu: case OpKind::gelu: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::exp:
         case OpKind::log: case OpKind::sin: case OpKind::sqrt: case OpKind::rsqrt: case OpKind::neg: case OpKind::scale:
+        case OpKind::erf:
             for (std::size_t i = 0; i < X.size(); ++i) Y[i] = unary(k, X[i], a);
             break;
         case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::maximum:
@@ -449,6 +479,28 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             break;
         }
         case OpKind::fill: std::fill(Y.begin(), Y.end(), a.get_double("value", 0.0)); break;
+        case OpKind::where:
+            for (std::int64_t i = 0; i < out[0].numel(); ++i) {
+                const Coords c = unravel(i, out[0].shape);
+                const bool take_a = X[at(bcast_offset(in[0]->desc.shape, c))] != 0;
+                const HostTensor& src = *in[take_a ? 1 : 2];
+                Y[at(i)] = src.data[at(bcast_offset(src.desc.shape, c))];
+            }
+            break;
+        case OpKind::slice: {
+            const auto plan = slice_plan(in[0]->desc, a);
+            const auto st = strides_of(in[0]->desc.shape);
+            for (std::int64_t i = 0; i < out[0].numel(); ++i) {
+                const Coords c = unravel(i, out[0].shape);
+                std::int64_t off = 0;
+                for (std::size_t d = 0; d < c.size(); ++d) off += (plan[d][0] + c[d] * plan[d][1]) * st[d];
+                Y[at(i)] = X[at(off)];
+            }
+            break;
+        }
+        case OpKind::max_pool2d: case OpKind::avg_pool2d: pool2d(k, *in[0], a, y[0]); break;
+        case OpKind::opaque:
+            throw InputError("reference: opaque op '" + a.get_string("op_type", "?") + "' has no kernel (kept by --allow-unknown)");
         case OpKind::sgd_update: {
             const double lr = a.get_double("lr", 1e-3), mu = a.get_double("momentum", 0), wd = a.get_double("weight_decay", 0),
                          gs = a.get_double("grad_scale", 1);

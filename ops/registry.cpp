@@ -60,6 +60,12 @@ std::string_view op_name(OpKind k) {
         case OpKind::cast: return "cast";
         case OpKind::sgd_update: return "sgd_update";
         case OpKind::adam_update: return "adam_update";
+        case OpKind::erf: return "erf";
+        case OpKind::where: return "where";
+        case OpKind::slice: return "slice";
+        case OpKind::max_pool2d: return "max_pool2d";
+        case OpKind::avg_pool2d: return "avg_pool2d";
+        case OpKind::opaque: return "opaque";
     }
     return "?";
 }
@@ -80,7 +86,8 @@ const OpRule& rule_of(OpKind k) {
         case OpKind::sqrt:
         case OpKind::rsqrt:
         case OpKind::neg:
-        case OpKind::scale: return unary_rule();
+        case OpKind::scale:
+        case OpKind::erf: return unary_rule();
         case OpKind::add:
         case OpKind::sub:
         case OpKind::mul:
@@ -118,6 +125,11 @@ const OpRule& rule_of(OpKind k) {
         case OpKind::cast: return cast_rule();
         case OpKind::sgd_update: return sgd_update_rule();
         case OpKind::adam_update: return adam_update_rule();
+        case OpKind::where: return where_rule();
+        case OpKind::slice: return slice_rule();
+        case OpKind::max_pool2d:
+        case OpKind::avg_pool2d: return pool2d_rule();
+        case OpKind::opaque: return opaque_rule();
     }
     throw InputError("internal: op kind without a rule");
 }
@@ -158,6 +170,8 @@ namespace {
 bool attr_applies(OpKind k, std::string_view name) {
     if (name == "approximate") return k == OpKind::gelu || k == OpKind::unary_grad;
     if (name == "factor") return k == OpKind::scale;
+    if (name == "dilation") return k != OpKind::avg_pool2d;
+    if (name == "count_include_pad") return k == OpKind::avg_pool2d;
     return true;
 }
 

@@ -236,6 +236,8 @@ ordered_json compare_documents(const json& predicted, const std::string& po, con
     out["measured"] = {{"file", mo}, {"device", measured.value("device", json::object()).value("name", "")},
                        {"date_utc", measured.value("date_utc", "")}, {"counters", measured.value("counters", json::object()).value("collected", false)}};
     out["model"] = {{"name", pname}, {"mode", pmode}};
+    // The prediction's hardware spec: the HTML view draws its ceilings under the kernels.
+    if (predicted.contains("hardware") && predicted["hardware"].is_object()) out["hardware"] = ordered_json(predicted["hardware"]);
     out["summary"] = {
         {"kernels", rows.size()},
         {"kernels_in_statistics", abs_err.size()},

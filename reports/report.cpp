@@ -134,6 +134,20 @@ ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
     }
     j["attainable_flop_per_s"] = r.attainable_flop_per_s;
     j["share"] = ctx.analysis.time_s > 0 ? r.time_s / ctx.analysis.time_s : 0.0;
+    // Where the schedule put it (schedule.ops is indexed by node): the HTML Gantt chart and
+    // `--trace` of a saved report read it.
+    const auto& sched = ctx.analysis.schedule.ops;
+    if (static_cast<std::size_t>(op.node) < sched.size()) {
+        const ScheduledOp& s = sched[static_cast<std::size_t>(op.node)];
+        j["schedule"] = {{"stream", s.stream}, {"start_s", s.start_s}, {"end_s", s.end_s}};
+    }
+    // analyze --fuse: the group it runs in (the anchor carries the group's work and kernel);
+    // analyze --recompute: the forward node a recomputed clone runs again.
+    if (ctx.fusion != nullptr && op.fusion_group >= 0) {
+        const FusionGroup& grp = ctx.fusion->groups[static_cast<std::size_t>(op.fusion_group)];
+        j["fusion"] = {{"group", grp.name}, {"kind", fusion_kind_name(grp.kind)}, {"carries_kernel", grp.anchor == op.node}};
+    }
+    if (ctx.graph.node(op.node).recomputes != kNoNode) j["recomputes"] = ctx.graph.node(ctx.graph.node(op.node).recomputes).name;
     return j;
 }
 
@@ -216,28 +230,41 @@ ojson hardware_json(const Hardware& hw) {
     return j;
 }
 
+ojson model_summary_json(const Graph& g) {
+    std::int64_t params = 0, bytes = 0;
+    for (const Tensor& t : g.tensors()) {
+        if (t.role != TensorRole::parameter) continue;
+        params += t.desc.numel();
+        bytes += t.desc.bytes();
+    }
+    ojson model;
+    model["name"] = g.name;
+    model["origin"] = g.origin;
+    model["dims"] = g.dims;
+    model["compute_dtype"] = dtype_name(g.compute_dtype);
+    model["nodes"] = g.nodes().size();
+    model["tensors"] = g.tensors().size();
+    model["parameters"] = params;
+    model["parameter_bytes"] = bytes;
+    return model;
+}
+
 ojson report_json(const ReportContext& ctx) {
     const Analysis& a = ctx.analysis;
     ojson j;
     j["schema"] = "roofline-report/1";
     j["tool"] = {{"name", "roofline"}, {"version", ROOFLINE_VERSION}};
-    ojson model;
-    model["name"] = ctx.graph.name;
-    model["origin"] = ctx.graph.origin;
-    model["dims"] = ctx.graph.dims;
-    model["compute_dtype"] = dtype_name(ctx.graph.compute_dtype);
-    model["nodes"] = ctx.graph.nodes().size();
-    model["tensors"] = ctx.graph.tensors().size();
-    model["parameters"] = a.parameter_count;
-    model["parameter_bytes"] = a.parameter_bytes;
-    j["model"] = model;
+    j["model"] = model_summary_json(ctx.graph);
     j["hardware"] = hardware_json(ctx.hw);
     j["settings"] = {{"mode", ctx.mode},
-                       {"cost_model", !a.has_kernel_model ? "roofline-l0" : ctx.hw.kind == HardwareKind::gpu ? "roofline-l0+gpu-kernel-l1" : "roofline-l0+tpu-systolic-l1"}};
+                       {"cost_model", !a.has_kernel_model ? "roofline-l0" : ctx.hw.kind == HardwareKind::gpu ? "roofline-l0+gpu-kernel-l1" : "roofline-l0+tpu-systolic-l1"},
+                       {"fuse", ctx.fusion != nullptr},
+                       {"fusion_groups", ctx.fusion != nullptr ? ctx.fusion->groups.size() : 0}};
     if (ctx.training) {
         j["settings"]["optimizer"] = optimizer_name(ctx.training->optimizer);
         j["settings"]["master_weights"] = ctx.training->master_weights;
         j["settings"]["loss_scale"] = ctx.training->loss_scale;
+        j["settings"]["recompute"] = ctx.recompute;
     }
     ojson t = work_json(a.total);
     t["intensity"] = a.total.bytes() > 0 ? ojson(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes()))

@@ -8,6 +8,7 @@
 #include "model/autodiff.hpp"
 #include "model/graph.hpp"
 #include "sim/analysis.hpp"
+#include "sim/fusion.hpp"
 #include "sim/hardware.hpp"
 
 namespace roofline {
@@ -18,9 +19,13 @@ struct ReportContext {
     const Analysis& analysis;
     std::string mode = "inference";
     const TrainingOptions* training = nullptr;  // set in training mode
+    const FusionPlan* fusion = nullptr;         // the graph runs fused (analyze --fuse)
+    std::string recompute = "none";             // the recomputation strategy applied (analyze --recompute)
 };
 
 nlohmann::ordered_json report_json(const ReportContext& ctx);
+// The report's `model` object: name, origin, dims, compute dtype, graph size, parameters.
+nlohmann::ordered_json model_summary_json(const Graph& g);
 std::string report_json_text(const ReportContext& ctx);  // 2-space indented, trailing newline
 
 struct TableOptions {

@@ -1,33 +1,134 @@
 #include "sim/analysis.hpp"
 
+#include "sim/fusion.hpp"
 #include "sim/tpu_model.hpp"
 
+#include <type_traits>
+#include <unordered_map>
+#include <variant>
+
 #include "ops/checked.hpp"
+#include "ops/error.hpp"
 #include "ops/op_rule.hpp"
 
 namespace roofline {
 
+namespace {
+
+void append_desc(std::string& s, const TensorDesc& d) {
+    s += std::to_string(static_cast<int>(d.dtype));
+    for (std::int64_t x : d.shape) {
+        s += ',';
+        s += std::to_string(x);
+    }
+    s += ';';
+}
+
+// What a node's roofline and kernel depend on: its kind, attributes and tensor descriptors.
+// Transformer layers repeat the same nodes dozens of times, so analyze costs each once.
+std::string node_signature(const Graph& g, NodeId n) {
+    const Node& node = g.node(n);
+    std::string s = std::to_string(static_cast<int>(node.kind));
+    s += '|';
+    for (const auto& [k, v] : node.attrs.all()) {
+        s += k;
+        s += '=';
+        std::visit(
+            [&](const auto& x) {
+                using T = std::decay_t<decltype(x)>;
+                if constexpr (std::is_same_v<T, std::string>) s += x;
+                else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>)
+                    for (std::int64_t e : x) s += std::to_string(e) + ",";
+                else s += std::to_string(x);
+            },
+            v);
+        s += ';';
+    }
+    for (TensorId t : node.inputs) append_desc(s, g.tensor(t).desc);
+    s += '>';
+    for (TensorId t : node.outputs) append_desc(s, g.tensor(t).desc);
+    return s;
+}
+
+std::string group_signature(const Graph& g, const FusionGroup& grp) {
+    std::string s = "F" + std::to_string(static_cast<int>(grp.kind)) + "|" + node_signature(g, grp.anchor) + "|" + node_signature(g, grp.nodes.front());
+    for (std::int64_t x : {grp.work.matrix_flops, grp.work.vector_flops, grp.work.transcendentals, grp.work.bytes_read, grp.work.bytes_written}) {
+        s += std::to_string(x) + ",";
+    }
+    return s;
+}
+
+struct Costed {
+    OpRoofline roofline;
+    std::optional<Kernel> kernel;
+    std::optional<KernelCost> modelled;
+};
+
+}  // namespace
+
+struct KernelCostCache {
+    std::unordered_map<std::string, Costed> map;
+};
+
+std::shared_ptr<KernelCostCache> make_kernel_cost_cache() { return std::make_shared<KernelCostCache>(); }
+
 Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt) {
     Analysis a;
+    if (opt.fusion != nullptr && opt.fusion->group_of.size() != g.nodes().size()) throw InputError("analyze: the fusion plan is for another graph");
+    KernelCostCache local;
+    std::unordered_map<std::string, Costed>& cache = opt.cost_cache != nullptr ? opt.cost_cache->map : local.map;
     for (NodeId n : g.topological_order()) {
-        OpAnalysis op{n, op_roofline(g.work(n), op_compute_dtype(g, n), hw), std::nullopt, std::nullopt};
-        if (hw.kind == HardwareKind::gpu) {
-            op.kernel = lower_to_kernel(g, n, hw, opt.gpu);
-            if (op.kernel) {
-                op.modelled = gpu_kernel_cost(*op.kernel, hw, opt.gpu);
-                a.modelled_time_s += op.modelled->time_s;
+        const int gi = opt.fusion != nullptr ? opt.fusion->group_of[static_cast<std::size_t>(n)] : -1;
+        OpAnalysis op;
+        op.node = n;
+        op.fusion_group = gi;
+        bool carrier = true;  // the node that runs a kernel (in a fused group: the anchor)
+        const FusionGroup* grp = gi >= 0 ? &opt.fusion->groups[static_cast<std::size_t>(gi)] : nullptr;
+        if (grp != nullptr) carrier = grp->anchor == n;
+        if (grp != nullptr && !carrier) {
+            // A fused group's other nodes: the anchor carries the group's work and kernel.
+            op.roofline = op_roofline(Work{}, op_compute_dtype(g, n), hw);
+            if (hw.kind == HardwareKind::gpu) op.modelled = KernelCost{};
+        } else if (hw.kind == HardwareKind::tpu) {  // the TPU model looks at the producer (fusion): no cache
+            // A fused group on a TPU is costed at its own roofline bound (sim/fusion.hpp groups
+            // are GPU kernels; the TPU model's XLA-style fusion applies to unfused graphs).
+            op.roofline = op_roofline(grp != nullptr ? grp->work : g.work(n), op_compute_dtype(g, n), hw);
+            if (grp == nullptr) op.modelled = tpu_node_cost(g, n, hw, opt.tpu);
+        } else {
+            const std::string key = grp != nullptr ? group_signature(g, *grp) : node_signature(g, n);
+            auto it = cache.find(key);
+            if (it == cache.end()) {
+                Costed c;
+                c.roofline = op_roofline(grp != nullptr ? grp->work : g.work(n), op_compute_dtype(g, n), hw);
+                if (hw.kind == HardwareKind::gpu) {
+                    c.kernel = grp != nullptr ? std::optional<Kernel>(fused_kernel(g, *grp, hw, opt.gpu)) : lower_to_kernel(g, n, hw, opt.gpu);
+                    if (c.kernel) c.modelled = gpu_kernel_cost(*c.kernel, hw, opt.gpu);
+                }
+                it = cache.emplace(key, std::move(c)).first;
             }
-            a.has_kernel_model = true;
-        } else if (hw.kind == HardwareKind::tpu) {
-            op.modelled = tpu_node_cost(g, n, hw, opt.tpu);
-            if (op.modelled) a.modelled_time_s += op.modelled->time_s;
-            a.has_kernel_model = true;
+            op.roofline = it->second.roofline;
+            op.kernel = it->second.kernel;
+            op.modelled = it->second.modelled;
+            if (op.kernel) {
+                // Names of the node that filled the cache entry, its parts' ("<node>.qk") included.
+                const std::string cached = op.kernel->name;
+                op.kernel->node = n;
+                op.kernel->name = grp != nullptr ? grp->name : g.node(n).name;
+                for (Kernel& part : op.kernel->parts) {
+                    if (part.name.rfind(cached, 0) == 0) part.name = op.kernel->name + part.name.substr(cached.size());
+                    part.node = n;
+                }
+            }
         }
+        if (op.modelled) a.modelled_time_s += op.modelled->time_s;
+        a.has_kernel_model = a.has_kernel_model || hw.kind == HardwareKind::gpu || hw.kind == HardwareKind::tpu;
         a.total += op.roofline.work;
         a.time_s += op.roofline.time_s;
-        BoundShare& b = a.by_bound[op.roofline.bound.label()];
-        b.time_s += op.roofline.time_s;
-        ++b.ops;
+        if (carrier) {
+            BoundShare& b = a.by_bound[op.roofline.bound.label()];
+            b.time_s += op.roofline.time_s;
+            ++b.ops;
+        }
         BoundShare& f = a.by_family[std::string(family_name(rule_of(g.node(n).kind).family))];
         f.time_s += op.roofline.time_s;
         ++f.ops;
@@ -42,13 +143,16 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
         a.parameter_count = checked_add(a.parameter_count, t.desc.numel(), "parameter count");
         a.parameter_bytes = checked_add(a.parameter_bytes, t.desc.bytes(), "parameter bytes");
     }
-    a.memory = memory_timeline(g, opt.memory);
+    MemoryOptions mem = opt.memory;
+    if (opt.fusion != nullptr) mem.on_chip = &opt.fusion->on_chip;
+    a.memory = memory_timeline(g, mem);
     std::vector<double> durations(g.nodes().size(), 0.0);
     for (const OpAnalysis& op : a.ops) {
         durations[static_cast<std::size_t>(op.node)] = op.modelled ? op.modelled->time_s : op.roofline.time_s;
     }
     ScheduleOptions sched = opt.schedule;
     if (hw.kind == HardwareKind::gpu && opt.gpu.host_issue) sched.launch_overhead_s = hw.launch_overhead_s.value;
+    if (opt.fusion != nullptr) sched.group_of = &opt.fusion->group_of;
     a.schedule = schedule_graph(g, durations, sched);
     return a;
 }

@@ -111,6 +111,7 @@ MemoryTimeline memory_timeline(const Graph& g, const MemoryOptions& opt) {
         else if (read_by_backward[s] && (base.producer == kNoNode || g.node(base.producer).phase == Phase::forward)) c = MemoryCategory::activations;
         tl.category[t] = c;
         if (storage[t] != static_cast<TensorId>(t) || first[t] == never) continue;  // aliases and unused tensors hold nothing
+        if (opt.on_chip != nullptr && (*opt.on_chip)[t]) continue;                   // fused away: never in device memory
         const std::int64_t bytes = ten.desc.bytes();
         if (c == MemoryCategory::activations) tl.saved_activation_bytes = checked_add(tl.saved_activation_bytes, bytes, "memory");
         if (ten.producer == kNoNode) {

@@ -28,6 +28,9 @@ struct MemoryOptions {
     // Scratch space a library kernel may hold while it runs (e.g. a cuBLAS workspace). Default 0:
     // the L0 model assumes kernels need none; set it to model a library's workspace.
     std::int64_t workspace_bytes = 0;
+    // Per tensor: kept on chip inside a fused kernel (sim/fusion.hpp), never allocated in device
+    // memory. Null: every tensor is materialised.
+    const std::vector<bool>* on_chip = nullptr;
 };
 
 struct MemoryStep {

@@ -9,6 +9,52 @@
 
 namespace roofline {
 
+void contracted_order(const Graph& g, const std::vector<int>* group_of_ptr, std::vector<NodeId>& flat, std::vector<std::size_t>& offsets) {
+    const std::size_t n = g.nodes().size();
+    flat.clear();
+    offsets.assign(1, 0);
+    if (group_of_ptr == nullptr) {
+        for (NodeId id : g.topological_order()) {
+            flat.push_back(id);
+            offsets.push_back(flat.size());
+        }
+        return;
+    }
+    const std::vector<int>& group_of = *group_of_ptr;
+    if (group_of.size() != n) throw InputError("schedule: one fusion group entry per node is needed");
+    int groups = 0;
+    for (int gi : group_of) groups = std::max(groups, gi + 1);
+    auto unit = [&](NodeId v) { return group_of[static_cast<std::size_t>(v)] >= 0 ? static_cast<std::size_t>(group_of[static_cast<std::size_t>(v)]) : static_cast<std::size_t>(groups) + static_cast<std::size_t>(v); };
+    const std::size_t units = static_cast<std::size_t>(groups) + n;
+    std::vector<std::vector<NodeId>> members(units);
+    std::vector<std::vector<std::size_t>> next(units);
+    std::vector<std::size_t> indegree(units, 0);
+    for (NodeId v : g.topological_order()) {
+        members[unit(v)].push_back(v);
+        for (TensorId t : g.node(v).inputs) {
+            const NodeId p = g.tensor(t).producer;
+            if (p == kNoNode || unit(p) == unit(v)) continue;
+            next[unit(p)].push_back(unit(v));
+            ++indegree[unit(v)];
+        }
+    }
+    using Item = std::pair<NodeId, std::size_t>;  // (first member, unit)
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> ready;
+    for (std::size_t u = 0; u < units; ++u) {
+        if (!members[u].empty() && indegree[u] == 0) ready.push({members[u].front(), u});
+    }
+    while (!ready.empty()) {
+        const std::size_t u = ready.top().second;
+        ready.pop();
+        for (NodeId v : members[u]) flat.push_back(v);
+        offsets.push_back(flat.size());
+        for (std::size_t w : next[u]) {
+            if (--indegree[w] == 0) ready.push({members[w].front(), w});
+        }
+    }
+    if (flat.size() != n) throw InputError("schedule: the fusion groups make the graph cyclic");
+}
+
 Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, const ScheduleOptions& opt) {
     if (opt.streams < 1) throw InputError("schedule: --streams must be at least 1");
     const std::size_t n = g.nodes().size();
@@ -18,44 +64,65 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
     s.ops.resize(n);
     std::vector<double> finish(n, 0), longest(n, 0);
     std::vector<NodeId> via(n, kNoNode);
+    std::vector<NodeId> flat;
+    std::vector<std::size_t> offsets;
+    contracted_order(g, opt.group_of, flat, offsets);
     // Streams ordered by when they become free (min-heap of (free time, stream)).
     using Slot = std::pair<double, int>;
     std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free;
     for (int i = 0; i < opt.streams; ++i) free.push({0.0, i});
     std::int64_t issued = 0;  // kernels launched so far
-    for (NodeId id : g.topological_order()) {
-        const auto i = static_cast<std::size_t>(id);
-        double ready = 0, chain = 0;
+    std::vector<bool> inside(opt.group_of != nullptr ? n : 0, false);
+    for (std::size_t u = 0; u + 1 < offsets.size(); ++u) {
+        const std::size_t b = offsets[u], e = offsets[u + 1];
+        if (!inside.empty()) {
+            for (std::size_t i = b; i < e; ++i) inside[static_cast<std::size_t>(flat[i])] = true;
+        }
+        double ready = 0, chain = 0, d = 0;
         NodeId pred = kNoNode;
-        for (TensorId t : g.node(id).inputs) {
-            const NodeId p = g.tensor(t).producer;
-            if (p == kNoNode) continue;
-            const auto pi = static_cast<std::size_t>(p);
-            ready = std::max(ready, finish[pi]);
-            if (longest[pi] > chain) {
-                chain = longest[pi];
-                pred = p;
+        for (std::size_t i = b; i < e; ++i) {
+            const NodeId id = flat[i];
+            d += durations[static_cast<std::size_t>(id)];
+            for (TensorId t : g.node(id).inputs) {
+                const NodeId p = g.tensor(t).producer;
+                if (p == kNoNode || (!inside.empty() && inside[static_cast<std::size_t>(p)])) continue;
+                const auto pi = static_cast<std::size_t>(p);
+                ready = std::max(ready, finish[pi]);
+                if (longest[pi] > chain) {
+                    chain = longest[pi];
+                    pred = p;
+                }
             }
         }
-        const double d = durations[i];
-        longest[i] = chain + d;
-        via[i] = pred;
-        ScheduledOp& op = s.ops[i];
-        op.node = id;
-        if (d <= 0) {  // views and other free ops: no stream time
-            op.start_s = op.end_s = ready;
-        } else {
+        double start = ready, end = ready;
+        int stream = 0;
+        if (d > 0) {  // views and other free ops take no stream time
             Slot slot = free.top();
             free.pop();
-            op.stream = slot.second;
+            stream = slot.second;
             ++issued;
-            op.start_s = std::max({ready, slot.first, static_cast<double>(issued) * opt.launch_overhead_s});
-            op.end_s = op.start_s + d;
-            free.push({op.end_s, slot.second});
+            start = std::max({ready, slot.first, static_cast<double>(issued) * opt.launch_overhead_s});
+            end = start + d;
+            free.push({end, slot.second});
         }
-        finish[i] = op.end_s;
+        for (std::size_t i = b; i < e; ++i) {
+            const NodeId id = flat[i];
+            const auto k = static_cast<std::size_t>(id);
+            ScheduledOp& op = s.ops[k];
+            op.node = id;
+            op.stream = stream;
+            op.start_s = start;
+            op.end_s = end;
+            op.kernel_s = durations[k];
+            finish[k] = end;
+            longest[k] = chain + d;
+            via[k] = i == b ? pred : flat[i - 1];
+        }
+        if (!inside.empty()) {
+            for (std::size_t i = b; i < e; ++i) inside[static_cast<std::size_t>(flat[i])] = false;
+        }
         s.busy_s += d;
-        s.step_time_s = std::max(s.step_time_s, op.end_s);
+        s.step_time_s = std::max(s.step_time_s, end);
     }
     if (n > 0) {
         std::size_t last = 0;
@@ -75,7 +142,7 @@ std::string chrome_trace_json(const Graph& g, const Schedule& s) {
         events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", st}, {"args", {{"name", "stream " + std::to_string(st)}}}});
     }
     for (const ScheduledOp& op : s.ops) {
-        if (op.end_s <= op.start_s) continue;
+        if (op.kernel_s <= 0 || op.end_s <= op.start_s) continue;
         const Node& node = g.node(op.node);
         nlohmann::ordered_json e;
         e["name"] = node.name;

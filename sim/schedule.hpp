@@ -19,6 +19,10 @@ struct ScheduleOptions {
     // been issued. Long kernels hide the issue time (the host runs ahead); runs of tiny kernels
     // are launch-bound. 0: kernels are issued for free.
     double launch_overhead_s = 0;
+    // Per node: the fused kernel (sim/fusion.hpp) it belongs to, -1 for none. The nodes of a group
+    // run as one kernel: it starts when every input from outside the group is ready, and all its
+    // nodes end together. Null: every node is its own kernel.
+    const std::vector<int>* group_of = nullptr;
 };
 
 struct ScheduledOp {
@@ -26,6 +30,7 @@ struct ScheduledOp {
     int stream = 0;
     double start_s = 0;
     double end_s = 0;
+    double kernel_s = 0;  // the node's own duration (0 for views and for fused nodes other than the group's kernel)
 };
 
 struct Schedule {
@@ -36,6 +41,12 @@ struct Schedule {
     std::vector<NodeId> critical_path;  // first to last
     int streams = 1;
 };
+
+// Units of execution in a topological order of the graph with each fused group (group_of[n] >= 0)
+// contracted to one unit (Kahn's algorithm, ties broken by program order): unit u is
+// flat[offsets[u] .. offsets[u + 1]). Null group_of: one node per unit, in program order. Throws
+// InputError when the groups would make the contracted graph cyclic.
+void contracted_order(const Graph& g, const std::vector<int>* group_of, std::vector<NodeId>& flat, std::vector<std::size_t>& offsets);
 
 // durations[n] is node n's time; ops of zero duration (views) take no stream time.
 Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, const ScheduleOptions& opt = {});

@@ -33,8 +33,15 @@ bool launch_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& o
         case OpKind::neg: case OpKind::scale: case OpKind::add: case OpKind::sub: case OpKind::mul:
         case OpKind::div: case OpKind::maximum: case OpKind::dropout: case OpKind::causal_mask:
         case OpKind::unary_grad: case OpKind::maximum_grad: case OpKind::dropout_grad: case OpKind::expand:
-        case OpKind::fill: case OpKind::cast: case OpKind::sgd_update: case OpKind::adam_update:
+        case OpKind::fill: case OpKind::cast: case OpKind::sgd_update: case OpKind::adam_update: case OpKind::erf:
             return launch_pointwise(k, in, a, out, ctx);
+        // Imported-model ops without CUDA kernels yet: launch_op reports "no CUDA kernel for <op>",
+        // so `measure` names the op instead of running something else.
+        case OpKind::where: case OpKind::slice: case OpKind::max_pool2d: case OpKind::avg_pool2d:
+            return false;
+        case OpKind::opaque:
+            throw InputError("no CUDA kernel for opaque op '" + a.get_string("op_type", "?") +
+                             "' (kept by --allow-unknown with zero work; it cannot be measured)");
     }
     return false;
 }

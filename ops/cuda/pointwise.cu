@@ -890,6 +890,7 @@ bool is_unary_kind(OpKind k) {
     switch (k) {
         case OpKind::relu: case OpKind::gelu: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::exp:
         case OpKind::log: case OpKind::sin: case OpKind::sqrt: case OpKind::rsqrt: case OpKind::neg: case OpKind::scale:
+        case OpKind::erf:
             return true;
         default: return false;
     }

@@ -84,9 +84,10 @@ TEST_CASE("every differentiable op kind yields a gradient for each parameter inp
         {OpKind::causal_mask, {TensorDesc{{3, 3}, DType::f32}}, {}, {}},
         {OpKind::cross_entropy, {m}, {}, {TensorDesc{{4}, DType::int64}}},
         {OpKind::attention, {TensorDesc{{2, 5, 8}, DType::f32}, TensorDesc{{2, 5, 8}, DType::f32}, TensorDesc{{2, 5, 8}, DType::f32}}, attr("causal", true), {}},
+        {OpKind::expand, {TensorDesc{{4, 1}, DType::f32}}, attr("shape", std::vector<std::int64_t>{2, 4, 6}), {}},
     };
     for (OpKind k : {OpKind::relu, OpKind::gelu, OpKind::silu, OpKind::sigmoid, OpKind::tanh, OpKind::exp, OpKind::log, OpKind::sin,
-                     OpKind::sqrt, OpKind::rsqrt, OpKind::neg}) {
+                     OpKind::sqrt, OpKind::rsqrt, OpKind::neg, OpKind::erf}) {
         cases.push_back({k, {m}, {}, {}});
     }
     cases.push_back({OpKind::scale, {m}, attr("factor", 0.5), {}});
@@ -104,6 +105,15 @@ TEST_CASE("every differentiable op kind yields a gradient for each parameter inp
         // (sgd_update's shape inference rejects anything else)
         CHECK(count_kind(train, OpKind::sgd_update) == static_cast<int>(c.params.size()));
         covered.insert(c.k);
+    }
+    {  // where(c, a, b): the u8 mask c (a parameter here, so that it comes first) gets no gradient
+        INFO("where");
+        TrainingOptions opt;
+        opt.optimizer = Optimizer::sgd;
+        const Graph train = build_training_step(single_op(OpKind::where, {TensorDesc{{4, 6}, DType::u8}, m, v}, {}, {}), opt);
+        CHECK_NOTHROW(verify(train));
+        CHECK(count_kind(train, OpKind::sgd_update) == 2);
+        covered.insert(OpKind::where);
     }
     // Every forward op kind with a gradient rule was exercised.
     for (OpKind k : kAllOpKinds) {

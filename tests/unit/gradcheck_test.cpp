@@ -131,8 +131,12 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
         {OpKind::scale, {m}, attr("factor", -0.75), {}},
         {OpKind::gelu, {m}, attr("approximate", std::string("erf")), {}},
         {OpKind::cast, {m}, attr("dtype", std::string("f64")), {}},  // f64 -> f64: exercises the rule exactly
+        {OpKind::expand, {f64({3, 1})}, attr("shape", std::vector<std::int64_t>{2, 3, 4}), {}},  // new leading and size-1 axes
+        // where(c, a, b): c is a u8 mask of 0s and 1s (no gradient); b broadcasts, so its gradient is summed down
+        {OpKind::where, {TensorDesc{{3, 4}, DType::u8}, m, v}, {}, {}},
     };
-    for (OpKind k : {OpKind::relu, OpKind::gelu, OpKind::silu, OpKind::sigmoid, OpKind::tanh, OpKind::exp, OpKind::sin, OpKind::neg}) {
+    for (OpKind k : {OpKind::relu, OpKind::gelu, OpKind::silu, OpKind::sigmoid, OpKind::tanh, OpKind::exp, OpKind::sin, OpKind::neg,
+                     OpKind::erf}) {
         cases.push_back({k, {m}, {}, {}});
     }
     for (OpKind k : {OpKind::log, OpKind::sqrt, OpKind::rsqrt}) cases.push_back({k, {m}, {}, {}, true});

@@ -193,6 +193,22 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::sgd_update, {X, X}, {}, "f32[2,3]", {.vf = 12, .br = 48, .bw = 24}},
         // adam_update(p, g, m, v): 13 per element = 78, one sqrt each = 6; read 4*24 = 96; write 3*24 = 72
         {OpKind::adam_update, {X, X, X, X}, {}, "f32[2,3], f32[2,3], f32[2,3]", {.vf = 78, .tr = 6, .br = 96, .bw = 72}},
+        // erf: one transcendental per element, no plain FLOPs
+        {OpKind::erf, {X}, {}, "f32[2,3]", {.tr = 6, .br = 24, .bw = 24}},
+        // where(u8[2,1], X, f32[]) -> [2,3]: one select per output = 6; read 2 + 24 + 4 = 30; write 24
+        {OpKind::where, {T({2, 1}, DType::u8), X, T({})}, {}, "f32[2,3]", {.vf = 6, .br = 30, .bw = 24}},
+        // slice of X[:, 1:3]: a strided copy reads and writes only the 2*2 selected elements (16 bytes each way)
+        {OpKind::slice, {X}, A({{"starts", Ints{1}}, {"ends", Ints{3}}, {"axes", Ints{1}}}), "f32[2,2]", {.br = 16, .bw = 16}},
+        // 3x3 max pool, stride 2, padding 1 on [1,2,5,5]: Ho = Wo = (5 + 2 - 3)/2 + 1 = 3; 18 outputs x 8 compares = 144;
+        // read 50*4 = 200; write 18*4 = 72
+        {OpKind::max_pool2d, {T({1, 2, 5, 5})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}),
+         "f32[1,2,3,3]", {.vf = 144, .br = 200, .bw = 72}},
+        // 2x2 average pool, stride 2 on [1,2,5,5]: Ho = Wo = (5 - 2)/2 + 1 = 2; 8 outputs x (3 adds + 1 scale) = 32
+        {OpKind::avg_pool2d, {T({1, 2, 5, 5})}, A({{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}}), "f32[1,2,2,2]",
+         {.vf = 32, .br = 200, .bw = 32}},
+        // opaque: the shapes it is told, zero work (an unknown op kept by --allow-unknown)
+        {OpKind::opaque, {X}, A({{"op_type", str("Hardmax")}, {"ranks", Ints{2, 0}}, {"dims", Ints{2, 3}}, {"dtypes", str("f32,int64")}}),
+         "f32[2,3], int64[]", {}},
     };
 }
 
@@ -1048,4 +1064,41 @@ TEST_CASE("ops_test: unary_grad validates 'approximate' like gelu does", "[ops]"
     // other value as the erf form.
     CHECK_INPUT_ERROR(run_op(OpKind::unary_grad, {T({4}), T({4})}, A({{"of", str("gelu")}, {"approximate", str("fast")}})),
                       "approximate");
+}
+
+TEST_CASE("ops_test: slice follows ONNX Slice semantics", "[ops][onnx]") {
+    const TensorDesc x = T({4, 10});
+    auto shape = [&](const Attrs& a) { return desc_str(run_op(OpKind::slice, {x}, a).out[0]); };
+    // negative indices count from the end; INT64_MAX ends clamp to the dimension: rows 1..3, cols 7..9
+    CHECK(shape(A({{"starts", Ints{1, -3}}, {"ends", Ints{std::numeric_limits<std::int64_t>::max(), 10}}})) == "f32[3,3]");
+    // step 3 over 0..9 takes 0, 3, 6, 9: 4 columns
+    CHECK(shape(A({{"starts", Ints{0}}, {"ends", Ints{10}}, {"axes", Ints{-1}}, {"steps", Ints{3}}})) == "f32[4,4]");
+    // a negative step walks backwards from 8 down to (not including) 2: 8, 6, 4 -> 3 columns
+    CHECK(shape(A({{"starts", Ints{8}}, {"ends", Ints{2}}, {"axes", Ints{1}}, {"steps", Ints{-2}}})) == "f32[4,3]");
+    // an empty range is a zero-size dimension, not an error
+    CHECK(shape(A({{"starts", Ints{5}}, {"ends", Ints{2}}, {"axes", Ints{1}}})) == "f32[4,0]");
+    CHECK_INPUT_ERROR(run_op(OpKind::slice, {x}, A({{"starts", Ints{0}}, {"ends", Ints{1}}, {"steps", Ints{0}}})), "a step of 0");
+    CHECK_INPUT_ERROR(run_op(OpKind::slice, {x}, A({{"starts", Ints{0}}, {"ends", Ints{1, 2}}})), "must have the same length");
+    CHECK_INPUT_ERROR(run_op(OpKind::slice, {x}, A({{"starts", Ints{0, 0}}, {"ends", Ints{1, 1}}, {"axes", Ints{1, -1}}})), "sliced twice");
+}
+
+TEST_CASE("ops_test: pooling output sizes and errors", "[ops][onnx]") {
+    // resnet's stem: 3x3 max pool, stride 2, padding 1 on 112x112 -> (112 + 2 - 3)/2 + 1 = 56
+    const Ran stem = run_op(OpKind::max_pool2d, {T({1, 64, 112, 112})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}));
+    CHECK(descs(stem.out) == "f32[1,64,56,56]");
+    // ceil_mode on 6x6, kernel 3, stride 2: floor gives (6-3)/2 + 1 = 2, ceil gives 3 (the last window starts at 4 < 6)
+    CHECK(descs(run_op(OpKind::avg_pool2d, {T({1, 1, 6, 6})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"ceil_mode", true}})).out) == "f32[1,1,3,3]");
+    // a stride near INT64_MAX in ceil mode: one window, and no overflow on the way (review of the ceil-mode formula)
+    const std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+    CHECK(descs(run_op(OpKind::avg_pool2d, {T({1, 1, 6, 6})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{huge, huge}}, {"ceil_mode", true}})).out) == "f32[1,1,1,1]");
+    CHECK_INPUT_ERROR(run_op(OpKind::max_pool2d, {T({1, 1, 2, 2})}, A({{"kernel", Ints{3, 3}}})), "exceeds the padded height");
+    CHECK_INPUT_ERROR(run_op(OpKind::max_pool2d, {T({1, 4, 4})}, A({{"kernel", Ints{2, 2}}})), "x must be [N, C, H, W]");
+    CHECK_INPUT_ERROR(run_op(OpKind::avg_pool2d, {T({1, 1, 4, 4})}, A({{"kernel", Ints{2, 2}}, {"dilation", Ints{2, 2}}})), "no attribute 'dilation'");
+    CHECK_INPUT_ERROR(run_op(OpKind::max_pool2d, {T({1, 1, 4, 4})}, {}), "missing attribute 'kernel'");
+}
+
+TEST_CASE("ops_test: where broadcasts its three operands and wants an integer condition", "[ops][onnx]") {
+    CHECK(descs(run_op(OpKind::where, {T({1, 1, 4, 4}, DType::u8), T({2, 3, 4, 4}), T({})}).out) == "f32[2,3,4,4]");
+    CHECK_INPUT_ERROR(run_op(OpKind::where, {T({4}), T({4}), T({4})}), "condition must be u8");
+    CHECK_INPUT_ERROR(run_op(OpKind::where, {T({4}, DType::u8), T({4}), T({4}, DType::bf16)}), "inputs must share a dtype");
 }

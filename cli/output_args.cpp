@@ -1,0 +1,31 @@
+#include "cli/output_args.hpp"
+
+#include "reports/csv.hpp"
+#include "reports/html.hpp"
+#include "reports/report.hpp"
+#include "reports/trace.hpp"
+
+namespace roofline::cli {
+
+void OutputArgs::add_to(CLI::App* cmd, bool with_html, bool with_trace) {
+    if (with_html) cmd->add_option("--html", html, "also write a self-contained HTML report (inline SVG charts, no network) to this file");
+    cmd->add_option("--csv", csv, "also write one CSV row per kernel to this file");
+    if (with_trace) cmd->add_option("--trace", trace, "also write a Chrome trace (Perfetto, chrome://tracing) to this file");
+}
+
+void OutputArgs::render(const nlohmann::ordered_json& doc, OutputFiles& files, const std::string* trace_text) const {
+    if (!html.empty()) files.push_back({"HTML report", html, html_report(doc)});
+    if (!csv.empty()) files.push_back({"CSV", csv, csv_report(doc)});
+    if (!trace.empty()) files.push_back({"trace", trace, trace_text ? *trace_text : trace_report(doc)});
+}
+
+std::string write_outputs(const OutputFiles& files) {
+    std::string said;
+    for (const OutputFile& f : files) {
+        write_file_atomic(f.path, f.content);
+        said += f.what + " written to " + f.path + "\n";
+    }
+    return said;
+}
+
+}  // namespace roofline::cli

@@ -1,0 +1,124 @@
+// `roofline plan`: ranked fusion and recomputation options, the memory/time Pareto frontier and
+// a batch sweep; `analyze --fuse --recompute S` analyses one of them (plan_args below).
+#include <cmath>
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/graph_args.hpp"
+#include "cli/output_args.hpp"
+#include "cli/plan_args.hpp"
+#include "ops/error.hpp"
+#include "reports/plan_report.hpp"
+#include "reports/report.hpp"
+#include "sim/plan.hpp"
+
+namespace roofline::cli {
+
+std::int64_t parse_bytes(const std::string& text, const std::string& flag) {
+    std::size_t used = 0;
+    double value = 0;
+    try {
+        value = std::stod(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    std::string unit = text.substr(used);
+    while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+    static const std::pair<const char*, double> units[] = {
+        {"", 1},           {"B", 1},           {"KB", 1e3},           {"MB", 1e6},           {"GB", 1e9},          {"TB", 1e12},
+        {"KiB", 1024.0},   {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+    for (const auto& [name, scale] : units) {
+        if (used > 0 && unit == name && value > 0 && std::isfinite(value)) return static_cast<std::int64_t>(std::llround(value * scale));
+    }
+    throw InputError(flag + ": expected a positive size such as 40GiB, 80GB or 4e10 (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), got '" +
+                     text + "'");
+}
+
+void PlanArgs::add_to(CLI::App* cmd, bool for_plan) {
+    cmd->add_flag("--fuse", fuse, for_plan ? "only options with kernel fusion" : "fuse kernels (sim/fusion.hpp groups) and analyze the fused graph");
+    cmd->add_option("--recompute", recompute,
+                    for_plan ? "only this recomputation strategy: none, selective, full, sqrt or mincut"
+                             : "training: recompute activations in backward with this strategy: none, selective, full, sqrt or mincut")
+        ->check(CLI::IsMember({"none", "selective", "full", "sqrt", "mincut"}));
+}
+
+Evaluated PlanArgs::evaluate(const Graph& g, const Hardware& hw, const AnalysisOptions& aopt) const {
+    std::optional<RecomputePlan> rp;
+    if (!recompute.empty() && recompute != "none") rp = plan_strategy(g, *parse_strategy(recompute));
+    return evaluate_option(g, hw, rp, fuse, aopt);
+}
+
+void add_plan(CLI::App& app) {
+    auto* cmd = app.add_subcommand("plan", "what fusion and activation recomputation would pay: ranked options, memory/time frontier, batch sweep");
+    auto args = std::make_shared<GraphArgs>();
+    args->mode = "training";
+    auto plan_args = std::make_shared<PlanArgs>();
+    auto hw = std::make_shared<std::string>("h100-sxm");
+    auto budget = std::make_shared<std::string>();
+    auto sweep = std::make_shared<bool>(false);
+    auto out = std::make_shared<std::string>();
+    auto top = std::make_shared<std::size_t>(20);
+    auto quiet = std::make_shared<bool>(false);
+    auto streams = std::make_shared<int>(1);
+    auto outputs = std::make_shared<OutputArgs>();
+    args->add_to(cmd);
+    plan_args->add_to(cmd, true);
+    cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
+    cmd->add_option("--memory-budget", *budget, "peak-memory budget, e.g. 40GiB (default: the device's memory)");
+    cmd->add_flag("--batch-sweep", *sweep, "per strategy: the largest batch that fits and throughput per batch size");
+    cmd->add_option("--streams", *streams, "schedule kernels on this many streams")->check(CLI::Range(1, 1024))->capture_default_str();
+    cmd->add_option("-o,--output", *out, "write the JSON plan (schema roofline-plan/1) to this file");
+    cmd->add_option("--top", *top, "show the N best options (0: all)")->capture_default_str();
+    cmd->add_flag("-q,--quiet", *quiet, "print no table");
+    outputs->add_to(cmd);
+    cmd->footer("Example: roofline plan gpt2-small --hw a100-sxm-40gb --memory-budget 30GiB --batch-sweep -o plan.json --html plan.html\n");
+    cmd->callback([=] {
+        const Hardware h = resolve_hardware(*hw);
+        TrainingOptions t;
+        const Graph g = args->build(&t);
+        PlanOptions opt;
+        if (!budget->empty()) opt.memory_budget_bytes = parse_bytes(*budget, "--memory-budget");
+        opt.analysis.schedule.streams = *streams;
+        if (plan_args->fuse) opt.unfused = false;
+        if (!plan_args->recompute.empty()) {
+            opt.strategies = {*parse_strategy(plan_args->recompute)};
+            opt.search_layers = false;
+        }
+        const Plan p = make_plan(g, h, opt);
+        std::vector<SweepSeries> series;
+        if (*sweep) {
+            const GraphArgs base = *args;
+            series = batch_sweep(
+                [&](std::int64_t b) {
+                    GraphArgs a = base;
+                    a.batch = b;
+                    return a.build(nullptr);
+                },
+                h, opt);
+        }
+        const PlanReportContext ctx{g, h, p, *sweep ? &series : nullptr, args->mode, args->training() ? std::string(optimizer_name(t.optimizer)) : ""};
+        // Build every text before touching the file system.
+        const nlohmann::ordered_json doc = plan_json(ctx);
+        OutputFiles files;
+        if (!out->empty()) files.push_back({"plan", *out, doc.dump(2) + "\n"});
+        std::string trace;
+        if (!outputs->trace.empty() && !p.options.empty()) {
+            // The schedule of the best option that fits (the first ranked).
+            const PlanOption& best = p.options.front();
+            std::optional<RecomputePlan> rp;
+            if (best.recompute == "layers") rp = plan_layers(g, find_layers(g), best.layers);
+            else if (best.recompute != "none") rp = plan_strategy(g, *parse_strategy(best.recompute));
+            const Evaluated e = evaluate_option(g, h, rp, best.fuse, opt.analysis);
+            trace = chrome_trace_json(*e.graph, e.analysis.schedule);
+        }
+        outputs->render(doc, files, trace.empty() ? nullptr : &trace);
+        if (!*quiet) {
+            const std::string table = render_plan_table(ctx, *top);
+            std::fwrite(table.data(), 1, table.size(), stdout);
+        }
+        const std::string written = write_outputs(files);
+        if (!*quiet) std::fwrite(written.data(), 1, written.size(), stdout);
+    });
+}
+
+}  // namespace roofline::cli

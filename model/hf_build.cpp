@@ -1,0 +1,108 @@
+// Shared pieces of the Hugging Face model builders (model/hf_build.hpp).
+#include "model/hf_build.hpp"
+
+#include <cmath>
+
+namespace roofline::hf {
+
+// transformers' ACT2FN names (activations.py) -> an op and its gelu approximation.
+std::string activation(DocBuilder& b, const ConfigReader& r, const std::string& key, const std::string& act,
+                       const std::string& name, const std::string& x) {
+    if (act == "gelu") return b.node(name, "gelu", {x}, {{"approximate", "erf"}});
+    // gelu_new, gelu_pytorch_tanh, gelu_fast and gelu_accurate are tanh approximations of gelu.
+    if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "gelu_accurate") {
+        return b.node(name, "gelu", {x}, {{"approximate", "tanh"}});
+    }
+    if (act == "silu" || act == "swish") return b.node(name, "silu", {x});
+    if (act == "relu" || act == "tanh" || act == "sigmoid") return b.node(name, act.c_str(), {x});
+    r.fail(key, "unsupported activation '" + act + "' (supported: gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate, silu, swish, relu, tanh, sigmoid)");
+}
+
+// [batch, seq, heads * dh] -> [batch, heads, seq, dh]: view + transpose(1, 2), both views.
+std::string to_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t heads,
+                     std::int64_t dh) {
+    b.node(name + ".view", "reshape", {x}, {{"shape", {"batch", seq, heads, dh}}});
+    return b.node(name + ".heads", "permute", {name + ".view"}, {{"perm", {0, 2, 1, 3}}});
+}
+
+// [batch, heads, seq, dh] -> [batch, seq, heads * dh]: transpose(1, 2).contiguous() copies, then a view.
+std::string merge_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t width) {
+    b.node(name + ".transpose", "permute", {x}, {{"perm", {0, 2, 1, 3}}, {"copy", true}});
+    return b.node(name + ".merge", "reshape", {name + ".transpose"}, {{"shape", {"batch", seq, width}}});
+}
+
+// softmax(q k^T * scale [+ causal mask]) [dropout] v. Without dropout on the probabilities this is
+// the composite attention op (what sdpa computes); with it, transformers' eager path spelled out
+// (the composite has no dropout).
+std::string attention(DocBuilder& b, const std::string& p, const std::string& q, const std::string& k,
+                      const std::string& v, std::int64_t dh, bool causal, double p_drop) {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+    if (p_drop == 0.0) return b.node(p + "sdpa", "attention", {q, k, v}, {{"causal", causal}, {"scale", scale}});
+    b.node(p + "scores", "matmul", {q, k}, {{"transpose_b", true}});
+    std::string s = b.node(p + "scale", "scale", {p + "scores"}, {{"factor", scale}});
+    if (causal) s = b.node(p + "causal_mask", "causal_mask", {s});
+    std::string probs = b.node(p + "softmax", "softmax", {s}, {{"axis", -1}});
+    probs = b.dropout(p + "attn_dropout", probs, p_drop);
+    return b.node(p + "context", "matmul", {probs, v});
+}
+
+// The dtype the checkpoint is stored in ("torch_dtype", renamed "dtype" in transformers 4.56);
+// without one, bf16 like the gpt template.
+std::string dtype_of(const ConfigReader& r) {
+    const std::string key = r.has("dtype") ? "dtype" : "torch_dtype";
+    const std::string t = r.string_or(key, "bfloat16");
+    if (t == "float32") return "f32";
+    if (t == "float16") return "f16";
+    if (t == "bfloat16") return "bf16";
+    r.fail(key, "unsupported dtype '" + t + "' (supported: float32, float16, bfloat16)");
+}
+
+// HF's num_labels: len(id2label) when the config has it, else "num_labels", else 2
+// (PretrainedConfig's default, configuration_utils.py).
+std::int64_t num_labels(const ConfigReader& r, const json& cfg) {
+    if (r.has("id2label")) {
+        if (!cfg.at("id2label").is_object() || cfg.at("id2label").empty()) r.fail("id2label", "expected a non-empty object");
+        return static_cast<std::int64_t>(cfg.at("id2label").size());
+    }
+    return r.positive_or("num_labels", 2);
+}
+
+// The first entry of "architectures", checked against what this loader builds for the model type;
+// the first entry of `supported` (the pre-training head) when the config names none.
+Head read_architecture(const ConfigReader& r, const json& cfg, const std::string& model_type,
+                       const std::vector<std::string>& supported, const std::string& bare) {
+    Head h{supported.front(), true};
+    if (r.has("architectures")) {
+        const json& a = cfg.at("architectures");
+        if (!a.is_array() || a.empty() || !a[0].is_string()) r.fail("architectures", "expected a non-empty list of class names, got " + a.dump());
+        h.architecture = a[0].get<std::string>();
+        bool known = false;
+        std::string list;
+        for (const auto& s : supported) {
+            known = known || s == h.architecture;
+            list += (list.empty() ? "" : ", ") + s;
+        }
+        if (!known) r.fail("architectures/0", "unsupported architecture '" + h.architecture + "' for model_type '" + model_type + "' (supported: " + list + ")");
+    }
+    h.has_head = h.architecture != bare;
+    return h;
+}
+
+// dims: batch 1 (one sequence or image; a config has no batch size) and, for text, seq = the
+// config's own maximum context; --batch and --seq override both.
+void set_header(DocBuilder& b, const std::string& name, const std::string& description, const std::string& dtype, json dims) {
+    b.doc()["name"] = name;
+    b.doc()["description"] = description;
+    b.doc()["dims"] = std::move(dims);
+    b.doc()["dtype_policy"] = {{"compute", dtype}};
+}
+
+// Rows [batch * seq, d] -> the first token of each sequence: a gather of rows b * seq (HF's
+// hidden_states[:, 0]). cls_index holds those row numbers.
+std::string first_token(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t d) {
+    b.input("cls_index", {"batch"}, "int64");
+    b.node(name + ".rows", "reshape", {x}, {{"shape", {-1, d}}});
+    return b.node(name, "embedding", {name + ".rows", "cls_index"});
+}
+
+}  // namespace roofline::hf

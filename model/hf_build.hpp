@@ -1,0 +1,172 @@
+#pragma once
+// Internals of the Hugging Face config loader (model/hf_config.hpp): reading config keys with
+// file + JSON path in every message, accumulating a roofline-model/1 document, and the pieces the
+// model builders share. hf_decoders.cpp builds gpt2, llama and mistral; hf_encoders.cpp bert and vit.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/json_check.hpp"
+
+namespace roofline::hf {
+
+using nlohmann::json;
+
+// Reads the keys of one config object; every message names the file and the JSON path.
+class ConfigReader {
+public:
+    ConfigReader(const json& cfg, std::string origin, std::string prefix)
+        : cfg_(cfg), origin_(std::move(origin)), prefix_(std::move(prefix)) {}
+
+    [[noreturn]] void fail(const std::string& key, const std::string& msg) const {
+        json_fail(origin_, key.empty() ? prefix_ : prefix_ + "/" + key, msg);
+    }
+    const std::string& origin() const { return origin_; }
+    // Present and not null: transformers writes null for "use the default" (head_dim, n_inner).
+    bool has(const std::string& key) const {
+        auto it = cfg_.find(key);
+        return it != cfg_.end() && !it->is_null();
+    }
+    const json& get(const std::string& key) const {
+        if (!cfg_.contains(key)) fail("", "missing key '" + key + "'" + context_);
+        return cfg_.at(key);
+    }
+    void set_context(const std::string& model_type) { context_ = " (required for model_type '" + model_type + "')"; }
+
+    std::int64_t positive(const std::string& key) const { return to_positive(key, get(key)); }
+    std::int64_t positive_or(const std::string& key, std::int64_t dflt) const {
+        return has(key) ? to_positive(key, cfg_.at(key)) : dflt;
+    }
+    double probability_or(const std::string& key, double dflt) const {
+        if (!has(key)) return dflt;
+        const json& v = cfg_.at(key);
+        if (!v.is_number() || v.get<double>() < 0 || v.get<double>() >= 1) {
+            fail(key, "expected a probability in [0, 1), got " + v.dump());
+        }
+        return v.get<double>();
+    }
+    double positive_number_or(const std::string& key, double dflt) const {
+        if (!has(key)) return dflt;
+        const json& v = cfg_.at(key);
+        if (!v.is_number() || !(v.get<double>() > 0)) fail(key, "expected a positive number, got " + v.dump());
+        return v.get<double>();
+    }
+    bool bool_or(const std::string& key, bool dflt) const {
+        if (!has(key)) return dflt;
+        if (!cfg_.at(key).is_boolean()) fail(key, "expected true or false, got " + cfg_.at(key).dump());
+        return cfg_.at(key).get<bool>();
+    }
+    std::string string_or(const std::string& key, const std::string& dflt) const {
+        if (!has(key)) return dflt;
+        if (!cfg_.at(key).is_string()) fail(key, "expected a string, got " + cfg_.at(key).dump());
+        return cfg_.at(key).get<std::string>();
+    }
+    std::string string(const std::string& key) const {
+        const json& v = get(key);
+        if (!v.is_string()) fail(key, "expected a string, got " + v.dump());
+        return v.get<std::string>();
+    }
+    // A config key that would change the graph in a way this loader does not model.
+    void reject_if(bool cond, const std::string& key, const std::string& why) const {
+        if (cond) fail(key, "not supported: " + why);
+    }
+
+private:
+    std::int64_t to_positive(const std::string& key, const json& v) const {
+        if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) fail(key, "expected a positive integer, got " + v.dump());
+        return v.get<std::int64_t>();
+    }
+
+    const json& cfg_;
+    std::string origin_;
+    std::string prefix_;
+    std::string context_;
+};
+
+// Accumulates a roofline-model/1 document (as templates.cpp does for the gpt template).
+class DocBuilder {
+public:
+    DocBuilder() {
+        doc_["format"] = "roofline-model/1";
+        doc_["inputs"] = json::array();
+        doc_["parameters"] = json::array();
+        doc_["nodes"] = json::array();
+    }
+    json& doc() { return doc_; }
+    void input(const std::string& name, json shape, const char* dtype = nullptr) {
+        json t{{"name", name}, {"shape", std::move(shape)}};
+        if (dtype) t["dtype"] = dtype;
+        doc_["inputs"].push_back(std::move(t));
+    }
+    std::string param(const std::string& name, json shape) {
+        doc_["parameters"].push_back(json{{"name", name}, {"shape", std::move(shape)}});
+        return name;
+    }
+    // Returns the node's (first) output name.
+    std::string node(const std::string& name, const char* op, json inputs, json attrs = json::object()) {
+        json n{{"name", name}, {"op", op}, {"inputs", std::move(inputs)}};
+        if (!attrs.empty()) n["attrs"] = std::move(attrs);
+        doc_["nodes"].push_back(std::move(n));
+        return name;
+    }
+    // y output of a dropout node, or x itself when p == 0 (nn.Dropout(0) is the identity).
+    std::string dropout(const std::string& name, const std::string& x, double p) {
+        if (p == 0.0) return x;
+        node(name, "dropout", {x}, {{"p", p}});
+        return name + ":0";
+    }
+    // linear(x, <name>.weight [out, in], <name>.bias [out] when bias): nn.Linear.
+    std::string linear(const std::string& name, const std::string& x, std::int64_t in, std::int64_t out, bool bias) {
+        json ins = {x, param(name + ".weight", {out, in})};
+        if (bias) ins.push_back(param(name + ".bias", {out}));
+        return node(name, "linear", std::move(ins));
+    }
+    std::string layernorm(const std::string& name, const std::string& x, std::int64_t d, double eps) {
+        return node(name, "layernorm", {x, param(name + ".weight", {d}), param(name + ".bias", {d})}, {{"eps", eps}});
+    }
+    std::string rmsnorm(const std::string& name, const std::string& x, std::int64_t d, double eps) {
+        return node(name, "rmsnorm", {x, param(name + ".weight", {d})}, {{"eps", eps}});
+    }
+
+private:
+    json doc_;
+};
+
+// transformers' ACT2FN names (activations.py) -> an op; `key` names the config key in messages.
+std::string activation(DocBuilder& b, const ConfigReader& r, const std::string& key, const std::string& act,
+                       const std::string& name, const std::string& x);
+// [batch, seq, heads * dh] -> [batch, heads, seq, dh]: view + transpose(1, 2), both views.
+std::string to_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t heads,
+                     std::int64_t dh);
+// [batch, heads, seq, dh] -> [batch, seq, heads * dh]: transpose(1, 2).contiguous() copies, then a view.
+std::string merge_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t width);
+// softmax(q k^T / sqrt(dh) [+ causal mask]) [dropout] v over [batch, heads, seq, dh].
+std::string attention(DocBuilder& b, const std::string& p, const std::string& q, const std::string& k,
+                      const std::string& v, std::int64_t dh, bool causal, double p_drop);
+// The checkpoint's dtype as a roofline dtype name.
+std::string dtype_of(const ConfigReader& r);
+// HF's num_labels (len(id2label), "num_labels", or 2).
+std::int64_t num_labels(const ConfigReader& r, const json& cfg);
+
+struct Head {
+    std::string architecture;
+    bool has_head = true;  // false for the bare *Model classes: no loss, inference only
+};
+
+// The first entry of "architectures", checked against `supported`; supported.front() without one.
+Head read_architecture(const ConfigReader& r, const json& cfg, const std::string& model_type,
+                       const std::vector<std::string>& supported, const std::string& bare);
+// name, description, dims and dtype policy of the document.
+void set_header(DocBuilder& b, const std::string& name, const std::string& description, const std::string& dtype, json dims);
+// hidden_states[:, 0] of [batch, seq, d] as a row gather (input cls_index holds rows b * seq).
+std::string first_token(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t d);
+
+// The model builders: a config (model_type already read) -> a roofline-model/1 document.
+json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name);
+json build_llama(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);
+json build_bert(const ConfigReader& r, const json& cfg, const std::string& name);
+json build_vit(const ConfigReader& r, const json& cfg, const std::string& name);
+
+}  // namespace roofline::hf

@@ -1,0 +1,99 @@
+#include "model/hf_config.hpp"
+
+#include <filesystem>
+#include <map>
+
+#include "model/hf_build.hpp"
+
+namespace roofline {
+
+using hf::ConfigReader;
+using nlohmann::json;
+
+namespace {
+
+// The document's name: "_name_or_path" when the config has one, else the folder of a
+// ".../<model>/config.json", else the file's stem.
+std::string model_name(const json& cfg, const std::string& origin) {
+    auto it = cfg.find("_name_or_path");
+    if (it != cfg.end() && it->is_string() && !it->get<std::string>().empty()) return it->get<std::string>();
+    const std::filesystem::path p(origin);
+    if (p.filename() == "config.json" && p.has_parent_path() && !p.parent_path().filename().empty()) {
+        return p.parent_path().filename().string();
+    }
+    return p.stem().string();
+}
+
+// Built-in presets: the architecture keys of published config.json files (the copies under
+// tests/data/hf/ are checked against these by tests/unit/hf_config_test.cpp).
+const std::map<std::string, json>& presets() {
+    static const std::map<std::string, json> p = [] {
+        std::map<std::string, json> m;
+        // huggingface.co/meta-llama/Llama-2-7b-hf, config.json
+        m["llama-2-7b"] = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", 4096},
+                           {"intermediate_size", 11008}, {"max_position_embeddings", 4096}, {"num_attention_heads", 32},
+                           {"num_hidden_layers", 32}, {"num_key_value_heads", 32}, {"rms_norm_eps", 1e-5},
+                           {"tie_word_embeddings", false}, {"torch_dtype", "float16"}, {"vocab_size", 32000}};
+        // huggingface.co/meta-llama/Meta-Llama-3-8B, config.json
+        m["llama-3-8b"] = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", 4096},
+                           {"intermediate_size", 14336}, {"max_position_embeddings", 8192}, {"num_attention_heads", 32},
+                           {"num_hidden_layers", 32}, {"num_key_value_heads", 8}, {"rms_norm_eps", 1e-5},
+                           {"tie_word_embeddings", false}, {"torch_dtype", "bfloat16"}, {"vocab_size", 128256}};
+        // huggingface.co/mistralai/Mistral-7B-v0.1, config.json
+        m["mistral-7b"] = {{"architectures", {"MistralForCausalLM"}}, {"model_type", "mistral"}, {"hidden_size", 4096},
+                           {"intermediate_size", 14336}, {"max_position_embeddings", 32768}, {"num_attention_heads", 32},
+                           {"num_hidden_layers", 32}, {"num_key_value_heads", 8}, {"rms_norm_eps", 1e-5},
+                           {"sliding_window", 4096}, {"tie_word_embeddings", false}, {"torch_dtype", "bfloat16"},
+                           {"vocab_size", 32000}};
+        // huggingface.co/bert-base-uncased, config.json
+        m["bert-base-uncased"] = {{"architectures", {"BertForMaskedLM"}}, {"model_type", "bert"}, {"attention_probs_dropout_prob", 0.1},
+                                  {"hidden_act", "gelu"}, {"hidden_dropout_prob", 0.1}, {"hidden_size", 768},
+                                  {"intermediate_size", 3072}, {"layer_norm_eps", 1e-12}, {"max_position_embeddings", 512},
+                                  {"num_attention_heads", 12}, {"num_hidden_layers", 12}, {"type_vocab_size", 2},
+                                  {"vocab_size", 30522}};
+        // huggingface.co/google/vit-base-patch16-224, config.json (id2label has the 1000 ImageNet classes)
+        m["vit-b16"] = {{"architectures", {"ViTForImageClassification"}}, {"model_type", "vit"}, {"attention_probs_dropout_prob", 0.0},
+                        {"hidden_act", "gelu"}, {"hidden_dropout_prob", 0.0}, {"hidden_size", 768}, {"image_size", 224},
+                        {"intermediate_size", 3072}, {"layer_norm_eps", 1e-12}, {"num_attention_heads", 12},
+                        {"num_channels", 3}, {"num_hidden_layers", 12}, {"num_labels", 1000}, {"patch_size", 16},
+                        {"qkv_bias", true}};
+        return m;
+    }();
+    return p;
+}
+
+}  // namespace
+
+bool is_hf_config(const json& doc) {
+    return doc.is_object() && !doc.contains("format") && (doc.contains("model_type") || doc.contains("architectures"));
+}
+
+json expand_hf_config(const json& cfg, const std::string& origin, const std::string& path_prefix) {
+    if (!cfg.is_object()) json_fail(origin, path_prefix, "expected a JSON object, got " + std::string(cfg.type_name()));
+    ConfigReader r(cfg, origin, path_prefix);
+    const std::string model_type = r.string("model_type");
+    r.set_context(model_type);
+    const std::string name = model_name(cfg, origin);
+    if (model_type == "gpt2") return hf::build_gpt2(r, cfg, name);
+    if (model_type == "llama" || model_type == "mistral") return hf::build_llama(r, cfg, model_type, name);
+    if (model_type == "bert") return hf::build_bert(r, cfg, name);
+    if (model_type == "vit") return hf::build_vit(r, cfg, name);
+    r.fail("model_type", "unsupported model_type '" + model_type + "' (supported: gpt2, llama, mistral, bert, vit)");
+}
+
+bool is_hf_preset(const std::string& name) { return presets().count(name) != 0; }
+
+std::vector<std::string> hf_preset_names() {
+    std::vector<std::string> names;
+    for (const auto& [name, cfg] : presets()) names.push_back(name);
+    return names;
+}
+
+json expand_hf_preset(const std::string& name, const json& overrides, const std::string& origin) {
+    json cfg = presets().at(name);
+    cfg["_name_or_path"] = name;
+    for (const auto& [k, v] : overrides.items()) cfg[k] = v;
+    return expand_hf_config(cfg, origin, "/config");
+}
+
+}  // namespace roofline

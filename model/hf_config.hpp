@@ -1,0 +1,38 @@
+#pragma once
+// Hugging Face transformers `config.json` -> a "roofline-model/1" document, which then goes
+// through the one model loader (model_json.cpp) like a template does. Supported model types and
+// heads (the first entry of "architectures"; without it, the pre-training head):
+//   gpt2     GPT2LMHeadModel (default), GPT2Model
+//   llama    LlamaForCausalLM (default), LlamaModel      — llama-2, llama-3 (GQA), ...
+//   mistral  MistralForCausalLM (default), MistralModel  — as llama; sliding window not modelled
+//   bert     BertForMaskedLM (default), BertModel, BertForSequenceClassification
+//   vit      ViTForImageClassification (default), ViTModel
+// Nodes follow transformers' modeling_<type>.py forward passes op for op, and parameters carry
+// the checkpoints' state-dict names, so the parameter count is the model's num_parameters().
+// Keys a config.json leaves out take the defaults of transformers' configuration_<type>.py (a
+// saved config omits values equal to its class defaults); the keys that size the model are
+// required. Bad input is an InputError naming the file and the JSON path.
+// Files: hf_config.cpp (this interface, presets), hf_build.hpp/.cpp (config reader, document
+// builder, shared pieces), hf_decoders.cpp (gpt2, llama, mistral), hf_encoders.cpp (bert, vit).
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace roofline {
+
+// A JSON object is a Hugging Face config when it has "model_type" or "architectures" and no
+// "format" (every roofline-model/1 document has "format").
+bool is_hf_config(const nlohmann::json& doc);
+
+// Expands a parsed config.json. origin names it in messages (the file path); path_prefix is put
+// before every JSON path ("" for a config.json, "/config" for a template file's config).
+nlohmann::json expand_hf_config(const nlohmann::json& config, const std::string& origin,
+                                const std::string& path_prefix = "");
+
+// Built-in published configs usable as template names (llama-2-7b, bert-base-uncased, ...).
+bool is_hf_preset(const std::string& name);
+std::vector<std::string> hf_preset_names();
+// The preset's config with the keys of `overrides` replacing its own, expanded.
+nlohmann::json expand_hf_preset(const std::string& name, const nlohmann::json& overrides, const std::string& origin);
+
+}  // namespace roofline

@@ -1,0 +1,169 @@
+// Decoder-only models from Hugging Face configs: gpt2, llama, mistral (model/hf_build.hpp).
+#include <algorithm>
+
+#include "model/hf_build.hpp"
+
+namespace roofline::hf {
+
+// gpt2: transformers/models/gpt2/modeling_gpt2.py (GPT2LMHeadModel). Defaults from
+// configuration_gpt2.py: n_inner None (4 n_embd), activation_function "gelu_new", resid/embd/attn
+// pdrop 0.1, layer_norm_epsilon 1e-5; tie_word_embeddings True (PretrainedConfig).
+json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name) {
+    const Head head = read_architecture(r, cfg, "gpt2", {"GPT2LMHeadModel", "GPT2Model"}, "GPT2Model");
+    const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("n_embd"), layers = r.positive("n_layer");
+    const std::int64_t heads = r.positive("n_head"), positions = r.positive("n_positions");
+    const std::int64_t inner = r.positive_or("n_inner", 4 * d);
+    const std::string act = r.string_or("activation_function", "gelu_new");
+    const double resid = r.probability_or("resid_pdrop", 0.1), embd = r.probability_or("embd_pdrop", 0.1);
+    const double attn = r.probability_or("attn_pdrop", 0.1), eps = r.positive_number_or("layer_norm_epsilon", 1e-5);
+    const bool tied = r.bool_or("tie_word_embeddings", true);
+    r.reject_if(r.bool_or("add_cross_attention", false), "add_cross_attention", "cross-attention layers");
+    if (d % heads != 0) r.fail("n_head", "n_head " + std::to_string(heads) + " does not divide n_embd " + std::to_string(d));
+    const std::int64_t dh = d / heads;
+
+    DocBuilder b;
+    set_header(b, name, "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, n_embd " + std::to_string(d) + ", " +
+               std::to_string(heads) + " heads, vocab " + std::to_string(vocab) + "; dropout as in training",
+               dtype_of(r), {{"batch", 1}, {"seq", positions}});
+    b.input("input_ids", {"batch", "seq"}, "int64");
+    b.input("position_ids", {"seq"}, "int64");
+    const std::string wte = b.param("transformer.wte.weight", {vocab, d});
+    b.node("transformer.wte", "embedding", {wte, "input_ids"});
+    b.node("transformer.wpe", "embedding", {b.param("transformer.wpe.weight", {positions, d}), "position_ids"});
+    std::string x = b.node("transformer.embed", "add", {"transformer.wte", "transformer.wpe"});
+    x = b.dropout("transformer.drop", x, embd);
+    for (std::int64_t l = 0; l < layers; ++l) {
+        const std::string p = "transformer.h." + std::to_string(l) + ".";
+        const std::string a = b.layernorm(p + "ln_1", x, d, eps);
+        // Conv1D stores its weight as [in, out]; the linear op takes [out, in]: same count.
+        const std::string qkv = b.linear(p + "attn.c_attn", a, d, 3 * d, true);
+        b.node(p + "attn.split", "split", {qkv}, {{"axis", -1}, {"sizes", {d, d, d}}});
+        const std::string q = to_heads(b, p + "attn.query", p + "attn.split:0", "seq", heads, dh);
+        const std::string k = to_heads(b, p + "attn.key", p + "attn.split:1", "seq", heads, dh);
+        const std::string v = to_heads(b, p + "attn.value", p + "attn.split:2", "seq", heads, dh);
+        const std::string ctx = attention(b, p + "attn.", q, k, v, dh, true, attn);
+        std::string o = b.linear(p + "attn.c_proj", merge_heads(b, p + "attn", ctx, "seq", d), d, d, true);
+        o = b.dropout(p + "attn.resid_dropout", o, resid);
+        x = b.node(p + "attn.residual", "add", {x, o});
+        const std::string m = b.layernorm(p + "ln_2", x, d, eps);
+        const std::string up = b.linear(p + "mlp.c_fc", m, d, inner, true);
+        std::string dn = b.linear(p + "mlp.c_proj", activation(b, r, "activation_function", act, p + "mlp.act", up), inner, d, true);
+        dn = b.dropout(p + "mlp.dropout", dn, resid);
+        x = b.node(p + "mlp.residual", "add", {x, dn});
+    }
+    x = b.layernorm("transformer.ln_f", x, d, eps);
+    if (!head.has_head) {
+        b.doc()["outputs"] = {x};
+        return b.doc();
+    }
+    b.input("labels", {"batch", "seq"}, "int64");
+    if (tied) b.node("lm_head", "matmul", {x, wte}, {{"transpose_b", true}});
+    else b.linear("lm_head", x, d, vocab, false);
+    b.node("loss", "cross_entropy", {"lm_head", "labels"});
+    b.doc()["outputs"] = {"loss"};
+    return b.doc();
+}
+
+// llama and mistral: transformers/models/llama/modeling_llama.py (LlamaForCausalLM), mistral's
+// modeling_mistral.py is the same graph. Defaults from configuration_llama.py /
+// configuration_mistral.py: num_key_value_heads = num_attention_heads, head_dim = hidden_size /
+// num_attention_heads, hidden_act "silu", rms_norm_eps 1e-6, attention_bias and mlp_bias False,
+// attention_dropout 0.0, tie_word_embeddings False.
+
+namespace {
+
+// HF's apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1) with
+// x1, x2 the halves of the head dimension; cos and sin [seq, head_dim] broadcast over batch and heads.
+std::string rotary(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t dh) {
+    b.node(name + ".halves", "split", {x}, {{"axis", -1}, {"sizes", {dh / 2, dh / 2}}});
+    b.node(name + ".neg", "neg", {name + ".halves:1"});
+    b.node(name + ".rotate_half", "concat", {name + ".neg", name + ".halves:0"}, {{"axis", -1}});
+    b.node(name + ".cos", "mul", {x, "rope.cos"});
+    b.node(name + ".sin", "mul", {name + ".rotate_half", "rope.sin"});
+    return b.node(name, "add", {name + ".cos", name + ".sin"});
+}
+
+// HF's repeat_kv: [batch, kv_heads, seq, dh] -> [batch, kv_heads * n_rep, seq, dh] by
+// x[:, :, None].expand(...).reshape(...). Modelled as views (as a GQA-aware attention kernel
+// reads K and V); the eager path's reshape copies.
+std::string repeat_kv(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t kv_heads,
+                      std::int64_t n_rep, std::int64_t dh) {
+    if (n_rep == 1) return x;
+    b.node(name + ".unsqueeze", "reshape", {x}, {{"shape", {"batch", kv_heads, 1, "seq", dh}}});
+    b.node(name + ".expand", "expand", {name + ".unsqueeze"}, {{"shape", {"batch", kv_heads, n_rep, "seq", dh}}});
+    return b.node(name, "reshape", {name + ".expand"}, {{"shape", {"batch", kv_heads * n_rep, "seq", dh}}});
+}
+
+}  // namespace
+
+json build_llama(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name) {
+    const bool mistral = model_type == "mistral";
+    const std::string causal_lm = mistral ? "MistralForCausalLM" : "LlamaForCausalLM";
+    const std::string bare = mistral ? "MistralModel" : "LlamaModel";
+    const Head head = read_architecture(r, cfg, model_type, {causal_lm, bare}, bare);
+    const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), inter = r.positive("intermediate_size");
+    const std::int64_t layers = r.positive("num_hidden_layers"), heads = r.positive("num_attention_heads");
+    const std::int64_t positions = r.positive("max_position_embeddings");
+    const std::int64_t kv_heads = r.positive_or("num_key_value_heads", heads);
+    if (!r.has("head_dim") && d % heads != 0) {
+        r.fail("num_attention_heads", "num_attention_heads " + std::to_string(heads) + " does not divide hidden_size " + std::to_string(d));
+    }
+    const std::int64_t dh = r.positive_or("head_dim", d / heads);
+    if (heads % kv_heads != 0) {
+        r.fail("num_key_value_heads", "num_key_value_heads " + std::to_string(kv_heads) + " does not divide num_attention_heads " + std::to_string(heads));
+    }
+    if (dh % 2 != 0) r.fail("head_dim", "rotary embeddings need an even head dimension, got " + std::to_string(dh));
+    const std::string act = r.string_or("hidden_act", "silu");
+    const double eps = r.positive_number_or("rms_norm_eps", 1e-6), attn_drop = r.probability_or("attention_dropout", 0.0);
+    const bool attn_bias = r.bool_or("attention_bias", false), mlp_bias = r.bool_or("mlp_bias", false);
+    const bool tied = r.bool_or("tie_word_embeddings", false);
+    // Mistral's sliding window limits each query to the last sliding_window keys. Not modelled:
+    // attention is full causal. The default sequence stays within the window, where both agree.
+    const std::int64_t window = mistral ? r.positive_or("sliding_window", 0) : 0;
+    const std::int64_t seq = window > 0 ? std::min(positions, window) : positions;
+
+    DocBuilder b;
+    std::string desc = "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
+                       std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads), MLP " + std::to_string(inter) +
+                       ", vocab " + std::to_string(vocab);
+    if (window > 0) desc += "; sliding window " + std::to_string(window) + " not modelled (full causal attention)";
+    set_header(b, name, desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    b.input("input_ids", {"batch", "seq"}, "int64");
+    b.input("rope.cos", {"seq", dh});
+    b.input("rope.sin", {"seq", dh});
+    const std::string embed = b.param("model.embed_tokens.weight", {vocab, d});
+    std::string x = b.node("model.embed_tokens", "embedding", {embed, "input_ids"});
+    const std::int64_t n_rep = heads / kv_heads;
+    for (std::int64_t l = 0; l < layers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        const std::string a = b.rmsnorm(p + "input_layernorm", x, d, eps);
+        const std::string at = p + "self_attn.";
+        std::string q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, heads * dh, attn_bias), "seq", heads, dh);
+        std::string k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, kv_heads * dh, attn_bias), "seq", kv_heads, dh);
+        std::string v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, kv_heads * dh, attn_bias), "seq", kv_heads, dh);
+        q = rotary(b, at + "q_rope", q, dh);
+        k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), kv_heads, n_rep, dh);
+        v = repeat_kv(b, at + "v_repeat", v, kv_heads, n_rep, dh);
+        const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
+        const std::string o = b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", heads * dh), heads * dh, d, attn_bias);
+        x = b.node(p + "attn_residual", "add", {x, o});
+        const std::string m = b.rmsnorm(p + "post_attention_layernorm", x, d, eps);
+        const std::string gate = b.linear(p + "mlp.gate_proj", m, d, inter, mlp_bias);
+        const std::string up = b.linear(p + "mlp.up_proj", m, d, inter, mlp_bias);
+        const std::string gated = b.node(p + "mlp.gated", "mul", {activation(b, r, "hidden_act", act, p + "mlp.act_fn", gate), up});
+        x = b.node(p + "mlp_residual", "add", {x, b.linear(p + "mlp.down_proj", gated, inter, d, mlp_bias)});
+    }
+    x = b.rmsnorm("model.norm", x, d, eps);
+    if (!head.has_head) {
+        b.doc()["outputs"] = {x};
+        return b.doc();
+    }
+    b.input("labels", {"batch", "seq"}, "int64");
+    if (tied) b.node("lm_head", "matmul", {x, embed}, {{"transpose_b", true}});
+    else b.linear("lm_head", x, d, vocab, false);
+    b.node("loss", "cross_entropy", {"lm_head", "labels"});
+    b.doc()["outputs"] = {"loss"};
+    return b.doc();
+}
+
+}  // namespace roofline::hf

@@ -1,0 +1,899 @@
+// OnnxModel -> Graph: structural checks, the batch symbol, constant folding of shape computations,
+// and the mapping of ONNX ops onto the op vocabulary (README.md, "ONNX models").
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <queue>
+#include <set>
+
+#include "model/model_json.hpp"
+#include "model/onnx_fold.hpp"
+#include "model/onnx_model.hpp"
+#include "ops/checked.hpp"
+#include "ops/error.hpp"
+#include "ops/op_rule.hpp"
+
+namespace roofline {
+
+std::vector<std::size_t> check_onnx_structure(OnnxModel& m) {
+    const std::string& origin = m.origin;
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < m.nodes.size(); ++i) {
+        OnnxNode& n = m.nodes[i];
+        if (n.name.empty()) n.name = n.op_type + "_" + std::to_string(i);
+        if (!names.insert(n.name).second) {
+            n.name += "_" + std::to_string(i);
+            if (!names.insert(n.name).second) throw InputError(origin + ": node name '" + n.name + "' is used twice");
+        }
+    }
+    std::map<std::string, std::size_t> producer;  // tensor -> node index; sources map to SIZE_MAX
+    const std::size_t kSource = static_cast<std::size_t>(-1);
+    for (const auto& t : m.initializers) {
+        if (t.name.empty()) throw InputError(origin + ": an initializer has no name");
+        if (!producer.emplace(t.name, kSource).second) throw InputError(origin + ": initializer '" + t.name + "' is defined twice");
+    }
+    for (const auto& v : m.inputs) {
+        if (v.name.empty()) throw InputError(origin + ": a graph input has no name");
+        producer.emplace(v.name, kSource);  // inputs may repeat initializers (older exporters)
+    }
+    for (std::size_t i = 0; i < m.nodes.size(); ++i) {
+        for (const auto& o : m.nodes[i].outputs) {
+            if (o.empty()) continue;
+            if (!producer.emplace(o, i).second) {
+                throw InputError(origin + ": tensor '" + o + "' is defined twice (output of node '" + m.nodes[i].name + "')");
+            }
+        }
+    }
+    std::vector<std::vector<std::size_t>> users(m.nodes.size());
+    std::vector<std::size_t> indegree(m.nodes.size(), 0);
+    for (std::size_t i = 0; i < m.nodes.size(); ++i) {
+        const OnnxNode& n = m.nodes[i];
+        for (const auto& in : n.inputs) {
+            if (in.empty()) continue;
+            auto it = producer.find(in);
+            if (it == producer.end()) {
+                throw InputError(origin + ": node '" + n.name + "' (" + n.op_type + ") reads tensor '" + in +
+                                 "', which no graph input, initializer or node output defines (a missing initializer?)");
+            }
+            if (it->second == kSource) continue;
+            users[it->second].push_back(i);
+            ++indegree[i];
+        }
+    }
+    for (const auto& v : m.outputs) {
+        if (!producer.count(v.name)) throw InputError(origin + ": graph output '" + v.name + "' is not produced by any node, input or initializer");
+    }
+    std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+    for (std::size_t i = 0; i < m.nodes.size(); ++i) {
+        if (indegree[i] == 0) ready.push(i);
+    }
+    std::vector<std::size_t> order;
+    while (!ready.empty()) {
+        const std::size_t i = ready.top();
+        ready.pop();
+        order.push_back(i);
+        for (std::size_t u : users[i]) {
+            if (--indegree[u] == 0) ready.push(u);
+        }
+    }
+    if (order.size() != m.nodes.size()) {
+        std::string stuck;
+        int shown = 0;
+        for (std::size_t i = 0; i < m.nodes.size() && shown < 10; ++i) {
+            if (indegree[i] > 0) {
+                stuck += (stuck.empty() ? "'" : ", '") + m.nodes[i].name + "'";
+                ++shown;
+            }
+        }
+        throw InputError(origin + ": the graph has a cycle: nodes " + stuck + " wait on each other's outputs");
+    }
+    return order;
+}
+
+namespace {
+
+using Dims = std::vector<std::int64_t>;
+
+// Op types mapped onto the vocabulary when they compute on runtime data.
+const std::set<std::string>& mapped_ops() {
+    static const std::set<std::string> ops = {
+        "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Sin", "Erf", "Gelu", "Add", "Sub", "Mul", "Div", "Max", "Pow",
+        "MatMul", "Gemm", "Conv", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+        "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Softmax", "LayerNormalization", "ReduceMean",
+        "ReduceSum", "ReduceMax", "Gather", "Concat", "Split", "Slice", "Expand", "Where", "Not", "Cast", "Identity",
+        "Dropout", "Constant", "Shape", "Size"};
+    return ops;
+}
+
+bool supported(const OnnxNode& n) {
+    if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+    return mapped_ops().count(n.op_type) || onnx_foldable(n.op_type);
+}
+
+struct Value {
+    Dims dims;
+    int type = 0;                              // ONNX element type
+    std::shared_ptr<const OnnxTensor> konst;  // a constant (values when small enough)
+    TensorId id = -1;                          // the graph tensor, once materialised
+    TensorRole role = TensorRole::activation;  // parameter: initializers, weight inputs; input: constants
+    std::string negation_of;                   // a Not on runtime data: usable only as a Where condition
+    bool known() const { return konst && konst->has_values; }
+};
+
+class Importer {
+public:
+    Importer(const OnnxModel& m, const ModelOverrides& ov) : m_(m), ov_(ov) {}
+
+    Graph run() {
+        OnnxModel checked = m_;
+        const std::vector<std::size_t> order = check_onnx_structure(checked);
+        check_ops(checked);
+        g_.name = std::filesystem::path(m_.origin).stem().string();  // exporters name every graph "torch_jit" or "main_graph"
+        if (g_.name.empty()) g_.name = m_.graph_name;
+        g_.origin = m_.origin;
+        g_.compute_dtype = ov_.dtype.value_or(DType::f32);
+        for (const auto& v : checked.value_info) inferred_[v.name] = &v;
+        for (const auto& v : checked.outputs) inferred_[v.name] = &v;
+        read_sources(checked);
+        for (std::size_t i : order) {
+            const OnnxNode& n = checked.nodes[i];
+            try {
+                import_node(n);
+            } catch (const InputError& e) {
+                throw InputError(m_.origin + ": node '" + n.name + "' (" + n.op_type + "): " + e.what());
+            }
+        }
+        for (const auto& v : checked.outputs) {
+            try {
+                g_.mark_output(tensor(v.name));
+            } catch (const InputError& e) {
+                throw InputError(m_.origin + ": graph output '" + v.name + "': " + e.what());
+            }
+        }
+        verify(g_);
+        return std::move(g_);
+    }
+
+private:
+    const OnnxModel& m_;
+    const ModelOverrides& ov_;
+    Graph g_;
+    std::map<std::string, Value> values_;
+    std::map<std::string, std::int64_t> symbols_;  // dim_param -> value (batch, seq)
+    std::map<std::string, const OnnxValueInfo*> inferred_;
+    int emitted_ = 0;                               // project nodes emitted for the current ONNX node
+    const OnnxNode* node_ = nullptr;
+
+    [[noreturn]] void fail(const std::string& msg) const { throw InputError(m_.origin + ": " + msg); }
+
+    // Every op type is known, or the user allowed unknown ones: one message listing them all.
+    void check_ops(const OnnxModel& m) const {
+        if (ov_.allow_unknown) return;
+        std::map<std::string, std::vector<std::string>> unknown;
+        for (const auto& n : m.nodes) {
+            if (!supported(n)) unknown[(n.domain.empty() ? "" : n.domain + ".") + n.op_type].push_back(n.name);
+        }
+        if (unknown.empty()) return;
+        std::string list;
+        for (const auto& [op, nodes] : unknown) {
+            list += (list.empty() ? "" : "; ") + op + " (node" + (nodes.size() > 1 ? "s " : " ");
+            for (std::size_t i = 0; i < nodes.size() && i < 8; ++i) list += (i ? ", '" : "'") + nodes[i] + "'";
+            if (nodes.size() > 8) list += ", ... " + std::to_string(nodes.size()) + " in all";
+            list += ")";
+        }
+        fail("unsupported ONNX op types: " + list +
+             " (--allow-unknown keeps them as opaque ops with zero work; supported ops are listed in README.md)");
+    }
+
+    DType dtype_of(int type, const std::string& name) const {
+        switch (type) {
+            case onnx_type::kFloat: case onnx_type::kDouble: case onnx_type::kFloat16: case onnx_type::kBfloat16:
+                if (ov_.dtype) return *ov_.dtype;
+                return type == onnx_type::kFloat ? DType::f32 : type == onnx_type::kDouble ? DType::f64
+                     : type == onnx_type::kFloat16 ? DType::f16 : DType::bf16;
+            case onnx_type::kInt8: return DType::int8;
+            case onnx_type::kUint8: case onnx_type::kBool: return DType::u8;
+            case onnx_type::kInt32: return DType::int32;
+            case onnx_type::kInt64: return DType::int64;
+            default:
+                throw InputError("tensor '" + name + "' has ONNX type " + onnx_type::name(type) + ", which roofline has no dtype for");
+        }
+    }
+
+    std::int64_t symbol_value(const OnnxValueInfo& v, std::size_t d, bool first_data_input) {
+        const OnnxDim& dim = v.dims[d];
+        const std::string key = dim.param.empty() ? "?" + v.name + ":" + std::to_string(d) : dim.param;
+        if (auto it = symbols_.find(key); it != symbols_.end()) return it->second;
+        const bool seq_like = dim.param == "seq" || dim.param == "sequence" || dim.param == "seq_len" || dim.param == "sequence_length";
+        if (first_data_input && d == 0 && !symbols_.count("batch")) {
+            const std::int64_t b = ov_.batch.value_or(1);
+            symbols_[key] = b;
+            g_.dims["batch"] = b;
+            batch_param_ = key;
+            return b;
+        }
+        if (seq_like && ov_.seq) {
+            symbols_[key] = *ov_.seq;
+            g_.dims["seq"] = *ov_.seq;
+            return *ov_.seq;
+        }
+        fail("dimension " + std::to_string(d) + " of input '" + v.name + "' is dynamic" +
+             (dim.param.empty() ? "" : " ('" + dim.param + "')") +
+             ": only the batch (the first input's first dimension) may be dynamic" +
+             (seq_like ? "; give --seq N for this one" : "; export the model with a fixed size for it"));
+    }
+    std::string batch_param_;
+
+    void read_sources(const OnnxModel& m) {
+        std::set<std::string> init_names;
+        for (const auto& t : m.initializers) init_names.insert(t.name);
+        bool first = true;
+        for (const auto& v : m.inputs) {
+            if (init_names.count(v.name)) continue;
+            if (!v.has_shape) fail("graph input '" + v.name + "' has no shape");
+            bool dynamic = false;
+            for (const auto& d : v.dims) dynamic = dynamic || d.value < 0;
+            const bool data = first || dynamic;  // export_params=False: the weights are inputs with fixed shapes
+            Value val;
+            val.type = v.elem_type;
+            for (std::size_t d = 0; d < v.dims.size(); ++d) {
+                val.dims.push_back(v.dims[d].value >= 0 ? v.dims[d].value : symbol_value(v, d, first));
+            }
+            try {
+                const TensorDesc desc{val.dims, dtype_of(val.type, v.name)};
+                (void)desc.bytes();
+                val.role = data ? TensorRole::input : TensorRole::parameter;
+                if (data) val.id = g_.add_input(v.name, desc);
+            } catch (const InputError& e) {
+                fail("graph input '" + v.name + "': " + e.what());
+            }
+            values_[v.name] = std::move(val);
+            first = false;
+        }
+        if (ov_.batch && !g_.dims.count("batch")) {
+            fail("--batch given, but the first dimension of the model's first input is fixed; export it with a dynamic "
+                 "batch axis (torch.onnx.export(..., dynamic_axes={'input': {0: 'batch'}}))");
+        }
+        if (ov_.seq && !g_.dims.count("seq")) fail("--seq given, but no input has a dynamic dimension named 'seq'");
+        for (const auto& t : m.initializers) {
+            Value val;
+            val.type = t.elem_type;
+            val.dims = t.dims;
+            val.konst = std::make_shared<OnnxTensor>(t);
+            val.role = TensorRole::parameter;
+            values_[t.name] = std::move(val);
+        }
+    }
+
+    // ---- values ----
+    const Value& value(const std::string& name) const {
+        auto it = values_.find(name);
+        if (it == values_.end()) throw InputError("tensor '" + name + "' has no value (produced by an op that was not imported)");
+        return it->second;
+    }
+    const std::string& input_name(const OnnxNode& n, std::size_t k, const char* role) const {
+        if (k >= n.inputs.size() || n.inputs[k].empty()) throw InputError(std::string("missing input ") + std::to_string(k) + " (" + role + ")");
+        return n.inputs[k];
+    }
+    bool has_input(const OnnxNode& n, std::size_t k) const { return k < n.inputs.size() && !n.inputs[k].empty(); }
+    const Value& in(const OnnxNode& n, std::size_t k, const char* role) const { return value(input_name(n, k, role)); }
+    const OnnxTensor& constant(const OnnxNode& n, std::size_t k, const char* role) const {
+        const Value& v = in(n, k, role);
+        if (!v.known()) {
+            throw InputError(std::string("input ") + std::to_string(k) + " (" + role + ", '" + n.inputs[k] +
+                             "') must be a constant (an initializer with values, or computed from shapes only), but it is not");
+        }
+        return *v.konst;
+    }
+    Dims ints(const OnnxNode& n, std::size_t k, const char* role) const {
+        const OnnxTensor& t = constant(n, k, role);
+        Dims v;
+        for (std::size_t i = 0; i < t.f.size() + t.i.size(); ++i) v.push_back(onnx_ivalue(t, i));
+        return v;
+    }
+    TensorDesc desc(const std::string& name) const {
+        const Value& v = value(name);
+        return TensorDesc{v.dims, dtype_of(v.type, name)};
+    }
+    // The graph tensor of an ONNX value; constants and weight inputs become parameters on first use.
+    TensorId tensor(const std::string& name) {
+        auto it = values_.find(name);
+        if (it == values_.end()) throw InputError("tensor '" + name + "' has no value");
+        Value& v = it->second;
+        if (!v.negation_of.empty()) throw InputError("'" + name + "' is a Not of runtime data, supported only as the condition of a Where");
+        if (v.id < 0) {
+            const TensorDesc d{v.dims, dtype_of(v.type, name)};
+            v.id = v.role == TensorRole::parameter ? g_.add_parameter(name, d) : g_.add_input(name, d);
+        }
+        return v.id;
+    }
+    TensorId tin(const OnnxNode& n, std::size_t k, const char* role) { return tensor(input_name(n, k, role)); }
+
+    void set_constant(const std::string& name, OnnxTensor t) {
+        Value v;
+        v.type = t.elem_type;
+        v.dims = t.dims;
+        t.name = name;
+        v.konst = std::make_shared<OnnxTensor>(std::move(t));
+        v.role = TensorRole::input;  // a constant of the program (Constant, folded values): not trained
+        values_[name] = std::move(v);
+    }
+    void alias(const OnnxNode& n, std::size_t k = 0) {
+        if (n.outputs.empty() || n.outputs[0].empty()) return;
+        // An unmaterialised weight seen through an Identity becomes its own parameter under the new
+        // name: torch.onnx deduplicates initializers of equal value (zero-initialised biases, unit
+        // LayerNorm weights, folded batchnorm biases) behind Identity nodes, but the model has one
+        // parameter per use (tests/unit/onnx_test.cpp counts resnet50's against torchvision's).
+        values_[n.outputs[0]] = value(input_name(n, k, "x"));
+    }
+
+    // Appends one project node; the last node of an ONNX node's expansion is named after it and
+    // writes its output names, the ones before are "<node>.<i>".
+    std::vector<TensorId> emit(OpKind k, const std::vector<TensorId>& ins, const Attrs& a, bool last = true) {
+        const OnnxNode& n = *node_;
+        std::string name = n.name;
+        if (!last) name += "." + std::to_string(emitted_);
+        ++emitted_;
+        std::vector<std::string> outs;
+        if (last) {
+            for (const auto& o : n.outputs) outs.push_back(o.empty() ? name + ":unused" + std::to_string(outs.size()) : o);
+        } else {
+            outs.push_back(name);
+        }
+        const NodeId id = g_.add_node(name, k, ins, a, outs);
+        std::vector<TensorId> result = g_.node(id).outputs;
+        if (last) {
+            for (std::size_t i = 0; i < n.outputs.size() && i < result.size(); ++i) {
+                if (n.outputs[i].empty()) continue;
+                Value v;
+                v.dims = g_.tensor(result[i]).desc.shape;
+                v.type = onnx_type_of(g_.tensor(result[i]).desc.dtype);
+                v.id = result[i];
+                values_[n.outputs[i]] = std::move(v);
+            }
+        }
+        return result;
+    }
+    TensorId emit1(OpKind k, const std::vector<TensorId>& ins, const Attrs& a = {}, bool last = true) { return emit(k, ins, a, last)[0]; }
+
+    static int onnx_type_of(DType d) {
+        switch (d) {
+            case DType::f64: return onnx_type::kDouble;
+            case DType::f16: return onnx_type::kFloat16;
+            case DType::bf16: return onnx_type::kBfloat16;
+            case DType::int8: return onnx_type::kInt8;
+            case DType::u8: return onnx_type::kUint8;
+            case DType::int32: return onnx_type::kInt32;
+            case DType::int64: return onnx_type::kInt64;
+            case DType::f32: case DType::tf32: case DType::fp8_e4m3: case DType::fp8_e5m2: return onnx_type::kFloat;
+        }
+        return onnx_type::kFloat;
+    }
+
+    // ---- attributes ----
+    static const OnnxAttr* attr(const OnnxNode& n, const char* name) {
+        auto it = n.attrs.find(name);
+        return it == n.attrs.end() ? nullptr : &it->second;
+    }
+    static std::int64_t attr_i(const OnnxNode& n, const char* name, std::int64_t fallback) {
+        const OnnxAttr* a = attr(n, name);
+        if (!a) return fallback;
+        if (a->type != OnnxAttr::Type::int_) throw InputError(std::string("attribute '") + name + "' must be an int");
+        return a->i;
+    }
+    static double attr_f(const OnnxNode& n, const char* name, double fallback) {
+        const OnnxAttr* a = attr(n, name);
+        if (!a) return fallback;
+        if (a->type != OnnxAttr::Type::float_) throw InputError(std::string("attribute '") + name + "' must be a float");
+        return a->f;
+    }
+    static std::string attr_s(const OnnxNode& n, const char* name, const std::string& fallback) {
+        const OnnxAttr* a = attr(n, name);
+        return a && a->type == OnnxAttr::Type::string_ ? a->s : fallback;
+    }
+    static Dims attr_ints(const OnnxNode& n, const char* name, const Dims& fallback) {
+        const OnnxAttr* a = attr(n, name);
+        if (!a) return fallback;
+        if (a->type != OnnxAttr::Type::ints) throw InputError(std::string("attribute '") + name + "' must be a list of ints");
+        return a->ints;
+    }
+
+    // ---- one node ----
+    void import_node(const OnnxNode& n) {
+        node_ = &n;
+        emitted_ = 0;
+        if (!supported(n)) return opaque(n);
+        if (n.op_type == "Constant") return constant_node(n);
+        if (n.op_type == "Shape" || n.op_type == "Size") return shape_node(n);
+        if (onnx_foldable(n.op_type) && try_fold(n)) return;
+        if (!mapped_ops().count(n.op_type)) {
+            if (ov_.allow_unknown) return opaque(n);
+            throw InputError(n.op_type + " is supported only on constants and shapes (folded at load), but an input here is runtime data");
+        }
+        map_node(n);
+    }
+
+    bool try_fold(const OnnxNode& n) {
+        std::vector<const OnnxTensor*> ins;
+        for (const auto& name : n.inputs) {
+            if (name.empty()) {
+                ins.push_back(nullptr);
+                continue;
+            }
+            const Value& v = value(name);
+            if (!v.known()) return false;
+            ins.push_back(v.konst.get());
+        }
+        auto out = fold_onnx_node(n, ins, m_.opset);
+        if (!out) return false;
+        for (std::size_t i = 0; i < n.outputs.size() && i < out->size(); ++i) {
+            if (!n.outputs[i].empty()) set_constant(n.outputs[i], std::move((*out)[i]));
+        }
+        return true;
+    }
+
+    void constant_node(const OnnxNode& n) {
+        OnnxTensor t;
+        t.has_values = true;
+        if (const OnnxAttr* a = attr(n, "value"); a && a->t) {
+            t = *a->t;
+        } else if (const OnnxAttr* f = attr(n, "value_float")) {
+            t.elem_type = onnx_type::kFloat, t.f = {f->f};
+        } else if (const OnnxAttr* fs = attr(n, "value_floats")) {
+            t.elem_type = onnx_type::kFloat, t.f = fs->floats, t.dims = {static_cast<std::int64_t>(fs->floats.size())};
+        } else if (const OnnxAttr* i = attr(n, "value_int")) {
+            t.elem_type = onnx_type::kInt64, t.i = {i->i};
+        } else if (const OnnxAttr* is = attr(n, "value_ints")) {
+            t.elem_type = onnx_type::kInt64, t.i = is->ints, t.dims = {static_cast<std::int64_t>(is->ints.size())};
+        } else {
+            throw InputError("a Constant needs a 'value' tensor (or value_float(s), value_int(s))");
+        }
+        if (n.outputs.empty() || n.outputs[0].empty()) return;
+        set_constant(n.outputs[0], std::move(t));
+    }
+
+    void shape_node(const OnnxNode& n) {
+        const Dims dims = in(n, 0, "data").dims;
+        OnnxTensor t;
+        t.elem_type = onnx_type::kInt64;
+        t.has_values = true;
+        if (n.op_type == "Size") {
+            t.i = {onnx_numel(dims)};
+        } else {
+            const auto rank = static_cast<std::int64_t>(dims.size());
+            auto clampi = [&](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + rank : v, 0, rank); };
+            const std::int64_t s = clampi(attr_i(n, "start", 0)), e = clampi(attr_i(n, "end", rank));
+            for (std::int64_t d = s; d < e; ++d) t.i.push_back(dims[static_cast<std::size_t>(d)]);
+            t.dims = {static_cast<std::int64_t>(t.i.size())};
+        }
+        if (!n.outputs.empty() && !n.outputs[0].empty()) set_constant(n.outputs[0], std::move(t));
+    }
+
+    // An op without a mapping, kept by --allow-unknown: zero work, output shapes from ONNX shape
+    // inference (with the batch symbol bound to its value).
+    void opaque(const OnnxNode& n) {
+        std::vector<TensorId> ins;
+        for (const auto& name : n.inputs) {
+            if (!name.empty()) ins.push_back(tensor(name));
+        }
+        Dims ranks, dims;
+        std::string dtypes;
+        for (const auto& o : n.outputs) {
+            if (o.empty()) continue;
+            auto it = inferred_.find(o);
+            if (it == inferred_.end() || !it->second->has_shape || it->second->elem_type == 0) {
+                throw InputError("ONNX shape inference gave no shape for output '" + o + "'; an unknown op needs one to be kept with --allow-unknown");
+            }
+            const OnnxValueInfo& v = *it->second;
+            for (const auto& d : v.dims) {
+                if (d.value >= 0) {
+                    dims.push_back(d.value);
+                } else if (auto s = symbols_.find(d.param); !d.param.empty() && s != symbols_.end()) {
+                    dims.push_back(s->second);
+                } else {
+                    throw InputError("ONNX shape inference left dimension '" + d.param + "' of output '" + o + "' unknown");
+                }
+            }
+            ranks.push_back(static_cast<std::int64_t>(v.dims.size()));
+            dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(dtype_of(v.elem_type, o)));
+        }
+        Attrs a;
+        a.set("op_type", (n.domain.empty() ? "" : n.domain + ".") + n.op_type);
+        a.set("ranks", ranks);
+        a.set("dims", dims);
+        a.set("dtypes", dtypes);
+        emit(OpKind::opaque, ins, a);
+    }
+
+    void map_node(const OnnxNode& n);
+    void map_binary(const OnnxNode& n, OpKind k);
+    void map_pow(const OnnxNode& n);
+    void map_gemm(const OnnxNode& n);
+    void map_conv(const OnnxNode& n);
+    void map_batchnorm(const OnnxNode& n);
+    void map_pool(const OnnxNode& n);
+    void map_reduce(const OnnxNode& n, OpKind k);
+    void map_gather(const OnnxNode& n);
+    void map_split(const OnnxNode& n);
+    void map_slice(const OnnxNode& n);
+    void map_where(const OnnxNode& n);
+    void reshape_to(const OnnxNode& n, const Dims& to) {
+        if (to == in(n, 0, "data").dims) return alias(n);
+        emit1(OpKind::reshape, {tin(n, 0, "data")}, [&] { Attrs a; a.set("shape", to); return a; }());
+    }
+    void single_output(const OnnxNode& n) const {
+        for (std::size_t i = 1; i < n.outputs.size(); ++i) {
+            if (!n.outputs[i].empty()) throw InputError("output " + std::to_string(i) + " ('" + n.outputs[i] + "') is not supported (inference graphs only)");
+        }
+    }
+    // Two entries from an ONNX pads list [begin_h, begin_w, end_h, end_w], which must be symmetric.
+    static Dims symmetric_pads(const Dims& pads) {
+        if (pads.empty()) return {0, 0};
+        if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) {
+            throw InputError("pads " + shape_str(pads) + ": only symmetric 2-d padding is supported");
+        }
+        return {pads[0], pads[1]};
+    }
+    static void no_auto_pad(const OnnxNode& n) {
+        const std::string p = attr_s(n, "auto_pad", "NOTSET");
+        if (p != "NOTSET" && p != "VALID") throw InputError("auto_pad " + p + " is not supported (export with explicit pads)");
+    }
+};
+
+OpKind unary_kind(const std::string& op) {
+    if (op == "Relu") return OpKind::relu;
+    if (op == "Sigmoid") return OpKind::sigmoid;
+    if (op == "Tanh") return OpKind::tanh;
+    if (op == "Exp") return OpKind::exp;
+    if (op == "Log") return OpKind::log;
+    if (op == "Sqrt") return OpKind::sqrt;
+    if (op == "Neg") return OpKind::neg;
+    if (op == "Sin") return OpKind::sin;
+    return OpKind::erf;
+}
+
+void Importer::map_node(const OnnxNode& n) {
+    const std::string& op = n.op_type;
+    if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Exp" || op == "Log" || op == "Sqrt" || op == "Neg" || op == "Sin" ||
+        op == "Erf") {
+        emit1(unary_kind(op), {tin(n, 0, "x")});
+    } else if (op == "Gelu") {
+        const std::string approx = attr_s(n, "approximate", "none");
+        emit1(OpKind::gelu, {tin(n, 0, "x")}, [&] { Attrs a; a.set("approximate", approx == "tanh" ? "tanh" : std::string("erf")); return a; }());
+    } else if (op == "Add") {
+        map_binary(n, OpKind::add);
+    } else if (op == "Sub") {
+        map_binary(n, OpKind::sub);
+    } else if (op == "Mul") {
+        map_binary(n, OpKind::mul);
+    } else if (op == "Div") {
+        map_binary(n, OpKind::div);
+    } else if (op == "Max") {
+        if (n.inputs.size() == 1) return alias(n);
+        if (n.inputs.size() != 2) throw InputError("Max of more than two inputs is not supported");
+        map_binary(n, OpKind::maximum);
+    } else if (op == "Pow") {
+        map_pow(n);
+    } else if (op == "MatMul") {
+        if (in(n, 0, "A").dims.size() < 2 || in(n, 1, "B").dims.size() < 2) throw InputError("MatMul with a 1-d operand is not supported");
+        emit1(OpKind::matmul, {tin(n, 0, "A"), tin(n, 1, "B")});
+    } else if (op == "Gemm") {
+        map_gemm(n);
+    } else if (op == "Conv") {
+        map_conv(n);
+    } else if (op == "BatchNormalization") {
+        map_batchnorm(n);
+    } else if (op == "MaxPool" || op == "AveragePool") {
+        map_pool(n);
+    } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+        const auto rank = static_cast<std::int64_t>(in(n, 0, "x").dims.size());
+        if (rank < 3) throw InputError("input must be [N, C, spatial...]");
+        Dims axes;
+        for (std::int64_t d = 2; d < rank; ++d) axes.push_back(d);
+        Attrs a;
+        a.set("axes", axes);
+        a.set("keepdim", true);
+        emit1(op == "GlobalAveragePool" ? OpKind::reduce_mean : OpKind::reduce_max, {tin(n, 0, "x")}, a);
+    } else if (op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") {
+        std::vector<const OnnxTensor*> args{nullptr};
+        if (has_input(n, 1)) args.push_back(&constant(n, 1, op == "Reshape" ? "shape" : "axes"));
+        reshape_to(n, onnx_view_dims(n, in(n, 0, "data").dims, args, m_.opset));
+    } else if (op == "Transpose") {
+        const auto rank = static_cast<std::int64_t>(in(n, 0, "data").dims.size());
+        Dims perm = attr_ints(n, "perm", {});
+        if (perm.empty()) for (std::int64_t d = rank; d-- > 0;) perm.push_back(d);
+        Attrs a;
+        a.set("perm", perm);
+        emit1(OpKind::permute, {tin(n, 0, "data")}, a);
+    } else if (op == "Softmax") {
+        const auto rank = static_cast<std::int64_t>(in(n, 0, "x").dims.size());
+        const std::int64_t axis = normalize_axis(attr_i(n, "axis", m_.opset >= 13 ? -1 : 1), rank);
+        if (m_.opset < 13 && axis != rank - 1) throw InputError("Softmax before opset 13 over axes " + std::to_string(axis) + ".. is not supported (only the last axis)");
+        Attrs a;
+        a.set("axis", axis);
+        emit1(OpKind::softmax, {tin(n, 0, "x")}, a);
+    } else if (op == "LayerNormalization") {
+        single_output(n);
+        const auto rank = static_cast<std::int64_t>(in(n, 0, "X").dims.size());
+        if (normalize_axis(attr_i(n, "axis", -1), rank) != rank - 1) throw InputError("LayerNormalization over more than the last axis is not supported");
+        std::vector<TensorId> ins{tin(n, 0, "X")};
+        if (has_input(n, 1)) ins.push_back(tin(n, 1, "Scale"));
+        if (has_input(n, 2)) ins.push_back(tin(n, 2, "B"));
+        Attrs a;
+        a.set("eps", attr_f(n, "epsilon", 1e-5));
+        emit1(OpKind::layernorm, ins, a);
+    } else if (op == "ReduceMean") {
+        map_reduce(n, OpKind::reduce_mean);
+    } else if (op == "ReduceSum") {
+        map_reduce(n, OpKind::reduce_sum);
+    } else if (op == "ReduceMax") {
+        map_reduce(n, OpKind::reduce_max);
+    } else if (op == "Gather") {
+        map_gather(n);
+    } else if (op == "Concat") {
+        std::vector<TensorId> ins;
+        for (std::size_t k = 0; k < n.inputs.size(); ++k) ins.push_back(tin(n, k, "input"));
+        Attrs a;
+        a.set("axis", attr_i(n, "axis", 0));
+        if (ins.size() == 1) return alias(n);
+        emit1(OpKind::concat, ins, a);
+    } else if (op == "Split") {
+        map_split(n);
+    } else if (op == "Slice") {
+        map_slice(n);
+    } else if (op == "Expand") {
+        const Dims to = broadcast_shapes(in(n, 0, "input").dims, ints(n, 1, "shape"));
+        if (to == in(n, 0, "input").dims) return alias(n);
+        Attrs a;
+        a.set("shape", to);
+        emit1(OpKind::expand, {tin(n, 0, "input")}, a);
+    } else if (op == "Where") {
+        map_where(n);
+    } else if (op == "Not") {
+        Value v = in(n, 0, "x");
+        v.negation_of = n.inputs[0];
+        v.id = -1;
+        values_[n.outputs.at(0)] = v;
+    } else if (op == "Cast") {
+        const int to = static_cast<int>(attr_i(n, "to", 0));
+        const DType d = dtype_of(to, n.outputs.empty() ? n.name : n.outputs[0]);
+        if (d == desc(n.inputs.at(0)).dtype) return alias(n);
+        Attrs a;
+        a.set("dtype", std::string(dtype_name(d)));
+        emit1(OpKind::cast, {tin(n, 0, "input")}, a);
+    } else if (op == "Identity" || op == "Dropout") {
+        single_output(n);
+        alias(n);
+    } else {
+        throw InputError("internal: no mapping for " + op);
+    }
+}
+
+void Importer::map_binary(const OnnxNode& n, OpKind k) {
+    const Value& a = in(n, 0, "A");
+    const Value& b = in(n, 1, "B");
+    auto scalar = [](const Value& v) -> std::optional<double> {
+        if (!v.known() || !onnx_type::is_float(v.type) || onnx_numel(v.dims) != 1) return std::nullopt;
+        return onnx_value(*v.konst, 0);
+    };
+    // x * c and x / c by a scalar constant are scale ops: no operand to read.
+    if (k == OpKind::mul || k == OpKind::div) {
+        const auto cb = scalar(b);
+        const auto ca = k == OpKind::mul ? scalar(a) : std::nullopt;
+        const Value& x = cb ? a : b;
+        const std::optional<double> c = cb ? cb : ca;
+        if (c && !x.known() && broadcast_shapes(x.dims, (cb ? b : a).dims) == x.dims && (k == OpKind::mul || *c != 0)) {
+            Attrs at;
+            at.set("factor", k == OpKind::mul ? *c : 1.0 / *c);
+            emit1(OpKind::scale, {tin(n, cb ? 0 : 1, "x")}, at);
+            return;
+        }
+    }
+    emit1(k, {tin(n, 0, "A"), tin(n, 1, "B")});
+}
+
+void Importer::map_pow(const OnnxNode& n) {
+    const OnnxTensor& e = constant(n, 1, "exponent");
+    if (onnx_numel(e.dims) != 1) throw InputError("Pow with a non-scalar exponent is not supported");
+    const double p = onnx_value(e, 0);
+    const TensorId x = tin(n, 0, "X");
+    if (p == 1) return alias(n);
+    if (p == 2) emit1(OpKind::mul, {x, x});
+    else if (p == 3) emit1(OpKind::mul, {emit1(OpKind::mul, {x, x}, {}, false), x});
+    else if (p == 0.5) emit1(OpKind::sqrt, {x});
+    else if (p == -0.5) emit1(OpKind::rsqrt, {x});
+    else throw InputError("Pow with exponent " + std::to_string(p) + " is not supported (2, 3, 0.5, -0.5 and 1 are)");
+}
+
+void Importer::map_gemm(const OnnxNode& n) {
+    const double alpha = attr_f(n, "alpha", 1.0), beta = attr_f(n, "beta", 1.0);
+    const bool ta = attr_i(n, "transA", 0) != 0, tb = attr_i(n, "transB", 0) != 0;
+    if (in(n, 0, "A").dims.size() != 2 || in(n, 1, "B").dims.size() != 2) throw InputError("Gemm operands must be 2-d");
+    const bool bias_1d = has_input(n, 2) && in(n, 2, "C").dims.size() == 1;
+    if (!ta && tb && alpha == 1.0 && (!has_input(n, 2) || (beta == 1.0 && bias_1d))) {  // y = x W^T + b: a linear layer
+        std::vector<TensorId> ins{tin(n, 0, "A"), tin(n, 1, "B")};
+        if (has_input(n, 2)) ins.push_back(tin(n, 2, "C"));
+        emit1(OpKind::linear, ins);
+        return;
+    }
+    Attrs a;
+    a.set("transpose_a", ta);
+    a.set("transpose_b", tb);
+    const bool more = alpha != 1.0 || has_input(n, 2);
+    TensorId y = emit1(OpKind::matmul, {tin(n, 0, "A"), tin(n, 1, "B")}, a, !more);
+    if (alpha != 1.0) {
+        Attrs s;
+        s.set("factor", alpha);
+        y = emit1(OpKind::scale, {y}, s, !has_input(n, 2));
+    }
+    if (has_input(n, 2)) {
+        TensorId c = tin(n, 2, "C");
+        if (beta != 1.0) {
+            Attrs s;
+            s.set("factor", beta);
+            c = emit1(OpKind::scale, {c}, s, false);
+        }
+        emit1(OpKind::add, {y, c});
+    }
+}
+
+void Importer::map_conv(const OnnxNode& n) {
+    if (in(n, 1, "W").dims.size() != 4) throw InputError("only 2-d convolutions are supported (weight " + shape_str(in(n, 1, "W").dims) + ")");
+    no_auto_pad(n);
+    Attrs a;
+    a.set("stride", attr_ints(n, "strides", {1, 1}));
+    a.set("padding", symmetric_pads(attr_ints(n, "pads", {})));
+    a.set("dilation", attr_ints(n, "dilations", {1, 1}));
+    a.set("groups", attr_i(n, "group", 1));
+    std::vector<TensorId> ins{tin(n, 0, "X"), tin(n, 1, "W")};
+    if (has_input(n, 2)) ins.push_back(tin(n, 2, "B"));
+    emit1(OpKind::conv2d, ins, a);
+}
+
+// Inference-mode batch normalisation is y = x * a + b per channel with a = scale / sqrt(var + eps)
+// and b = B - mean * a, computed once when weights are loaded: a mul and an add over x, reading two
+// per-channel parameters "<node>.a" and "<node>.b" shaped [C, 1, ...] to broadcast.
+void Importer::map_batchnorm(const OnnxNode& n) {
+    single_output(n);
+    if (attr_i(n, "training_mode", 0) != 0) throw InputError("training_mode=1 is not supported (export the model in eval mode)");
+    const Dims& x = in(n, 0, "X").dims;
+    if (x.size() < 2) throw InputError("input must be [N, C, ...]");
+    for (std::size_t k = 1; k <= 4; ++k) {
+        if (in(n, k, "scale, B, mean or var").dims != Dims{x[1]}) throw InputError("per-channel input " + std::to_string(k) + " must be [" + std::to_string(x[1]) + "]");
+    }
+    Dims per_channel{x[1]};
+    per_channel.resize(x.size() - 1, 1);
+    const TensorDesc d{per_channel, desc(n.inputs[1]).dtype};
+    const TensorId a = g_.add_parameter(n.name + ".a", d);
+    const TensorId b = g_.add_parameter(n.name + ".b", d);
+    emit1(OpKind::add, {emit1(OpKind::mul, {tin(n, 0, "X"), a}, {}, false), b});
+}
+
+void Importer::map_pool(const OnnxNode& n) {
+    single_output(n);
+    no_auto_pad(n);
+    const Dims kernel = attr_ints(n, "kernel_shape", {});
+    if (kernel.size() != 2) throw InputError("only 2-d pooling is supported (kernel_shape " + shape_str(kernel) + ")");
+    Attrs a;
+    a.set("kernel", kernel);
+    a.set("stride", attr_ints(n, "strides", {1, 1}));
+    a.set("padding", symmetric_pads(attr_ints(n, "pads", {})));
+    a.set("ceil_mode", attr_i(n, "ceil_mode", 0) != 0);
+    const bool max = n.op_type == "MaxPool";
+    if (max) a.set("dilation", attr_ints(n, "dilations", {1, 1}));
+    else a.set("count_include_pad", attr_i(n, "count_include_pad", 0) != 0);
+    emit1(max ? OpKind::max_pool2d : OpKind::avg_pool2d, {tin(n, 0, "X")}, a);
+}
+
+void Importer::map_reduce(const OnnxNode& n, OpKind k) {
+    Dims axes;
+    const bool axes_input = m_.opset >= 18 || (n.op_type == "ReduceSum" && m_.opset >= 13);
+    if (axes_input) {
+        if (has_input(n, 1)) axes = ints(n, 1, "axes");
+    } else {
+        axes = attr_ints(n, "axes", {});
+    }
+    if (axes.empty() && attr_i(n, "noop_with_empty_axes", 0) != 0) return alias(n);
+    Attrs a;
+    if (!axes.empty()) a.set("axes", axes);
+    a.set("keepdim", attr_i(n, "keepdims", 1) != 0);
+    emit1(k, {tin(n, 0, "data")}, a);
+}
+
+void Importer::map_gather(const OnnxNode& n) {
+    const Value& data = in(n, 0, "data");
+    const Value& idx = in(n, 1, "indices");
+    const auto rank = static_cast<std::int64_t>(data.dims.size());
+    if (rank == 0) throw InputError("Gather from a scalar");
+    const std::int64_t axis = normalize_axis(attr_i(n, "axis", 0), rank);
+    if (axis == 0 && rank == 2 && !onnx_type::is_float(idx.type)) {  // a table lookup
+        emit1(OpKind::embedding, {tin(n, 0, "data"), tin(n, 1, "indices")});
+        return;
+    }
+    if (!idx.known()) throw InputError("Gather on axis " + std::to_string(axis) + " with runtime indices is not supported (only table lookups on axis 0)");
+    const Dims index = ints(n, 1, "indices");
+    const std::int64_t dim = data.dims[static_cast<std::size_t>(axis)];
+    if (index.empty() || idx.dims.size() > 1) throw InputError("Gather with indices of shape " + shape_str(idx.dims) + " is not supported");
+    const std::int64_t first = index[0] < 0 ? index[0] + dim : index[0];
+    for (std::size_t i = 0; i < index.size(); ++i) {
+        const std::int64_t v = index[i] < 0 ? index[i] + dim : index[i];
+        if (v < 0 || v >= dim) throw InputError("Gather index " + std::to_string(index[i]) + " out of range for dimension " + std::to_string(dim));
+        if (v != first + static_cast<std::int64_t>(i)) throw InputError("Gather with non-contiguous constant indices is not supported");
+    }
+    Attrs a;
+    a.set("starts", Dims{first});
+    a.set("ends", Dims{first + static_cast<std::int64_t>(index.size())});
+    a.set("axes", Dims{axis});
+    const bool scalar = idx.dims.empty();
+    const TensorId s = emit1(OpKind::slice, {tin(n, 0, "data")}, a, !scalar);
+    if (scalar) {  // the indexed axis disappears
+        Dims to = data.dims;
+        to.erase(to.begin() + axis);
+        Attrs r;
+        r.set("shape", to);
+        emit1(OpKind::reshape, {s}, r);
+    }
+}
+
+void Importer::map_split(const OnnxNode& n) {
+    const Dims& x = in(n, 0, "input").dims;
+    const std::int64_t axis = normalize_axis(attr_i(n, "axis", 0), static_cast<std::int64_t>(x.size()));
+    Dims sizes;
+    if (m_.opset >= 13) {
+        if (has_input(n, 1)) sizes = ints(n, 1, "split");
+    } else {
+        sizes = attr_ints(n, "split", {});
+    }
+    const auto parts = static_cast<std::int64_t>(n.outputs.size());
+    if (sizes.empty()) {
+        const std::int64_t dim = x[static_cast<std::size_t>(axis)];
+        if (parts == 0) throw InputError("Split without outputs");
+        const std::int64_t each = (dim + parts - 1) / parts;  // opset 18: the last part may be smaller
+        for (std::int64_t p = 0; p < parts; ++p) sizes.push_back(std::max<std::int64_t>(0, std::min(each, dim - p * each)));
+    }
+    if (static_cast<std::int64_t>(sizes.size()) != parts) throw InputError("Split into " + std::to_string(sizes.size()) + " sizes but " + std::to_string(parts) + " outputs");
+    Attrs a;
+    a.set("axis", axis);
+    a.set("sizes", sizes);
+    emit(OpKind::split, {tin(n, 0, "input")}, a);
+}
+
+void Importer::map_slice(const OnnxNode& n) {
+    Dims starts, ends, axes, steps;
+    if (m_.opset < 10) {
+        starts = attr_ints(n, "starts", {}), ends = attr_ints(n, "ends", {}), axes = attr_ints(n, "axes", {});
+    } else {
+        starts = ints(n, 1, "starts"), ends = ints(n, 2, "ends");
+        if (has_input(n, 3)) axes = ints(n, 3, "axes");
+        if (has_input(n, 4)) steps = ints(n, 4, "steps");
+    }
+    Attrs a;
+    a.set("starts", starts);
+    a.set("ends", ends);
+    if (!axes.empty()) a.set("axes", axes);
+    if (!steps.empty()) a.set("steps", steps);
+    const TensorDesc x = desc(n.inputs.at(0));
+    const TensorDesc y = infer_outputs(OpKind::slice, std::vector<TensorDesc>{x}, a)[0];
+    bool forward = true;
+    for (std::int64_t s : steps) forward = forward && s > 0;
+    if (y.shape == x.shape && forward) return alias(n);  // the whole tensor
+    emit1(OpKind::slice, {tin(n, 0, "data")}, a);
+}
+
+void Importer::map_where(const OnnxNode& n) {
+    const Value& c = in(n, 0, "condition");
+    std::size_t ia = 1, ib = 2;
+    std::string cond = n.inputs[0];
+    if (!c.negation_of.empty()) {  // Where(Not(c), a, b) = Where(c, b, a)
+        cond = c.negation_of;
+        std::swap(ia, ib);
+    }
+    emit1(OpKind::where, {tensor(cond), tin(n, ia, "X"), tin(n, ib, "Y")});
+}
+
+}  // namespace
+
+Graph import_onnx(const OnnxModel& m, const ModelOverrides& ov) { return Importer(m, ov).run(); }
+
+}  // namespace roofline

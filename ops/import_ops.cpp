@@ -1,0 +1,191 @@
+// Ops the ONNX importer needs beyond the hand-written vocabulary (model/onnx_import.cpp):
+// where (select), slice (strided copy), max/avg 2-d pooling, and opaque (an imported op without a
+// rule, kept by --allow-unknown: zero work, its output shapes taken from ONNX shape inference).
+#include <limits>
+#include <sstream>
+
+#include "ops/checked.hpp"
+#include "ops/op_rule.hpp"
+
+namespace roofline {
+namespace {
+
+// where(cond, a, b) -> cond ? a : b, all three broadcast (numpy rules); cond is a u8 (ONNX bool) or
+// integer mask. One select per output element.
+std::vector<TensorDesc> where_infer(OpKind k, Inputs in, const Attrs&) {
+    if (is_floating(in[0].dtype)) throw InputError("condition must be u8 (bool) or an integer mask, got " + desc_str(in[0]));
+    const TensorDesc ab[2] = {in[1], in[2]};
+    const DType d = common_dtype(k, ab);
+    return {TensorDesc{broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape), in[2].shape), d}};
+}
+
+Work where_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs&) {
+    Work w = io_bytes(in, out);
+    w.vector_flops = out[0].numel();
+    return w;
+}
+
+// slice(x) with attributes starts, ends, axes (default 0, 1, ...), steps (default 1), with ONNX
+// Slice semantics: negative indices count from the end, out-of-range values are clamped.
+struct SliceAxis {
+    std::int64_t axis, start, step, len;
+};
+
+std::vector<SliceAxis> slice_axes(const TensorDesc& x, const Attrs& attrs) {
+    const auto starts = attrs.require_ints("starts");
+    const auto ends = attrs.require_ints("ends");
+    std::vector<std::int64_t> axes(starts.size());
+    for (std::size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<std::int64_t>(i);
+    axes = attrs.get_ints("axes", axes);
+    const auto steps = attrs.get_ints("steps", std::vector<std::int64_t>(starts.size(), 1));
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+        throw InputError("attributes 'starts', 'ends', 'axes' and 'steps' must have the same length");
+    }
+    std::vector<SliceAxis> out;
+    std::vector<bool> seen(static_cast<std::size_t>(x.rank()), false);
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+        const std::int64_t a = normalize_axis(axes[i], x.rank());
+        if (seen[static_cast<std::size_t>(a)]) throw InputError("axis " + std::to_string(a) + " is sliced twice");
+        seen[static_cast<std::size_t>(a)] = true;
+        const std::int64_t dim = x.shape[static_cast<std::size_t>(a)];
+        const std::int64_t step = steps[i];
+        if (step == 0) throw InputError("a step of 0 on axis " + std::to_string(a));
+        auto clamp = [](std::int64_t v, std::int64_t lo, std::int64_t hi) { return v < lo ? lo : v > hi ? hi : v; };
+        std::int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];  // no overflow: dim >= 0
+        std::int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
+        std::int64_t len = 0;
+        if (step > 0) {
+            s = clamp(s, 0, dim);
+            e = clamp(e, 0, dim);
+            if (e > s) len = (e - s - 1) / step + 1;
+        } else {
+            s = clamp(s, 0, dim - 1);
+            e = clamp(e, -1, dim - 1);
+            const std::int64_t stride = step == std::numeric_limits<std::int64_t>::min() ? std::numeric_limits<std::int64_t>::max() : -step;
+            if (s > e) len = (s - e - 1) / stride + 1;
+        }
+        out.push_back({a, s, step, len});
+    }
+    return out;
+}
+
+std::vector<TensorDesc> slice_infer(OpKind, Inputs in, const Attrs& attrs) {
+    TensorDesc out = in[0];
+    for (const SliceAxis& s : slice_axes(in[0], attrs)) out.shape[static_cast<std::size_t>(s.axis)] = s.len;
+    return {out};
+}
+
+// A strided copy: the ideal kernel reads only the selected elements and writes them.
+Work slice_work(OpKind, Inputs, std::span<const TensorDesc> out, const Attrs&) {
+    Work w;
+    w.bytes_read = out[0].bytes();
+    w.bytes_written = out[0].bytes();
+    return w;
+}
+
+// max_pool2d / avg_pool2d(x[N, C, H, W]) with attributes kernel (kh, kw), stride (default 1, 1),
+// padding (symmetric, default 0, 0), dilation (max only, default 1, 1), ceil_mode (default false),
+// count_include_pad (avg only, default false); output size as ONNX MaxPool/AveragePool and torch.
+std::pair<std::int64_t, std::int64_t> pair_attr(const Attrs& a, const char* name, std::int64_t fallback, std::int64_t min) {
+    const auto v = a.get_ints(name, {fallback, fallback});
+    if (v.size() != 2) throw InputError(std::string("attribute '") + name + "' must have 2 entries, got " + std::to_string(v.size()));
+    if (v[0] < min || v[1] < min) throw InputError(std::string("attribute '") + name + "' must be >= " + std::to_string(min) + ", got " + shape_str(v));
+    return {v[0], v[1]};
+}
+
+std::int64_t pooled(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p, std::int64_t d, bool ceil_mode, const char* dim) {
+    const std::int64_t span = checked_add(checked_mul(d, k - 1, "pooling window"), 1, "pooling window");
+    const std::int64_t room = checked_add(in, checked_mul(2, p, "padding"), "padded size") - span;
+    if (room < 0) throw InputError(std::string("pooling window ") + std::to_string(span) + " exceeds the padded " + dim + " " + std::to_string(in + 2 * p));
+    std::int64_t out = room / s + (ceil_mode && room % s != 0 ? 1 : 0) + 1;  // no room + s - 1: s may be huge
+    if (ceil_mode && (out - 1) * s >= in + p) --out;  // the last window must start inside the input
+    return out;
+}
+
+std::vector<TensorDesc> pool2d_infer(OpKind k, Inputs in, const Attrs& attrs) {
+    const TensorDesc& x = in[0];
+    if (x.rank() != 4) throw InputError("x must be [N, C, H, W], got " + desc_str(x));
+    require_floating(k, x, "x");
+    if (!attrs.has("kernel")) throw InputError("missing attribute 'kernel' (kh, kw)");
+    const auto [kh, kw] = pair_attr(attrs, "kernel", 1, 1);
+    const auto [sh, sw] = pair_attr(attrs, "stride", 1, 1);
+    const auto [ph, pw] = pair_attr(attrs, "padding", 0, 0);
+    const auto [dh, dw] = pair_attr(attrs, "dilation", 1, 1);
+    if (ph >= kh || pw >= kw) throw InputError("padding " + shape_str({ph, pw}) + " must be smaller than the kernel " + shape_str({kh, kw}));
+    const bool ceil_mode = attrs.get_bool("ceil_mode", false);
+    (void)attrs.get_bool("count_include_pad", false);
+    const std::int64_t ho = pooled(x.shape[2], kh, sh, ph, dh, ceil_mode, "height");
+    const std::int64_t wo = pooled(x.shape[3], kw, sw, pw, dw, ceil_mode, "width");
+    return {TensorDesc{{x.shape[0], x.shape[1], ho, wo}, x.dtype}};
+}
+
+// max: kh*kw - 1 compares per output; avg: kh*kw - 1 adds and one scale per output.
+Work pool2d_work(OpKind k, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    const auto [kh, kw] = pair_attr(attrs, "kernel", 1, 1);
+    const std::int64_t window = checked_mul(kh, kw, "pooling window");
+    Work w = io_bytes(in, out);
+    w.vector_flops = checked_mul(out[0].numel(), k == OpKind::max_pool2d ? window - 1 : window, "FLOPs");
+    return w;
+}
+
+// opaque(inputs...) -> outputs described by attributes ranks (one per output), dims (all output
+// dims, concatenated) and dtypes (comma-separated names); op_type names what it stands for.
+std::vector<TensorDesc> opaque_infer(OpKind, Inputs, const Attrs& attrs) {
+    const auto ranks = attrs.require_ints("ranks");
+    const auto dims = attrs.get_ints("dims", {});
+    std::vector<std::string> names;
+    std::stringstream ss(attrs.get_string("dtypes", ""));
+    for (std::string d; std::getline(ss, d, ',');) names.push_back(d);
+    if (names.size() != ranks.size()) throw InputError("attributes 'ranks' and 'dtypes' must name the same number of outputs");
+    std::vector<TensorDesc> out;
+    std::size_t pos = 0;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        if (ranks[i] < 0 || static_cast<std::size_t>(ranks[i]) > dims.size() - pos) throw InputError("attribute 'dims' is shorter than 'ranks' says");
+        const auto d = parse_dtype(names[i]);
+        if (!d) throw InputError("unknown dtype '" + names[i] + "' in attribute 'dtypes'");
+        TensorDesc t{Shape(dims.begin() + static_cast<std::ptrdiff_t>(pos), dims.begin() + static_cast<std::ptrdiff_t>(pos) + ranks[i]), *d};
+        check_dims(t.shape);
+        pos += static_cast<std::size_t>(ranks[i]);
+        out.push_back(std::move(t));
+    }
+    if (pos != dims.size()) throw InputError("attribute 'dims' is longer than 'ranks' says");
+    if (out.empty()) throw InputError("an opaque op needs at least one output");
+    return out;
+}
+
+// Unknown work is not zero work; it is counted as zero only because the user asked for it
+// (--allow-unknown), and reports mark the node by its kind.
+Work opaque_work(OpKind, Inputs, std::span<const TensorDesc>, const Attrs&) { return Work{}; }
+
+}  // namespace
+
+const OpRule& where_rule() {
+    static const OpRule r{OpFamily::elementwise, 3, 3, {}, where_infer, where_work};
+    return r;
+}
+
+const OpRule& slice_rule() {
+    static const OpRule r{OpFamily::movement, 1, 1, {"starts", "ends", "axes", "steps"}, slice_infer, slice_work};
+    return r;
+}
+
+const OpRule& pool2d_rule() {
+    static const OpRule r{OpFamily::reduction, 1, 1, {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"},
+                          pool2d_infer, pool2d_work};
+    return r;
+}
+
+const OpRule& opaque_rule() {
+    static const OpRule r{OpFamily::movement, 0, OpRule::kVariadic, {"op_type", "ranks", "dims", "dtypes"}, opaque_infer, opaque_work};
+    return r;
+}
+
+// Shared with the reference kernel (ops/reference.cpp): the normalised slice per axis.
+std::vector<std::array<std::int64_t, 3>> slice_plan(const TensorDesc& x, const Attrs& attrs) {
+    std::vector<std::array<std::int64_t, 3>> plan;
+    for (std::int64_t a = 0; a < x.rank(); ++a) plan.push_back({0, 1, x.shape[static_cast<std::size_t>(a)]});
+    for (const SliceAxis& s : slice_axes(x, attrs)) plan[static_cast<std::size_t>(s.axis)] = {s.start, s.step, s.len};
+    return plan;
+}
+
+}  // namespace roofline

@@ -1,0 +1,312 @@
+#include "sim/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <atomic>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "ops/error.hpp"
+#include <cstdio>
+
+namespace roofline {
+
+namespace {
+
+bool is_training(const Graph& g) {
+    return std::any_of(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.phase == Phase::backward; });
+}
+
+double duration(const OpAnalysis& op) { return op.modelled ? op.modelled->time_s : op.roofline.time_s; }
+
+std::string layer_label(const std::vector<LayerChoice>& c) {
+    std::int64_t full = 0, sel = 0;
+    for (LayerChoice x : c) {
+        full += x == LayerChoice::full;
+        sel += x == LayerChoice::selective;
+    }
+    const std::string n = std::to_string(c.size());
+    std::string s;
+    if (full > 0) s += "full on " + std::to_string(full) + "/" + n + " layers";
+    if (sel > 0) s += std::string(s.empty() ? "" : ", ") + "selective on " + std::to_string(sel) + "/" + n + " layers";
+    if (s.empty()) s = "none";
+    // Small graphs enumerate every combination: name which layers.
+    if (c.size() <= 8 && (full > 0 || sel > 0)) {
+        s += " [";
+        for (LayerChoice x : c) s += x == LayerChoice::full ? 'F' : x == LayerChoice::selective ? 'S' : '-';
+        s += "]";
+    }
+    return s;
+}
+
+PlanOption summarise(const Evaluated& e, const std::string& name, bool fuse, const std::string& recompute) {
+    PlanOption o;
+    o.name = name;
+    o.fuse = fuse;
+    o.recompute = recompute;
+    o.step_time_s = e.analysis.schedule.step_time_s;
+    o.peak_bytes = e.analysis.memory.peak_bytes;
+    o.flops = e.analysis.total.flops();
+    o.extra_flops = e.recompute.extra_flops;
+    o.recomputed_ops = e.recompute.clones;
+    o.saved_activation_bytes = e.analysis.memory.saved_activation_bytes;
+    for (const OpAnalysis& op : e.analysis.ops) o.kernels += duration(op) > 0 ? 1 : 0;
+    o.fused_groups = e.fusion ? static_cast<std::int64_t>(e.fusion->groups.size()) : 0;
+    return o;
+}
+
+std::string tflop(double flops) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g TFLOP", flops / 1e12);
+    return buf;
+}
+
+std::string describe(const PlanOption& o, const PlanOption& base) {
+    std::string s;
+    if (o.recomputed_ops > 0) {
+        s += "recomputes " + std::to_string(o.recomputed_ops) + " ops in backward (+" + tflop(static_cast<double>(o.extra_flops)) + ")";
+    }
+    if (o.fuse) {
+        if (!s.empty()) s += "; ";
+        s += std::to_string(o.fused_groups) + " fusion groups: " + std::to_string(o.kernels) + " kernels instead of " +
+             std::to_string(base.kernels + o.recomputed_ops);
+    }
+    if (s.empty()) s = "nothing: the graph as built";
+    return s;
+}
+
+}  // namespace
+
+std::vector<std::size_t> pareto_frontier(const std::vector<std::pair<std::int64_t, double>>& points) {
+    std::vector<std::size_t> order(points.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return points[a].first != points[b].first ? points[a].first < points[b].first : points[a].second < points[b].second;
+    });
+    std::vector<std::size_t> front;
+    double best = 0;
+    for (std::size_t i : order) {
+        // Sorted by peak: a point is on the frontier when it is strictly faster than every point
+        // with no more memory.
+        if (front.empty() || points[i].second < best) {
+            front.push_back(i);
+            best = points[i].second;
+        }
+    }
+    return front;
+}
+
+Evaluated& Evaluated::operator=(Evaluated&& o) noexcept {
+    const bool own = o.graph == &o.owned;
+    owned = std::move(o.owned);
+    graph = own ? &owned : o.graph;
+    fusion = std::move(o.fusion);
+    analysis = std::move(o.analysis);
+    recompute = std::move(o.recompute);
+    return *this;
+}
+
+Evaluated transform_option(const Graph& g, const std::optional<RecomputePlan>& recompute) {
+    Evaluated e;
+    e.graph = &g;
+    if (recompute) {
+        e.recompute = apply_recompute(g, *recompute);
+        e.owned = std::move(e.recompute.graph);
+        e.recompute.graph = Graph{};
+        e.graph = &e.owned;
+    }
+    return e;
+}
+
+void analyse_option(Evaluated& e, const Hardware& hw, bool fuse, const AnalysisOptions& aopt, const FusionOptions& fopt) {
+    AnalysisOptions a = aopt;
+    if (fuse) {
+        e.fusion = find_fusion_groups(*e.graph, hw, fopt);
+        a.fusion = &*e.fusion;
+    }
+    e.analysis = analyze(*e.graph, hw, a);
+}
+
+Evaluated evaluate_option(const Graph& g, const Hardware& hw, const std::optional<RecomputePlan>& recompute, bool fuse,
+                          const AnalysisOptions& aopt, const FusionOptions& fopt) {
+    Evaluated e = transform_option(g, recompute);
+    analyse_option(e, hw, fuse, aopt, fopt);
+    return e;
+}
+
+Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
+    Plan p;
+    p.training = is_training(g);
+    p.capacity_bytes = static_cast<std::int64_t>(hw.device_memory().capacity_bytes.value);
+    p.budget_bytes = opt.memory_budget_bytes.value_or(p.capacity_bytes);
+    if (!opt.unfused && !opt.fused) throw InputError("plan: neither unfused nor fused options asked for");
+
+    const Evaluated base = evaluate_option(g, hw, std::nullopt, false, opt.analysis, opt.fusion);
+    p.baseline = summarise(base, "baseline", false, "none");
+
+    struct Candidate {
+        std::string name, recompute;
+        std::optional<RecomputePlan> plan;
+        std::vector<LayerChoice> layers;
+    };
+    std::vector<Candidate> candidates;
+    if (!p.training) {
+        candidates.push_back({"none", "none", std::nullopt, {}});
+    } else {
+        for (RecomputeStrategy s : opt.strategies) {
+            const std::string n(strategy_name(s));
+            candidates.push_back({n, n, s == RecomputeStrategy::none ? std::nullopt : std::optional<RecomputePlan>(plan_strategy(g, s)), {}});
+        }
+        const std::vector<Layer> layers = find_layers(g);
+        const auto nl = static_cast<std::int64_t>(layers.size());
+        if (opt.search_layers && nl > 0) {
+            std::vector<std::vector<LayerChoice>> mixes;
+            const double combos = std::pow(3.0, static_cast<double>(nl));
+            if (combos <= static_cast<double>(opt.exhaustive_limit)) {
+                for (std::int64_t code = 0; code < static_cast<std::int64_t>(combos); ++code) {
+                    std::vector<LayerChoice> c(layers.size());
+                    std::int64_t x = code;
+                    for (auto& ci : c) {
+                        ci = static_cast<LayerChoice>(x % 3);
+                        x /= 3;
+                    }
+                    const bool uniform = std::all_of(c.begin(), c.end(), [&](LayerChoice v) { return v == c.front(); });
+                    if (!uniform) mixes.push_back(c);  // uniform ones are the none / selective / full strategies
+                }
+            } else {
+                for (int i = 1; i < opt.mix_steps; ++i) {
+                    const auto k = static_cast<std::size_t>(std::llround(static_cast<double>(i) * static_cast<double>(nl) / opt.mix_steps));
+                    if (k == 0 || k >= layers.size()) continue;
+                    for (LayerChoice rest : {LayerChoice::keep, LayerChoice::selective}) {
+                        std::vector<LayerChoice> c(layers.size(), rest);
+                        std::fill(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), LayerChoice::full);
+                        mixes.push_back(c);
+                    }
+                }
+            }
+            for (auto& c : mixes) candidates.push_back({layer_label(c), "layers", plan_layers(g, layers, c), c});
+        }
+    }
+
+    // Each candidate is independent: evaluate them on worker threads, results kept in candidate
+    // order (unfused options first, then fused). A candidate's recomputed graph is built once and
+    // analysed with fusion off and on.
+    const std::size_t nc = candidates.size();
+    const std::size_t fused_base = opt.unfused ? nc : 0;
+    p.options.resize(fused_base + (opt.fused ? nc : 0));
+    std::vector<GroupSaving> groups;
+    std::atomic<std::size_t> next{0};
+    std::mutex error_lock;
+    std::exception_ptr error;
+    auto worker = [&] {
+        const auto cache = make_kernel_cost_cache();
+        AnalysisOptions aopt = opt.analysis;
+        aopt.cost_cache = cache.get();
+        for (std::size_t i = next++; i < nc; i = next++) {
+            try {
+                const Candidate& c = candidates[i];
+                Evaluated plain = transform_option(g, c.plan);
+                if (opt.unfused) {
+                    if (c.plan) analyse_option(plain, hw, false, aopt, opt.fusion);
+                    p.options[i] = summarise(c.plan ? plain : base, c.name, false, c.recompute);
+                    p.options[i].layers = c.layers;
+                }
+                if (!opt.fused) continue;
+                Evaluated fused;
+                fused.graph = plain.graph;
+                fused.recompute.clones = plain.recompute.clones;
+                fused.recompute.extra_flops = plain.recompute.extra_flops;
+                analyse_option(fused, hw, true, aopt, opt.fusion);
+                p.options[fused_base + i] = summarise(fused, "fuse + " + c.name, true, c.recompute);
+                p.options[fused_base + i].layers = c.layers;
+                if (!c.plan && fused.fusion) {
+                    // What each group of the plain graph saves: the members' kernels against the fused one.
+                    for (const FusionGroup& grp : fused.fusion->groups) {
+                        GroupSaving s{grp, 0, 0};
+                        for (NodeId n : grp.nodes) s.unfused_time_s += duration(base.analysis.ops[static_cast<std::size_t>(n)]);
+                        s.fused_time_s = duration(fused.analysis.ops[static_cast<std::size_t>(grp.anchor)]);
+                        groups.push_back(std::move(s));
+                    }
+                }
+            } catch (...) {
+                const std::lock_guard<std::mutex> lock(error_lock);
+                if (!error) error = std::current_exception();
+            }
+        }
+    };
+    const unsigned threads = std::max(1u, std::min<unsigned>(opt.threads > 0 ? opt.threads : std::thread::hardware_concurrency(), 16));
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads && t < nc; ++t) pool.emplace_back(worker);
+    worker();
+    for (std::thread& t : pool) t.join();
+    if (error) std::rethrow_exception(error);
+    p.groups = std::move(groups);
+    for (PlanOption& o : p.options) {
+        o.fits = o.peak_bytes <= p.budget_bytes;
+        o.time_overhead_s = o.step_time_s - p.baseline.step_time_s;
+        o.memory_saved_bytes = p.baseline.peak_bytes - o.peak_bytes;
+        o.changes = describe(o, p.baseline);
+    }
+    std::stable_sort(p.options.begin(), p.options.end(), [](const PlanOption& a, const PlanOption& b) {
+        if (a.fits != b.fits) return a.fits;
+        if (a.step_time_s != b.step_time_s) return a.step_time_s < b.step_time_s;
+        return a.peak_bytes < b.peak_bytes;
+    });
+    std::vector<std::pair<std::int64_t, double>> points;
+    for (const PlanOption& o : p.options) points.push_back({o.peak_bytes, o.step_time_s});
+    p.frontier = pareto_frontier(points);
+    for (std::size_t i : p.frontier) p.options[i].pareto = true;
+    return p;
+}
+
+std::vector<SweepSeries> batch_sweep(const std::function<Graph(std::int64_t)>& build, const Hardware& hw, const PlanOptions& opt,
+                                     std::int64_t max_batch) {
+    const std::int64_t budget = opt.memory_budget_bytes.value_or(static_cast<std::int64_t>(hw.device_memory().capacity_bytes.value));
+    std::vector<SweepSeries> out;
+    const bool fuse = opt.fused && !opt.unfused;
+    for (RecomputeStrategy s : opt.strategies) {
+        SweepSeries series;
+        series.strategy = std::string(fuse ? "fuse + " : "") + std::string(strategy_name(s));
+        std::map<std::int64_t, SweepRow> rows;
+        auto run = [&](std::int64_t b) -> const SweepRow& {
+            auto it = rows.find(b);
+            if (it != rows.end()) return it->second;
+            const Graph g = build(b);
+            std::optional<RecomputePlan> rp;
+            if (s != RecomputeStrategy::none && is_training(g)) rp = plan_strategy(g, s);
+            const Evaluated e = evaluate_option(g, hw, rp, fuse, opt.analysis, opt.fusion);
+            SweepRow r;
+            r.batch = b;
+            r.step_time_s = e.analysis.schedule.step_time_s;
+            r.peak_bytes = e.analysis.memory.peak_bytes;
+            r.fits = r.peak_bytes <= budget;
+            r.samples_per_s = r.step_time_s > 0 ? static_cast<double>(b) / r.step_time_s : 0;
+            const auto seq = g.dims.find("seq");
+            if (seq != g.dims.end()) r.tokens_per_s = r.samples_per_s * static_cast<double>(seq->second);
+            return rows.emplace(b, r).first->second;
+        };
+        // Double while it fits, then bisect between the last fit and the first miss.
+        std::int64_t lo = 0, hi = 0;
+        for (std::int64_t b = 1; b <= max_batch; b *= 2) {
+            if (run(b).fits) lo = b;
+            else {
+                hi = b;
+                break;
+            }
+        }
+        if (hi == 0) hi = lo;
+        while (hi - lo > 1 && lo > 0) {
+            const std::int64_t mid = lo + (hi - lo) / 2;
+            if (run(mid).fits) lo = mid;
+            else hi = mid;
+        }
+        series.max_batch = lo;
+        for (auto& [b, r] : rows) series.rows.push_back(r);
+        out.push_back(std::move(series));
+    }
+    return out;
+}
+
+}  // namespace roofline

@@ -1,0 +1,312 @@
+#include "sim/recompute.hpp"
+
+// Boost's adjacency-list edge iterators trip GCC 12's -Wmaybe-uninitialized (a false positive
+// inside boost/graph/detail/adj_list_edge_iterator.hpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/boykov_kolmogorov_max_flow.hpp>
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "ops/checked.hpp"
+#include "ops/error.hpp"
+
+namespace roofline {
+
+std::string_view strategy_name(RecomputeStrategy s) {
+    switch (s) {
+        case RecomputeStrategy::none: return "none";
+        case RecomputeStrategy::full: return "full";
+        case RecomputeStrategy::selective: return "selective";
+        case RecomputeStrategy::sqrt: return "sqrt";
+        case RecomputeStrategy::mincut: return "mincut";
+    }
+    return "?";
+}
+
+std::optional<RecomputeStrategy> parse_strategy(std::string_view name) {
+    for (RecomputeStrategy s : kAllStrategies) {
+        if (strategy_name(s) == name) return s;
+    }
+    return std::nullopt;
+}
+
+namespace {
+
+bool is_training(const Graph& g) {
+    for (const Node& n : g.nodes()) {
+        if (n.phase == Phase::backward) return true;
+    }
+    return false;
+}
+
+void require_training(const Graph& g) {
+    if (!is_training(g)) throw InputError(g.name + ": recomputation needs a training step (--mode training): an inference graph keeps nothing for a backward pass");
+}
+
+std::string layer_key(const std::string& name) {
+    const auto cut = name.find_first_of("./");
+    return cut == std::string::npos ? std::string() : name.substr(0, cut);
+}
+
+bool consumed_outside(const Graph& g, NodeId n, const std::vector<bool>& inside) {
+    for (TensorId t : g.node(n).outputs) {
+        for (NodeId c : g.consumers(t)) {
+            if (g.node(c).phase == Phase::forward && !inside[static_cast<std::size_t>(c)]) return true;
+        }
+    }
+    return false;
+}
+
+// Marks the nodes of a run of forward nodes for recomputation, keeping the run's outputs (what
+// later forward nodes read: the next layer's input) — so only the run's input is kept.
+void mark_run(const Graph& g, const std::vector<NodeId>& run, std::vector<bool>& recompute) {
+    std::vector<bool> inside(g.nodes().size(), false);
+    for (NodeId n : run) inside[static_cast<std::size_t>(n)] = true;
+    for (NodeId n : run) {
+        if (!consumed_outside(g, n, inside)) recompute[static_cast<std::size_t>(n)] = true;
+    }
+}
+
+// The attention core of a layer: softmax nodes feeding a matmul (through dropout), with the
+// chain that produced the softmax input from a matmul (scale, mask), and composite attention ops.
+void mark_attention_core(const Graph& g, const std::vector<NodeId>& nodes, std::vector<bool>& recompute) {
+    for (NodeId n : nodes) {
+        const Node& node = g.node(n);
+        if (node.kind == OpKind::attention) {
+            recompute[static_cast<std::size_t>(n)] = true;
+            continue;
+        }
+        if (node.kind != OpKind::softmax) continue;
+        std::vector<NodeId> chain{n};
+        // Upstream: scale / causal_mask back to the QK^T matmul.
+        NodeId p = g.tensor(node.inputs[0]).producer;
+        while (p != kNoNode && (g.node(p).kind == OpKind::scale || g.node(p).kind == OpKind::causal_mask)) {
+            chain.push_back(p);
+            p = g.tensor(g.node(p).inputs[0]).producer;
+        }
+        if (p == kNoNode || g.node(p).kind != OpKind::matmul) continue;
+        chain.push_back(p);
+        // Downstream: dropout (its mask too) and the product with V.
+        for (NodeId c : g.consumers(node.outputs[0])) {
+            if (g.node(c).phase != Phase::forward) continue;
+            if (g.node(c).kind == OpKind::dropout || g.node(c).kind == OpKind::matmul) chain.push_back(c);
+            if (g.node(c).kind == OpKind::dropout) {
+                for (NodeId cc : g.consumers(g.node(c).outputs[0])) {
+                    if (g.node(cc).phase == Phase::forward && g.node(cc).kind == OpKind::matmul) chain.push_back(cc);
+                }
+            }
+        }
+        for (NodeId c : chain) recompute[static_cast<std::size_t>(c)] = true;
+    }
+}
+
+bool never_recomputed(OpKind k) {
+    switch (k) {
+        case OpKind::matmul:
+        case OpKind::linear:
+        case OpKind::conv2d:
+        case OpKind::attention:
+        case OpKind::embedding: return true;
+        default: return false;
+    }
+}
+
+}  // namespace
+
+std::vector<Layer> find_layers(const Graph& g) {
+    std::vector<Layer> layers;
+    for (NodeId n : g.topological_order()) {
+        const Node& node = g.node(n);
+        if (node.phase != Phase::forward) continue;
+        const std::string key = layer_key(node.name);
+        if (key.empty()) continue;
+        if (layers.empty() || layers.back().name != key) layers.push_back(Layer{key, {}});
+        layers.back().nodes.push_back(n);
+    }
+    std::erase_if(layers, [](const Layer& l) { return l.nodes.size() < 2; });
+    return layers;
+}
+
+RecomputePlan plan_layers(const Graph& g, const std::vector<Layer>& layers, const std::vector<LayerChoice>& choices) {
+    require_training(g);
+    if (choices.size() != layers.size()) throw InputError("recompute: one choice per layer is needed");
+    RecomputePlan p{std::vector<bool>(g.nodes().size(), false)};
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        if (choices[i] == LayerChoice::full) mark_run(g, layers[i].nodes, p.recompute);
+        else if (choices[i] == LayerChoice::selective) mark_attention_core(g, layers[i].nodes, p.recompute);
+    }
+    return p;
+}
+
+RecomputePlan plan_mincut(const Graph& g) {
+    require_training(g);
+    using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
+    using FlowGraph = boost::adjacency_list<
+        boost::vecS, boost::vecS, boost::directedS,
+        boost::property<boost::vertex_index_t, long,
+                        boost::property<boost::vertex_color_t, boost::default_color_type,
+                                        boost::property<boost::vertex_distance_t, long,
+                                                        boost::property<boost::vertex_predecessor_t, Traits::edge_descriptor>>>>,
+        boost::property<boost::edge_capacity_t, double,
+                        boost::property<boost::edge_residual_capacity_t, double, boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
+    const std::size_t nt = g.tensors().size();
+    // Vertices: source 0, sink 1, then (in, out) per tensor.
+    FlowGraph fg(2 + 2 * nt);
+    auto cap = boost::get(boost::edge_capacity, fg);
+    auto rev = boost::get(boost::edge_reverse, fg);
+    auto add = [&](std::size_t u, std::size_t v, double c) {
+        auto e = boost::add_edge(u, v, fg).first;
+        auto r = boost::add_edge(v, u, fg).first;
+        cap[e] = c;
+        cap[r] = 0;
+        rev[e] = r;
+        rev[r] = e;
+    };
+    auto in = [](TensorId t) { return 2 + 2 * static_cast<std::size_t>(t); };
+    auto out = [](TensorId t) { return 3 + 2 * static_cast<std::size_t>(t); };
+    const double inf = 1e30;
+    auto forward_activation = [&](TensorId t) {
+        const NodeId p = g.tensor(t).producer;
+        return p != kNoNode && g.node(p).phase == Phase::forward;
+    };
+    for (NodeId n : g.topological_order()) {
+        const Node& node = g.node(n);
+        if (node.phase != Phase::forward) {
+            for (TensorId t : node.inputs) {
+                if (forward_activation(t)) add(out(t), 1, inf);  // the backward pass needs it
+            }
+            continue;
+        }
+        for (TensorId o : node.outputs) {
+            add(in(o), out(o), static_cast<double>(g.tensor(o).desc.bytes()));  // saving it costs its bytes
+            if (never_recomputed(node.kind)) add(0, in(o), inf);
+            for (TensorId t : node.inputs) {
+                if (forward_activation(t)) add(out(t), in(o), inf);
+            }
+        }
+    }
+    for (TensorId t : g.outputs()) {
+        if (forward_activation(t)) add(out(t), 1, inf);
+    }
+    boost::boykov_kolmogorov_max_flow(fg, 0, 1);
+    auto color = boost::get(boost::vertex_color, fg);
+    RecomputePlan p{std::vector<bool>(g.nodes().size(), false)};
+    for (const Node& node : g.nodes()) {
+        if (node.phase != Phase::forward || node.outputs.empty()) continue;
+        // Sink side of the cut: recomputed in backward.
+        if (boost::get(color, in(node.outputs[0])) != boost::black_color) {
+            p.recompute[static_cast<std::size_t>(g.tensor(node.outputs[0]).producer)] = true;
+        }
+    }
+    return p;
+}
+
+RecomputePlan plan_strategy(const Graph& g, RecomputeStrategy s) {
+    require_training(g);
+    const std::vector<Layer> layers = find_layers(g);
+    switch (s) {
+        case RecomputeStrategy::none:
+            return RecomputePlan{std::vector<bool>(g.nodes().size(), false)};
+        case RecomputeStrategy::full:
+            return plan_layers(g, layers, std::vector<LayerChoice>(layers.size(), LayerChoice::full));
+        case RecomputeStrategy::selective:
+            return plan_layers(g, layers, std::vector<LayerChoice>(layers.size(), LayerChoice::selective));
+        case RecomputeStrategy::sqrt: {
+            RecomputePlan p{std::vector<bool>(g.nodes().size(), false)};
+            const auto n = layers.size();
+            const auto k = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(n))));
+            for (std::size_t s0 = 0; s0 < n; s0 += std::max<std::size_t>(1, k)) {
+                std::vector<NodeId> run;
+                for (std::size_t i = s0; i < std::min(n, s0 + k); ++i) run.insert(run.end(), layers[i].nodes.begin(), layers[i].nodes.end());
+                mark_run(g, run, p.recompute);
+            }
+            return p;
+        }
+        case RecomputeStrategy::mincut:
+            return plan_mincut(g);
+    }
+    return RecomputePlan{std::vector<bool>(g.nodes().size(), false)};
+}
+
+RecomputeResult apply_recompute(const Graph& g, const RecomputePlan& plan) {
+    if (plan.recompute.size() != g.nodes().size()) throw InputError("recompute: the plan is for another graph");
+    RecomputeResult r;
+    Graph& out = r.graph;
+    out.name = g.name;
+    out.origin = g.origin;
+    out.dims = g.dims;
+    out.compute_dtype = g.compute_dtype;
+    out.precision = g.precision;
+    const std::size_t nt = g.tensors().size();
+    const auto marked = static_cast<std::size_t>(std::count(plan.recompute.begin(), plan.recompute.end(), true));
+    out.reserve(g.nodes().size() + marked, nt + 2 * marked);
+    std::vector<TensorId> tmap(nt, -1), cmap(nt, -1);
+    std::vector<NodeId> nmap(g.nodes().size(), kNoNode);
+    for (std::size_t t = 0; t < nt; ++t) {
+        const Tensor& ten = g.tensors()[t];
+        if (ten.producer != kNoNode) continue;
+        switch (ten.role) {
+            case TensorRole::input: tmap[t] = out.add_input(ten.name, ten.desc); break;
+            case TensorRole::parameter: tmap[t] = out.add_parameter(ten.name, ten.desc); break;
+            case TensorRole::optimizer_state: tmap[t] = out.add_optimizer_state(ten.name, ten.desc); break;
+            case TensorRole::activation: tmap[t] = out.add_input(ten.name, ten.desc); break;
+        }
+    }
+    auto recomputed = [&](TensorId t) {
+        const NodeId p = g.tensor(t).producer;
+        return p != kNoNode && g.node(p).phase == Phase::forward && plan.recompute[static_cast<std::size_t>(p)];
+    };
+    auto names_of = [&](const Node& node, const std::string& prefix) {
+        std::vector<std::string> names;
+        for (TensorId t : node.outputs) names.push_back(prefix + g.tensor(t).name);
+        return names;
+    };
+    std::function<void(TensorId)> ensure_clone = [&](TensorId t) {
+        if (cmap[static_cast<std::size_t>(t)] >= 0) return;
+        const NodeId p = g.tensor(t).producer;
+        const Node& node = g.node(p);
+        std::vector<TensorId> inputs;
+        for (TensorId a : node.inputs) {
+            if (recomputed(a)) {
+                ensure_clone(a);
+                inputs.push_back(cmap[static_cast<std::size_t>(a)]);
+            } else {
+                inputs.push_back(tmap[static_cast<std::size_t>(a)]);
+            }
+        }
+        const NodeId c = out.add_node("recompute/" + node.name, node.kind, inputs, node.attrs, names_of(node, "recompute/"));
+        out.set_phase(c, Phase::backward);
+        out.set_recomputes(c, nmap[static_cast<std::size_t>(p)]);
+        r.origin.push_back(p);
+        ++r.clones;
+        r.extra_flops = checked_add(r.extra_flops, g.work(p).flops(), "recomputed FLOPs");
+        for (std::size_t i = 0; i < node.outputs.size(); ++i) cmap[static_cast<std::size_t>(node.outputs[i])] = out.node(c).outputs[i];
+    };
+    for (NodeId n : g.topological_order()) {
+        const Node& node = g.node(n);
+        std::vector<TensorId> inputs;
+        for (TensorId a : node.inputs) {
+            if (node.phase != Phase::forward && recomputed(a)) {
+                ensure_clone(a);
+                inputs.push_back(cmap[static_cast<std::size_t>(a)]);
+            } else {
+                inputs.push_back(tmap[static_cast<std::size_t>(a)]);
+            }
+        }
+        const NodeId m = out.add_node(node.name, node.kind, inputs, node.attrs, names_of(node, ""));
+        const NodeId diff = node.differentiates == kNoNode ? kNoNode : nmap[static_cast<std::size_t>(node.differentiates)];
+        out.set_phase(m, node.phase, diff);
+        nmap[static_cast<std::size_t>(n)] = m;
+        r.origin.push_back(n);
+        for (std::size_t i = 0; i < node.outputs.size(); ++i) tmap[static_cast<std::size_t>(node.outputs[i])] = out.node(m).outputs[i];
+    }
+    for (TensorId t : g.outputs()) out.mark_output(tmap[static_cast<std::size_t>(t)]);
+    return r;
+}
+
+}  // namespace roofline
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+"""Exports the ONNX test models of tests/unit/onnx_test.cpp (issue #8) and the malformed ones.
+
+One-off, not part of `make test`: the .onnx files it writes are committed. Needs Debian 12's
+python3-torch 1.13, python3-torchvision 0.14 and python3-onnx 1.12 (use /usr/bin/python3):
+
+    apt-get install -y python3-torch python3-torchvision python3-onnx
+    /usr/bin/python3 tests/tools/export_onnx.py
+
+Every model is exported without weights (export_params=False: the parameters become graph
+inputs, so a file is a few tens of kB) with a dynamic batch axis named "batch", as the README
+recommends for `roofline analyze model.onnx --batch N`.
+
+  tests/data/onnx/resnet50.onnx   torchvision resnet50, 1x3x224x224, opset 13
+  tests/data/onnx/gpt.onnx        a small GPT (2 layers, d 128, 4 heads, seq 64, vocab 512), opset 17
+                                  (LayerNormalization), causal mask as a buffer + masked_fill (Where)
+  tests/data/onnx/vit.onnx        torchvision vit_b_16 (12 layers, d 768, 224x224), opset 17
+  tests/data/onnx/bert.onnx       a BERT-like encoder (2 layers, d 128, 4 heads, seq 64), opset 14
+                                  (LayerNorm decomposed: ReduceMean, Sub, Pow, Sqrt, Div)
+  tests/data/onnx/external.onnx   a linear layer whose initializers live in an external file
+                                  that is not there (the importer must not need it)
+  tests/data/onnx/ops.onnx        the ops the exports do not use (BatchNormalization, pooling, Pow,
+                                  Where(Not), Slice, Gemm with alpha), with weights
+  tests/data/bad/*.onnx           malformed, truncated and hostile files (see bad_files()).
+"""
+import io
+import math
+import os
+
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+from onnx import TensorProto, helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "tests", "data", "onnx")
+BAD = os.path.join(ROOT, "tests", "data", "bad")
+
+
+class GptBlock(nn.Module):
+    def __init__(self, d, heads, seq):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.heads = heads
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq, dtype=torch.bool)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q = q.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+        att = att.masked_fill(~self.mask[:, :, :t, :t], float("-inf"))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class Gpt(nn.Module):
+    def __init__(self, vocab=512, d=128, heads=4, layers=2, seq=64):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList([GptBlock(d, heads, seq) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.seq = seq
+
+    def forward(self, idx):
+        pos = torch.arange(0, idx.shape[1], dtype=torch.long).unsqueeze(0)
+        x = self.wte(idx) + self.wpe(pos)
+        for blk in self.blocks:
+            x = blk(x)
+        return self.ln_f(x) @ self.wte.weight.t()  # tied lm head
+
+
+class BertLayer(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.ln1, self.ln2 = nn.LayerNorm(d, eps=1e-12), nn.LayerNorm(d, eps=1e-12)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.heads = heads
+
+    def forward(self, x, ext_mask):
+        b, t, d = x.shape
+        hd = d // self.heads
+        split = lambda y: y.view(b, t, self.heads, hd).permute(0, 2, 1, 3)
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd) + ext_mask
+        ctx = torch.matmul(scores.softmax(-1), v).permute(0, 2, 1, 3).reshape(b, t, d)
+        x = self.ln1(x + self.o(ctx))
+        return self.ln2(x + self.fc2(F.gelu(self.fc1(x))))
+
+
+class Bert(nn.Module):
+    def __init__(self, vocab=1000, d=128, heads=4, layers=2, seq=64):
+        super().__init__()
+        self.word, self.pos, self.tok_type = nn.Embedding(vocab, d), nn.Embedding(seq, d), nn.Embedding(2, d)
+        self.ln = nn.LayerNorm(d, eps=1e-12)
+        self.layers = nn.ModuleList([BertLayer(d, heads) for _ in range(layers)])
+        self.pool = nn.Linear(d, d)
+
+    def forward(self, ids, token_type, attention_mask):
+        pos = torch.arange(ids.shape[1]).unsqueeze(0)
+        x = self.ln(self.word(ids) + self.pos(pos) + self.tok_type(token_type))
+        ext = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
+        for layer in self.layers:
+            x = layer(x, ext)
+        return x, torch.tanh(self.pool(x[:, 0]))
+
+
+def export(model, args, name, input_names, output_names, opset):
+    model.eval()
+    axes = {n: {0: "batch"} for n in input_names + output_names}
+    path = os.path.join(OUT, name)
+    torch.onnx.export(model, args, path, export_params=False, opset_version=opset, input_names=input_names,
+                      output_names=output_names, dynamic_axes=axes, do_constant_folding=True)
+    onnx.checker.check_model(onnx.load(path))
+    print(f"{path}: {os.path.getsize(path)} bytes")
+
+
+def external_model():
+    """y = x @ W^T + b with W and b in an external file that does not exist."""
+    w, b = TensorProto(), TensorProto()
+    for t, name, dims in ((w, "w", [32, 64]), (b, "b", [32])):
+        t.name, t.data_type = name, TensorProto.FLOAT
+        t.dims.extend(dims)
+        t.data_location = TensorProto.EXTERNAL
+        entry = t.external_data.add()
+        entry.key, entry.value = "location", "weights.bin"
+    g = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc", transB=1)], "external",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 32])], initializer=[w, b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(m, os.path.join(OUT, "external.onnx"))
+
+
+def ops_model():
+    """The ops the exports above do not use, in one small graph (opset 13, batch dynamic):
+    Conv -> BatchNormalization -> Relu -> MaxPool -> AveragePool -> Pow 2 -> Where(Not(m)) ->
+    GlobalAveragePool -> Flatten -> Slice -> Gemm (transB = 0, alpha 0.5)."""
+    f = lambda n, shape: helper.make_tensor_value_info(n, TensorProto.FLOAT, shape)
+    ints = lambda n, v: helper.make_tensor(n, TensorProto.INT64, [len(v)], v)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1], strides=[1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "b", "mu", "var"], ["bn"], name="bn", epsilon=1e-5),
+        helper.make_node("Relu", ["bn"], ["r"], name="relu"),
+        helper.make_node("MaxPool", ["r"], ["mp"], name="maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("AveragePool", ["mp"], ["ap"], name="avgpool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Constant", [], ["two"], name="two", value=helper.make_tensor("v", TensorProto.FLOAT, [], [2.0])),
+        helper.make_node("Pow", ["ap", "two"], ["sq"], name="pow"),
+        helper.make_node("Not", ["m"], ["keep"], name="not"),
+        helper.make_node("Where", ["keep", "sq", "ap"], ["wh"], name="where"),
+        helper.make_node("GlobalAveragePool", ["wh"], ["gap"], name="gap"),
+        helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"),
+        helper.make_node("Slice", ["flat", "st", "en", "ax"], ["sl"], name="slice"),
+        helper.make_node("Gemm", ["sl", "fc"], ["y"], name="fc", alpha=0.5),
+    ]
+    g = helper.make_graph(nodes, "ops", [f("x", ["batch", 3, 32, 32])], [f("y", ["batch", 10])], initializer=[
+        helper.make_tensor("w", TensorProto.FLOAT, [16, 3, 3, 3], [0.0] * 432),
+        *[helper.make_tensor(n, TensorProto.FLOAT, [16], [1.0] * 16) for n in ("s", "b", "mu", "var")],
+        helper.make_tensor("m", TensorProto.BOOL, [1, 16, 1, 1], [1, 0] * 8),
+        ints("st", [0]), ints("en", [8]), ints("ax", [1]),
+        helper.make_tensor("fc", TensorProto.FLOAT, [8, 10], [0.0] * 80)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, "ops.onnx"))
+
+
+def small(nodes, inputs, outputs, initializer=(), opset=13):
+    g = helper.make_graph(nodes, "bad", inputs, outputs, initializer=list(initializer))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+
+
+def bad_files():
+    f = lambda n, shape: helper.make_tensor_value_info(n, TensorProto.FLOAT, shape)
+    files = {
+        # not protobuf at all
+        "onnx-not-protobuf.onnx": b"this is not an ONNX model\n",
+        # a valid model cut in the middle of its graph
+        "onnx-truncated.onnx": open(os.path.join(OUT, "gpt.onnx"), "rb").read()[:700],
+        # a -> b -> a
+        "onnx-cycle.onnx": small([helper.make_node("Relu", ["x", ], ["a0"], name="start"),
+                                  helper.make_node("Add", ["a0", "c"], ["b"], name="b"),
+                                  helper.make_node("Relu", ["b"], ["c"], name="c")],
+                                 [f("x", [2, 3])], [f("c", [2, 3])]),
+        # 2^40 x 2^40 elements: more than int64 can count in bytes
+        "onnx-overflow.onnx": small([helper.make_node("Relu", ["x"], ["y"], name="r")],
+                                    [f("x", [1 << 40, 1 << 40])], [f("y", [1 << 40, 1 << 40])]),
+        # the node reads a tensor no input, initializer or node defines
+        "onnx-missing-initializer.onnx": small([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                                               [f("x", [2, 3])], [f("y", [2, 4])]),
+        # two unsupported op types in three nodes
+        "onnx-unknown-op.onnx": small([helper.make_node("Relu", ["x"], ["a"], name="r"),
+                                       helper.make_node("Hardmax", ["a"], ["b"], name="hm1"),
+                                       helper.make_node("Det", ["b"], ["c"], name="det"),
+                                       helper.make_node("Hardmax", ["c"], ["y"], name="hm2")],
+                                      [f("x", [4, 4])], [f("y", [4, 4])]),
+    }
+    for name, data in files.items():
+        with open(os.path.join(BAD, name), "wb") as fh:
+            fh.write(data)
+        print(f"{os.path.join(BAD, name)}: {len(data)} bytes")
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    torch.manual_seed(0)
+    export(torchvision.models.resnet50(), torch.randn(1, 3, 224, 224), "resnet50.onnx", ["input"], ["logits"], 13)
+    export(Gpt(), torch.randint(0, 512, (2, 64)), "gpt.onnx", ["input_ids"], ["logits"], 17)
+    export(torchvision.models.vit_b_16(), torch.randn(1, 3, 224, 224), "vit.onnx", ["input"], ["logits"], 17)
+    export(Bert(), (torch.randint(0, 1000, (2, 64)), torch.zeros(2, 64, dtype=torch.long), torch.ones(2, 64)),
+           "bert.onnx", ["input_ids", "token_type_ids", "attention_mask"], ["hidden", "pooled"], 14)
+    external_model()
+    ops_model()
+    bad_files()
+
+
+if __name__ == "__main__":
+    main()
