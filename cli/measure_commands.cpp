@@ -104,7 +104,8 @@ void add_measure(CLI::App& app) {
             outcome().code = 1;
         }
 #else
-        (void)g, (void)outputs;
+        // Keep every option's storage alive: CLI11 writes through pointers to them.
+        (void)g, (void)outputs, (void)out, (void)reps, (void)warmup, (void)flash, (void)counters, (void)check, (void)device, (void)quiet;
         no_cuda();
 #endif
     });

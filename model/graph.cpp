@@ -125,9 +125,9 @@ NodeId Graph::add_node(const std::string& n, OpKind kind, const std::vector<Tens
     return id;
 }
 
-void Graph::mark_output(TensorId t) {
+void Graph::mark_output(TensorId t, bool first) {
     (void)tensor(t);
-    outputs_.push_back(t);
+    outputs_.insert(first ? outputs_.begin() : outputs_.end(), t);
 }
 
 TensorId Graph::find_tensor(const std::string& n) const {

@@ -77,7 +77,7 @@ public:
     // output_names: the node's name for one output, "<name>:<i>" for several.
     NodeId add_node(const std::string& name, OpKind kind, const std::vector<TensorId>& inputs, Attrs attrs,
                     const std::vector<std::string>& output_names);
-    void mark_output(TensorId t);
+    void mark_output(TensorId t, bool first = false);  // first: ahead of the others (a loss)
     void set_phase(NodeId n, Phase p, NodeId differentiates = kNoNode);
     void set_recomputes(NodeId n, NodeId original);
     // Room for this many nodes and tensors (transforms that rebuild a graph of known size).

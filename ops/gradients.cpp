@@ -342,6 +342,52 @@ Grads where_grad(GradBuilder& b, const GradArgs& a) {
     return g;
 }
 
+// slice with unit steps: dy padded back to x's shape with zeros, one concat of fills per sliced axis
+// (as tinygrad pads). Other steps have no rule yet; a one-element slice counts as a unit step.
+Grads slice_grad(GradBuilder& b, const GradArgs& a) {
+    Grads g = none(a);
+    if (!a.needs[0]) return g;
+    const TensorDesc x = b.desc(a.inputs[0]);
+    const auto plan = slice_plan(x, a.attrs);
+    TensorRef r = dy(a);
+    for (std::size_t ax = 0; ax < plan.size(); ++ax) {
+        const auto [start, step, len] = plan[ax];
+        const std::int64_t dim = x.shape[ax];
+        if (len == dim && (step == 1 || len <= 1)) continue;  // the whole axis, in order
+        if (step != 1 && len > 1) {
+            throw InputError("slice with step " + std::to_string(step) + " on axis " + std::to_string(ax) + " has no gradient rule (unit steps only)");
+        }
+        std::vector<TensorRef> parts;
+        auto zeros = [&](std::int64_t n) {
+            Shape s = b.desc(r).shape;
+            s[ax] = n;
+            Attrs at = attr2("shape", s, "dtype", std::string(dtype_name(x.dtype)));
+            at.set("value", 0.0);
+            return b.one(OpKind::fill, {}, at);
+        };
+        if (start > 0) parts.push_back(zeros(start));
+        parts.push_back(r);
+        if (dim - start - len > 0) parts.push_back(zeros(dim - start - len));
+        if (parts.size() > 1) r = b.one(OpKind::concat, parts, attr("axis", static_cast<std::int64_t>(ax)));
+    }
+    g[0] = r;
+    return g;
+}
+
+// Pooling: dedicated backward kernels. max recomputes the argmax from x; avg needs only x's shape.
+Grads pool2d_grad(GradBuilder& b, const GradArgs& a) {
+    Grads g = none(a);
+    if (!a.needs[0]) return g;
+    if (a.kind == OpKind::max_pool2d) {
+        g[0] = b.one(OpKind::max_pool2d_grad, {a.inputs[0], dy(a)}, a.attrs);
+    } else {
+        Attrs at = a.attrs;
+        at.set("input_shape", b.desc(a.inputs[0]).shape);
+        g[0] = b.one(OpKind::avg_pool2d_grad, {dy(a)}, at);
+    }
+    return g;
+}
+
 }  // namespace
 
 GradFn grad_rule_of(OpKind k) {
@@ -400,10 +446,12 @@ GradFn grad_rule_of(OpKind k) {
         case OpKind::sgd_update:
         case OpKind::adam_update: return nullptr;
         case OpKind::where: return where_grad;
-        // Not differentiated yet: autodiff stops with "<node>: <op> has no gradient rule".
-        case OpKind::slice:
+        case OpKind::slice: return slice_grad;
         case OpKind::max_pool2d:
-        case OpKind::avg_pool2d:
+        case OpKind::avg_pool2d: return pool2d_grad;
+        case OpKind::max_pool2d_grad:
+        case OpKind::avg_pool2d_grad: return nullptr;
+        // Not differentiable: autodiff stops with "<node>: <op> has no gradient rule".
         case OpKind::opaque: return nullptr;
     }
     return nullptr;

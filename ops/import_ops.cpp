@@ -128,6 +128,33 @@ Work pool2d_work(OpKind k, Inputs in, std::span<const TensorDesc> out, const Att
     return w;
 }
 
+// max_pool2d_grad(x, dy) -> dx: recompute each window's argmax from x, scatter dy to it.
+// avg_pool2d_grad(dy) -> dx of attribute input_shape: spread each dy over its window's count.
+// Both take the forward op's attributes; dy must have the pooled shape of x.
+std::vector<TensorDesc> pool2d_grad_infer(OpKind k, Inputs in, const Attrs& attrs) {
+    const bool max = k == OpKind::max_pool2d_grad;
+    if (in.size() != (max ? 2u : 1u)) throw InputError(std::string(max ? "takes x and dy" : "takes dy only") + ", got " + std::to_string(in.size()) + " inputs");
+    const TensorDesc& dy = in[max ? 1 : 0];
+    TensorDesc x = max ? in[0] : TensorDesc{attrs.require_ints("input_shape"), dy.dtype};
+    check_dims(x.shape);
+    if (max && x.dtype != dy.dtype) throw InputError("x " + desc_str(x) + " and dy " + desc_str(dy) + " differ in dtype");
+    const TensorDesc y = pool2d_infer(max ? OpKind::max_pool2d : OpKind::avg_pool2d, std::span<const TensorDesc>(&x, 1), attrs)[0];
+    if (y.shape != dy.shape) throw InputError("dy " + desc_str(dy) + " is not the pooled shape " + shape_str(y.shape) + " of " + shape_str(x.shape));
+    return {x};
+}
+
+// max: recompute the argmax (kh*kw - 1 compares per dy element) plus one add per dy element (windows
+// may overlap); avg: one scale and kh*kw - 1 adds per dy element, spread over its window. Either way
+// kh*kw FLOPs per dy element.
+Work pool2d_grad_work(OpKind k, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    const auto [kh, kw] = pair_attr(attrs, "kernel", 1, 1);
+    const std::int64_t window = checked_mul(kh, kw, "pooling window");
+    const TensorDesc& dy = in[k == OpKind::max_pool2d_grad ? 1 : 0];
+    Work w = io_bytes(in, out);
+    w.vector_flops = checked_mul(dy.numel(), window, "FLOPs");
+    return w;
+}
+
 // opaque(inputs...) -> outputs described by attributes ranks (one per output), dims (all output
 // dims, concatenated) and dtypes (comma-separated names); op_type names what it stands for.
 std::vector<TensorDesc> opaque_infer(OpKind, Inputs, const Attrs& attrs) {
@@ -172,6 +199,12 @@ const OpRule& slice_rule() {
 const OpRule& pool2d_rule() {
     static const OpRule r{OpFamily::reduction, 1, 1, {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"},
                           pool2d_infer, pool2d_work};
+    return r;
+}
+
+const OpRule& pool2d_grad_rule() {
+    static const OpRule r{OpFamily::reduction, 1, 2, {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad", "input_shape"},
+                          pool2d_grad_infer, pool2d_grad_work};
     return r;
 }
 

@@ -30,6 +30,8 @@ enum class OpKind {
     // imported from ONNX (model/onnx_import.cpp): select, strided slice, 2-d pooling, and an op
     // without a rule kept by --allow-unknown (zero work, marked in reports)
     where, slice, max_pool2d, avg_pool2d, opaque,
+    // backward of the imported pooling ops
+    max_pool2d_grad, avg_pool2d_grad,
 };
 
 inline constexpr OpKind kAllOpKinds[] = {
@@ -44,7 +46,7 @@ inline constexpr OpKind kAllOpKinds[] = {
     OpKind::rmsnorm_grad, OpKind::dropout_grad, OpKind::cross_entropy_grad, OpKind::embedding_grad,
     OpKind::conv2d_grad_input, OpKind::conv2d_grad_weight, OpKind::reduce_max_grad, OpKind::expand, OpKind::fill,
     OpKind::cast, OpKind::sgd_update, OpKind::adam_update, OpKind::erf, OpKind::where, OpKind::slice,
-    OpKind::max_pool2d, OpKind::avg_pool2d, OpKind::opaque,
+    OpKind::max_pool2d, OpKind::avg_pool2d, OpKind::opaque, OpKind::max_pool2d_grad, OpKind::avg_pool2d_grad,
 };
 
 std::string_view op_name(OpKind k);

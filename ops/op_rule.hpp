@@ -98,6 +98,7 @@ const OpRule& adam_update_rule();
 const OpRule& where_rule();
 const OpRule& slice_rule();
 const OpRule& pool2d_rule();
+const OpRule& pool2d_grad_rule();
 const OpRule& opaque_rule();
 
 }  // namespace roofline

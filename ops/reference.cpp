@@ -207,6 +207,44 @@ void pool2d(OpKind k, const HostTensor& x, const Attrs& a, HostTensor& y) {
     }
 }
 
+// The pooling gradients, walking the same windows as pool2d: max sends each dy to the first position
+// holding its window's maximum (recomputed from x); avg spreads dy / count over the window.
+void pool2d_grad(OpKind k, const HostTensor* x, const HostTensor& dy, const Attrs& a, HostTensor& dx) {
+    const bool max = k == OpKind::max_pool2d_grad;
+    const auto pair = [&](const char* n, std::int64_t f) { return a.get_ints(n, {f, f}); };
+    const auto kernel = pair("kernel", 1), stride = pair("stride", 1), pad = pair("padding", 0), dil = pair("dilation", 1);
+    const bool include_pad = a.get_bool("count_include_pad", false);
+    const Shape& xs = dx.desc.shape;
+    const Shape& ys = dy.desc.shape;
+    for (std::int64_t i = 0; i < dy.desc.numel(); ++i) {
+        const Coords c = unravel(i, ys);
+        double best = -std::numeric_limits<double>::infinity();
+        std::int64_t best_at = -1, count = 0;
+        std::vector<std::int64_t> window;
+        for (std::int64_t r = 0; r < kernel[0]; ++r)
+            for (std::int64_t s = 0; s < kernel[1]; ++s) {
+                const std::int64_t h = c[2] * stride[0] - pad[0] + r * (max ? dil[0] : 1);
+                const std::int64_t w = c[3] * stride[1] - pad[1] + s * (max ? dil[1] : 1);
+                const bool inside = h >= 0 && h < xs[2] && w >= 0 && w < xs[3];
+                const bool in_padded = h < xs[2] + pad[0] && w < xs[3] + pad[1];
+                if (inside) {
+                    const std::int64_t off = ((c[0] * xs[1] + c[1]) * xs[2] + h) * xs[3] + w;
+                    window.push_back(off);
+                    if (max && (best_at < 0 || x->data[at(off)] > best)) {
+                        best = x->data[at(off)];
+                        best_at = off;
+                    }
+                }
+                if (inside || (include_pad && in_padded)) ++count;
+            }
+        if (max) {
+            if (best_at >= 0) dx.data[at(best_at)] += dy.data[at(i)];
+        } else {
+            for (std::int64_t off : window) dx.data[at(off)] += dy.data[at(i)] / static_cast<double>(std::max<std::int64_t>(count, 1));
+        }
+    }
+}
+
 std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, const Attrs& a, const std::vector<TensorDesc>& out) {
     std::vector<HostTensor> y;
     for (const TensorDesc& d : out) y.push_back(make(d));
@@ -499,6 +537,8 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             break;
         }
         case OpKind::max_pool2d: case OpKind::avg_pool2d: pool2d(k, *in[0], a, y[0]); break;
+        case OpKind::max_pool2d_grad: pool2d_grad(k, in[0], *in[1], a, y[0]); break;
+        case OpKind::avg_pool2d_grad: pool2d_grad(k, nullptr, *in[0], a, y[0]); break;
         case OpKind::opaque:
             throw InputError("reference: opaque op '" + a.get_string("op_type", "?") + "' has no kernel (kept by --allow-unknown)");
         case OpKind::sgd_update: {

@@ -66,6 +66,8 @@ std::string_view op_name(OpKind k) {
         case OpKind::max_pool2d: return "max_pool2d";
         case OpKind::avg_pool2d: return "avg_pool2d";
         case OpKind::opaque: return "opaque";
+        case OpKind::max_pool2d_grad: return "max_pool2d_grad";
+        case OpKind::avg_pool2d_grad: return "avg_pool2d_grad";
     }
     return "?";
 }
@@ -130,6 +132,8 @@ const OpRule& rule_of(OpKind k) {
         case OpKind::max_pool2d:
         case OpKind::avg_pool2d: return pool2d_rule();
         case OpKind::opaque: return opaque_rule();
+        case OpKind::max_pool2d_grad:
+        case OpKind::avg_pool2d_grad: return pool2d_grad_rule();
     }
     throw InputError("internal: op kind without a rule");
 }
@@ -170,8 +174,9 @@ namespace {
 bool attr_applies(OpKind k, std::string_view name) {
     if (name == "approximate") return k == OpKind::gelu || k == OpKind::unary_grad;
     if (name == "factor") return k == OpKind::scale;
-    if (name == "dilation") return k != OpKind::avg_pool2d;
-    if (name == "count_include_pad") return k == OpKind::avg_pool2d;
+    if (name == "dilation") return k != OpKind::avg_pool2d && k != OpKind::avg_pool2d_grad;
+    if (name == "count_include_pad") return k == OpKind::avg_pool2d || k == OpKind::avg_pool2d_grad;
+    if (name == "input_shape") return k != OpKind::max_pool2d_grad;
     return true;
 }
 

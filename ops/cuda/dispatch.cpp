@@ -38,6 +38,7 @@ bool launch_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& o
         // Imported-model ops without CUDA kernels yet: launch_op reports "no CUDA kernel for <op>",
         // so `measure` names the op instead of running something else.
         case OpKind::where: case OpKind::slice: case OpKind::max_pool2d: case OpKind::avg_pool2d:
+        case OpKind::max_pool2d_grad: case OpKind::avg_pool2d_grad:
             return false;
         case OpKind::opaque:
             throw InputError("no CUDA kernel for opaque op '" + a.get_string("op_type", "?") +

@@ -85,6 +85,9 @@ TEST_CASE("every differentiable op kind yields a gradient for each parameter inp
         {OpKind::cross_entropy, {m}, {}, {TensorDesc{{4}, DType::int64}}},
         {OpKind::attention, {TensorDesc{{2, 5, 8}, DType::f32}, TensorDesc{{2, 5, 8}, DType::f32}, TensorDesc{{2, 5, 8}, DType::f32}}, attr("causal", true), {}},
         {OpKind::expand, {TensorDesc{{4, 1}, DType::f32}}, attr("shape", std::vector<std::int64_t>{2, 4, 6}), {}},
+        {OpKind::slice, {m}, attr2("starts", std::vector<std::int64_t>{1, 2}, "ends", std::vector<std::int64_t>{3, 5}), {}},
+        {OpKind::max_pool2d, {TensorDesc{{1, 2, 5, 5}, DType::f32}}, attr2("kernel", std::vector<std::int64_t>{3, 3}, "stride", std::vector<std::int64_t>{2, 2}), {}},
+        {OpKind::avg_pool2d, {TensorDesc{{1, 2, 5, 5}, DType::f32}}, attr2("kernel", std::vector<std::int64_t>{2, 2}, "padding", std::vector<std::int64_t>{1, 1}), {}},
     };
     for (OpKind k : {OpKind::relu, OpKind::gelu, OpKind::silu, OpKind::sigmoid, OpKind::tanh, OpKind::exp, OpKind::log, OpKind::sin,
                      OpKind::sqrt, OpKind::rsqrt, OpKind::neg, OpKind::erf}) {

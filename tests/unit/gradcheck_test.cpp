@@ -134,6 +134,18 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
         {OpKind::expand, {f64({3, 1})}, attr("shape", std::vector<std::int64_t>{2, 3, 4}), {}},  // new leading and size-1 axes
         // where(c, a, b): c is a u8 mask of 0s and 1s (no gradient); b broadcasts, so its gradient is summed down
         {OpKind::where, {TensorDesc{{3, 4}, DType::u8}, m, v}, {}, {}},
+        // slice: two axes (one from the start, one in the middle, a negative start) and a one-axis slice to the end
+        {OpKind::slice, {f64({3, 5, 4})}, attr2("starts", std::vector<std::int64_t>{1, -3}, "ends", std::vector<std::int64_t>{3, 3}), {}},
+        {OpKind::slice, {m}, attr2("starts", std::vector<std::int64_t>{2}, "ends", std::vector<std::int64_t>{100}), {}},
+        // pooling: overlapping windows with padding, dilation and ceil mode; average with and without the padding counted
+        {OpKind::max_pool2d, {f64({2, 2, 5, 5})}, attr2("kernel", std::vector<std::int64_t>{3, 3}, "stride", std::vector<std::int64_t>{2, 2}), {}},
+        {OpKind::max_pool2d, {f64({1, 2, 6, 6})},
+         [] { Attrs a = attr2("kernel", std::vector<std::int64_t>{2, 2}, "dilation", std::vector<std::int64_t>{2, 1});
+              a.set("padding", std::vector<std::int64_t>{1, 1}); a.set("ceil_mode", true); a.set("stride", std::vector<std::int64_t>{2, 2}); return a; }(), {}},
+        {OpKind::avg_pool2d, {f64({2, 2, 5, 5})}, attr2("kernel", std::vector<std::int64_t>{3, 3}, "padding", std::vector<std::int64_t>{1, 1}), {}},
+        {OpKind::avg_pool2d, {f64({1, 2, 5, 5})},
+         [] { Attrs a = attr2("kernel", std::vector<std::int64_t>{2, 2}, "padding", std::vector<std::int64_t>{1, 1});
+              a.set("count_include_pad", true); a.set("ceil_mode", true); a.set("stride", std::vector<std::int64_t>{2, 2}); return a; }(), {}},
     };
     for (OpKind k : {OpKind::relu, OpKind::gelu, OpKind::silu, OpKind::sigmoid, OpKind::tanh, OpKind::exp, OpKind::sin, OpKind::neg,
                      OpKind::erf}) {

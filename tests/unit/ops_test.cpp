@@ -206,6 +206,13 @@ std::vector<KindCase> one_case_per_kind() {
         // 2x2 average pool, stride 2 on [1,2,5,5]: Ho = Wo = (5 - 2)/2 + 1 = 2; 8 outputs x (3 adds + 1 scale) = 32
         {OpKind::avg_pool2d, {T({1, 2, 5, 5})}, A({{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}}), "f32[1,2,2,2]",
          {.vf = 32, .br = 200, .bw = 32}},
+        // max_pool2d_grad(x [1,2,5,5], dy [1,2,3,3]) of the 3x3/2 pool above: 18 dy elements x 9 (8 compares to recompute
+        // the argmax, 1 add) = 162; read 200 + 72 = 272; write dx 200
+        {OpKind::max_pool2d_grad, {T({1, 2, 5, 5}), T({1, 2, 3, 3})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}),
+         "f32[1,2,5,5]", {.vf = 162, .br = 272, .bw = 200}},
+        // avg_pool2d_grad(dy [1,2,2,2]) of the 2x2/2 pool above, input_shape [1,2,5,5]: 8 dy elements x 4 = 32; read 32, write 200
+        {OpKind::avg_pool2d_grad, {T({1, 2, 2, 2})}, A({{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}, {"input_shape", Ints{1, 2, 5, 5}}}),
+         "f32[1,2,5,5]", {.vf = 32, .br = 32, .bw = 200}},
         // opaque: the shapes it is told, zero work (an unknown op kept by --allow-unknown)
         {OpKind::opaque, {X}, A({{"op_type", str("Hardmax")}, {"ranks", Ints{2, 0}}, {"dims", Ints{2, 3}}, {"dtypes", str("f32,int64")}}),
          "f32[2,3], int64[]", {}},
