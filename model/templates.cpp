@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "model/doc_builder.hpp"
 #include "model/hf_config.hpp"
 #include "ops/error.hpp"
 
@@ -99,43 +100,6 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
     if (c.seq > c.n_ctx) bad_config(origin, "seq", "seq " + std::to_string(c.seq) + " exceeds n_ctx " + std::to_string(c.n_ctx));
     return c;
 }
-
-// Accumulates a roofline-model/1 document.
-class DocBuilder {
-public:
-    explicit DocBuilder(const std::string& name) {
-        doc_["format"] = "roofline-model/1";
-        doc_["name"] = name;
-        doc_["inputs"] = json::array();
-        doc_["parameters"] = json::array();
-        doc_["nodes"] = json::array();
-    }
-    json& doc() { return doc_; }
-    void input(const std::string& name, json shape, const char* dtype = nullptr) {
-        json t{{"name", name}, {"shape", std::move(shape)}};
-        if (dtype) t["dtype"] = dtype;
-        doc_["inputs"].push_back(std::move(t));
-    }
-    void param(const std::string& name, json shape) {
-        doc_["parameters"].push_back(json{{"name", name}, {"shape", std::move(shape)}});
-    }
-    // Returns the first output's name (the node's name).
-    std::string node(const std::string& name, const char* op, json inputs, json attrs = json::object()) {
-        json n{{"name", name}, {"op", op}, {"inputs", std::move(inputs)}};
-        if (!attrs.empty()) n["attrs"] = std::move(attrs);
-        doc_["nodes"].push_back(std::move(n));
-        return name;
-    }
-    // dropout returns its y output ("<name>:0"); skipped entirely when p == 0.
-    std::string dropout(const std::string& name, const std::string& x, double p) {
-        if (p == 0.0) return x;
-        node(name, "dropout", {x}, {{"p", p}});
-        return name + ":0";
-    }
-
-private:
-    json doc_;
-};
 
 json expand_gpt(const std::string& name, const GptConfig& c) {
     const std::int64_t d = c.d_model, h = c.n_head, dh = c.d_model / c.n_head;

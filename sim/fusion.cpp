@@ -146,46 +146,6 @@ struct Builder {
     }
 };
 
-// The attention core ending in matmul m2 = P V, or nothing: [m1 = Q K^T, scale?, mask?, softmax,
-// dropout?, m2], program order, with the forward intermediates read by no other forward node.
-std::vector<NodeId> attention_core(const Graph& g, NodeId softmax) {
-    std::vector<NodeId> up;
-    NodeId p = g.tensor(g.node(softmax).inputs[0]).producer;
-    while (p != kNoNode && (g.node(p).kind == OpKind::scale || g.node(p).kind == OpKind::causal_mask)) {
-        up.push_back(p);
-        p = g.tensor(g.node(p).inputs[0]).producer;
-    }
-    if (p == kNoNode || g.node(p).kind != OpKind::matmul || g.node(p).phase != Phase::forward) return {};
-    up.push_back(p);
-    std::vector<NodeId> chain(up.rbegin(), up.rend());
-    chain.push_back(softmax);
-    TensorId probs = g.node(softmax).outputs[0];
-    auto forward_consumers = [&](TensorId t) {
-        std::vector<NodeId> c;
-        for (NodeId n : g.consumers(t)) {
-            if (g.node(n).phase == Phase::forward) c.push_back(n);
-        }
-        return c;
-    };
-    auto fc = forward_consumers(probs);
-    if (fc.size() == 1 && g.node(fc[0]).kind == OpKind::dropout) {
-        chain.push_back(fc[0]);
-        probs = g.node(fc[0]).outputs[0];
-        fc = forward_consumers(probs);
-    }
-    if (fc.size() != 1 || g.node(fc[0]).kind != OpKind::matmul || g.node(fc[0]).inputs[0] != probs) return {};
-    if (g.node(fc[0]).attrs.get_bool("transpose_a", false)) return {};
-    chain.push_back(fc[0]);
-    for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
-        for (TensorId t : g.node(chain[i]).outputs) {
-            for (NodeId c : forward_consumers(t)) {
-                if (std::find(chain.begin(), chain.end(), c) == chain.end()) return {};
-            }
-        }
-    }
-    return chain;
-}
-
 struct AttentionShape {
     std::int64_t heads = 1, sq = 0, sk = 0, d = 0, dv = 0, elt = 2;
     bool causal = false;
@@ -219,7 +179,8 @@ double sram_of(const Hardware& hw, const FusionOptions& opt) {
 }
 
 void finish_group(const Graph& g, FusionGroup& grp, const std::vector<int>& group_of, int gi, std::vector<bool>& on_chip) {
-    std::set<TensorId> reads;  // elementwise members load a shared input once
+    std::set<TensorId> reads;        // every external input (listed in the group)
+    std::set<TensorId> loaded;       // read by the non-matrix members: each loaded once, shared in registers
     std::int64_t operand_bytes = 0;  // a GEMM's operands are read by its main loop, apart from the epilogue's reads
     std::vector<bool> is_output(g.tensors().size(), false);
     for (TensorId t : g.outputs()) is_output[static_cast<std::size_t>(t)] = true;
@@ -237,6 +198,7 @@ void finish_group(const Graph& g, FusionGroup& grp, const std::vector<int>& grou
             const NodeId p = g.tensor(t).producer;
             if (p != kNoNode && group_of[static_cast<std::size_t>(p)] == gi) continue;
             if (matrix) operand_bytes += g.tensor(t).desc.bytes();
+            else loaded.insert(t);
             reads.insert(t);
         }
         for (TensorId t : g.node(n).outputs) {
@@ -251,15 +213,7 @@ void finish_group(const Graph& g, FusionGroup& grp, const std::vector<int>& grou
     }
     grp.reads.assign(reads.begin(), reads.end());
     grp.work.bytes_read = operand_bytes;
-    for (TensorId t : grp.reads) {
-        bool by_matrix_only = true;
-        for (NodeId n : grp.nodes) {
-            if (rule_of(g.node(n).kind).family == OpFamily::matrix) continue;
-            const auto& in = g.node(n).inputs;
-            if (std::find(in.begin(), in.end(), t) != in.end()) by_matrix_only = false;
-        }
-        if (!by_matrix_only) grp.work.bytes_read += g.tensor(t).desc.bytes();
-    }
+    for (TensorId t : loaded) grp.work.bytes_read += g.tensor(t).desc.bytes();
     for (TensorId t : grp.writes) grp.work.bytes_written += g.tensor(t).desc.bytes();
     for (TensorId t : grp.on_chip) grp.intermediate_bytes += g.tensor(t).desc.bytes();
     grp.launches_saved = std::max<std::int64_t>(0, kernels - 1);
@@ -305,6 +259,44 @@ std::int64_t flash_backward_bytes(std::int64_t heads, std::int64_t sq, std::int6
     const double per_head = 2.0 * static_cast<double>(sk * (d + dv)) * e                                            // K, V in; dK, dV out
                             + passes * static_cast<double>(sq) * (static_cast<double>(3 * d + 2 * dv) * e + 8.0);  // Q, dQ r/w; O, dO; l, m
     return static_cast<std::int64_t>(static_cast<double>(heads) * per_head);
+}
+
+std::vector<NodeId> attention_core(const Graph& g, NodeId softmax) {
+    std::vector<NodeId> up;
+    NodeId p = g.tensor(g.node(softmax).inputs[0]).producer;
+    while (p != kNoNode && (g.node(p).kind == OpKind::scale || g.node(p).kind == OpKind::causal_mask)) {
+        up.push_back(p);
+        p = g.tensor(g.node(p).inputs[0]).producer;
+    }
+    if (p == kNoNode || g.node(p).kind != OpKind::matmul || g.node(p).phase != Phase::forward) return {};
+    up.push_back(p);
+    std::vector<NodeId> chain(up.rbegin(), up.rend());
+    chain.push_back(softmax);
+    TensorId probs = g.node(softmax).outputs[0];
+    auto forward_consumers = [&](TensorId t) {
+        std::vector<NodeId> c;
+        for (NodeId n : g.consumers(t)) {
+            if (g.node(n).phase == Phase::forward) c.push_back(n);
+        }
+        return c;
+    };
+    auto fc = forward_consumers(probs);
+    if (fc.size() == 1 && g.node(fc[0]).kind == OpKind::dropout) {
+        chain.push_back(fc[0]);
+        probs = g.node(fc[0]).outputs[0];
+        fc = forward_consumers(probs);
+    }
+    if (fc.size() != 1 || g.node(fc[0]).kind != OpKind::matmul || g.node(fc[0]).inputs[0] != probs) return {};
+    if (g.node(fc[0]).attrs.get_bool("transpose_a", false)) return {};
+    chain.push_back(fc[0]);
+    for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
+        for (TensorId t : g.node(chain[i]).outputs) {
+            for (NodeId c : forward_consumers(t)) {
+                if (std::find(chain.begin(), chain.end(), c) == chain.end()) return {};
+            }
+        }
+    }
+    return chain;
 }
 
 FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOptions& opt) {

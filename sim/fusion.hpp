@@ -63,6 +63,12 @@ struct FusionOptions {
     double flash_sram_bytes = 0;
 };
 
+// The attention core whose softmax is `softmax`: [Q K^T matmul, scale?, causal_mask?, softmax,
+// dropout?, P V matmul] in program order, when its forward intermediates are read by no other
+// forward node; empty otherwise. Fusion makes it a flash kernel; selective recomputation
+// (sim/recompute.hpp) runs it again in backward.
+std::vector<NodeId> attention_core(const Graph& g, NodeId softmax);
+
 FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOptions& opt = {});
 
 // The fused kernel of a group (GPU specs), costed by the L1 kernel model.

@@ -15,10 +15,6 @@ namespace roofline {
 
 namespace {
 
-bool is_training(const Graph& g) {
-    return std::any_of(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.phase == Phase::backward; });
-}
-
 double duration(const OpAnalysis& op) { return op.modelled ? op.modelled->time_s : op.roofline.time_s; }
 
 std::string layer_label(const std::vector<LayerChoice>& c) {
@@ -98,24 +94,14 @@ std::vector<std::size_t> pareto_frontier(const std::vector<std::pair<std::int64_
     return front;
 }
 
-Evaluated& Evaluated::operator=(Evaluated&& o) noexcept {
-    const bool own = o.graph == &o.owned;
-    owned = std::move(o.owned);
-    graph = own ? &owned : o.graph;
-    fusion = std::move(o.fusion);
-    analysis = std::move(o.analysis);
-    recompute = std::move(o.recompute);
-    return *this;
-}
-
 Evaluated transform_option(const Graph& g, const std::optional<RecomputePlan>& recompute) {
     Evaluated e;
     e.graph = &g;
     if (recompute) {
         e.recompute = apply_recompute(g, *recompute);
-        e.owned = std::move(e.recompute.graph);
+        e.owned = std::make_unique<Graph>(std::move(e.recompute.graph));
         e.recompute.graph = Graph{};
-        e.graph = &e.owned;
+        e.graph = e.owned.get();
     }
     return e;
 }
@@ -138,7 +124,7 @@ Evaluated evaluate_option(const Graph& g, const Hardware& hw, const std::optiona
 
 Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
     Plan p;
-    p.training = is_training(g);
+    p.training = is_training_step(g);
     p.capacity_bytes = static_cast<std::int64_t>(hw.device_memory().capacity_bytes.value);
     p.budget_bytes = opt.memory_budget_bytes.value_or(p.capacity_bytes);
     if (!opt.unfused && !opt.fused) throw InputError("plan: neither unfused nor fused options asked for");
@@ -275,7 +261,7 @@ std::vector<SweepSeries> batch_sweep(const std::function<Graph(std::int64_t)>& b
             if (it != rows.end()) return it->second;
             const Graph g = build(b);
             std::optional<RecomputePlan> rp;
-            if (s != RecomputeStrategy::none && is_training(g)) rp = plan_strategy(g, s);
+            if (s != RecomputeStrategy::none && is_training_step(g)) rp = plan_strategy(g, s);
             const Evaluated e = evaluate_option(g, hw, rp, fuse, opt.analysis, opt.fusion);
             SweepRow r;
             r.batch = b;

@@ -5,6 +5,7 @@
 // schedule of the kernel model, peak memory from the liveness model.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,11 +77,8 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt = {});
 // One option evaluated (also what `analyze --fuse --recompute` runs): the transformed graph, its
 // fusion plan (when fused) and its analysis.
 struct Evaluated {
-    Graph owned;                  // the transformed graph (empty when the original is analysed as is)
-    const Graph* graph = nullptr; // what was analysed: &owned or the original
-    Evaluated() = default;
-    Evaluated(Evaluated&& o) noexcept { *this = std::move(o); }
-    Evaluated& operator=(Evaluated&& o) noexcept;
+    std::unique_ptr<Graph> owned;  // the transformed graph (null when the original is analysed as is)
+    const Graph* graph = nullptr;  // what was analysed: owned or the original
     std::optional<FusionPlan> fusion;
     Analysis analysis;
     RecomputeResult recompute;  // graph moved out; clones and extra FLOPs kept

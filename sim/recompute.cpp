@@ -12,6 +12,7 @@
 
 #include "ops/checked.hpp"
 #include "ops/error.hpp"
+#include "sim/fusion.hpp"
 
 namespace roofline {
 
@@ -33,17 +34,14 @@ std::optional<RecomputeStrategy> parse_strategy(std::string_view name) {
     return std::nullopt;
 }
 
-namespace {
-
-bool is_training(const Graph& g) {
-    for (const Node& n : g.nodes()) {
-        if (n.phase == Phase::backward) return true;
-    }
-    return false;
+bool is_training_step(const Graph& g) {
+    return std::any_of(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.phase == Phase::backward; });
 }
 
+namespace {
+
 void require_training(const Graph& g) {
-    if (!is_training(g)) throw InputError(g.name + ": recomputation needs a training step (--mode training): an inference graph keeps nothing for a backward pass");
+    if (!is_training_step(g)) throw InputError(g.name + ": recomputation needs a training step (--mode training): an inference graph keeps nothing for a backward pass");
 }
 
 std::string layer_key(const std::string& name) {
@@ -70,36 +68,13 @@ void mark_run(const Graph& g, const std::vector<NodeId>& run, std::vector<bool>&
     }
 }
 
-// The attention core of a layer: softmax nodes feeding a matmul (through dropout), with the
-// chain that produced the softmax input from a matmul (scale, mask), and composite attention ops.
+// The attention core of a layer (sim/fusion.hpp attention_core) and composite attention ops.
 void mark_attention_core(const Graph& g, const std::vector<NodeId>& nodes, std::vector<bool>& recompute) {
     for (NodeId n : nodes) {
-        const Node& node = g.node(n);
-        if (node.kind == OpKind::attention) {
-            recompute[static_cast<std::size_t>(n)] = true;
-            continue;
-        }
-        if (node.kind != OpKind::softmax) continue;
-        std::vector<NodeId> chain{n};
-        // Upstream: scale / causal_mask back to the QK^T matmul.
-        NodeId p = g.tensor(node.inputs[0]).producer;
-        while (p != kNoNode && (g.node(p).kind == OpKind::scale || g.node(p).kind == OpKind::causal_mask)) {
-            chain.push_back(p);
-            p = g.tensor(g.node(p).inputs[0]).producer;
-        }
-        if (p == kNoNode || g.node(p).kind != OpKind::matmul) continue;
-        chain.push_back(p);
-        // Downstream: dropout (its mask too) and the product with V.
-        for (NodeId c : g.consumers(node.outputs[0])) {
-            if (g.node(c).phase != Phase::forward) continue;
-            if (g.node(c).kind == OpKind::dropout || g.node(c).kind == OpKind::matmul) chain.push_back(c);
-            if (g.node(c).kind == OpKind::dropout) {
-                for (NodeId cc : g.consumers(g.node(c).outputs[0])) {
-                    if (g.node(cc).phase == Phase::forward && g.node(cc).kind == OpKind::matmul) chain.push_back(cc);
-                }
-            }
-        }
-        for (NodeId c : chain) recompute[static_cast<std::size_t>(c)] = true;
+        const OpKind k = g.node(n).kind;
+        if (k == OpKind::attention) recompute[static_cast<std::size_t>(n)] = true;
+        if (k != OpKind::softmax) continue;
+        for (NodeId c : attention_core(g, n)) recompute[static_cast<std::size_t>(c)] = true;
     }
 }
 

@@ -38,6 +38,9 @@ std::optional<RecomputeStrategy> parse_strategy(std::string_view name);
 inline constexpr RecomputeStrategy kAllStrategies[] = {RecomputeStrategy::none, RecomputeStrategy::selective, RecomputeStrategy::full,
                                                        RecomputeStrategy::sqrt, RecomputeStrategy::mincut};
 
+// Whether g is a training step (has backward nodes).
+bool is_training_step(const Graph& g);
+
 // Forward layers: maximal runs of forward nodes whose names share a prefix ending at the first
 // '.' or '/' ("h3.attn.qkv" -> "h3"), in program order, with at least two nodes; nodes outside any
 // layer (embeddings, the head, the loss) are never recomputed by the per-layer strategies.
