@@ -3,7 +3,10 @@
 # header-only Debian packages carried in .deps/, run the [gpu] tests, measure the kernel suite
 # (materialised and flash attention) and a GPT-2-small training step, calibrate, and leave every
 # result under $OUT (default: gpu-out/). Usage: tests/tools/gpu_session.sh [steps...]
-# steps: build tests check suite gpt2 calibrate (default: all)
+# steps: build tests check suite gpt2 calibrate blind blind-steps torch (default: the first six)
+#   blind       the blind kernel set of tests/data/blind (issue #24), counters on, every node checked
+#   blind-steps the blind training steps and inference runs (tests/data/blind/README.md)
+#   torch       PyTorch eager fp32 op latencies and Hugging Face steps (tests/tools/torch_ops_bench.py)
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -43,10 +46,26 @@ if has gpt2; then
   log "gpt2-small training step with counters (smaller: kernel replay saves and restores memory)"
   timeout 240 $R measure gpt2-small --mode training --batch 4 --seq 512 --check off --repetitions 5 -o "$OUT/gpt2-small-train-b4s512.json" 2>&1 | tail -4
 fi
+if has blind; then
+  log "blind kernels"
+  $R measure tests/data/blind/blind-kernels.json --check on --repetitions 20 -o "$OUT/blind-kernels.json" 2>&1 | tail -4
+fi
+if has blind-steps; then
+  # name | model and shape arguments (the same as tests/data/blind/README.md's predictions)
+  while IFS='|' read -r name margs; do
+    [ -z "$name" ] && continue
+    log "blind step $name"
+    timeout 200 $R measure $margs --check off --counters off --repetitions 5 --warmup 2 -o "$OUT/$name.json" 2>&1 | tail -3
+  done < tests/data/blind/steps.txt
+fi
+if has torch; then
+  log "pytorch eager ops and Hugging Face steps"
+  PYTHONUNBUFFERED=1 timeout 420 python3 tests/tools/torch_ops_bench.py "$OUT/torch" --configs tests/data/public/neusight/configs 2>&1 | grep -v Warning | tail -40
+fi
 if has calibrate; then
   log calibrate
   $R calibrate -o "$OUT/h100-calibrated.json" --raw "$OUT/calibration.json" 2>&1 | tail -40
 fi
 log done
 # The device tool returns a few files only: pack the results into one.
-(cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude build.log *.json *.log *.csv 2>/dev/null)
+(cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude build.log *.json *.log *.csv $(ls -d torch 2>/dev/null) 2>/dev/null)
