@@ -13,6 +13,7 @@
 #include "reports/units.hpp"
 #include "sim/calibration.hpp"
 #include "sim/hardware.hpp"
+#include "sim/recompute.hpp"
 
 #ifdef ROOFLINE_WITH_CUDA
 #include "measure/calibrate.hpp"
@@ -55,9 +56,20 @@ void add_measure(CLI::App& app) {
     auto check = std::make_shared<std::string>("on");
     auto device = std::make_shared<int>(0);
     auto quiet = std::make_shared<bool>(false);
+    auto recompute = std::make_shared<std::string>("none");
+    auto memory = std::make_shared<std::string>("keep-all");
     auto outputs = std::make_shared<OutputArgs>();
     args->add_to(cmd);
     cmd->add_option("-o,--output", *out, "write the measurement (schema roofline-measurement/1) to this file")->required();
+    cmd->add_option("--recompute", *recompute,
+                    "training: run the step rebuilt with this recomputation strategy, as `analyze --recompute` models it: none, selective, full, sqrt or mincut")
+        ->check(CLI::IsMember({"none", "selective", "full", "sqrt", "mincut"}))
+        ->capture_default_str();
+    cmd->add_option("--memory", *memory,
+                    "keep-all: every tensor its own device memory (needed by --check); reuse: memory freed after a tensor's last reader and reused, "
+                    "so the arena is the step's peak memory (what recomputation saves)")
+        ->check(CLI::IsMember({"keep-all", "reuse"}))
+        ->capture_default_str();
     outputs->add_to(cmd, false, true);
     cmd->add_option("--repetitions", *reps, "timed runs of the whole graph; times are medians")->check(CLI::Range(1, 100000))->capture_default_str();
     cmd->add_option("--warmup", *warmup, "untimed runs first")->check(CLI::Range(0, 1000))->capture_default_str();
@@ -71,10 +83,15 @@ void add_measure(CLI::App& app) {
     cmd->add_option("--device", *device, "CUDA device index")->capture_default_str();
     cmd->add_flag("-q,--quiet", *quiet, "print no summary");
     cmd->footer("Example: roofline measure gpt2-small --mode training --batch 4 --seq 512 --check off -o measured.json\n"
+                "         roofline measure gpt2-small --mode training --recompute selective --memory reuse --check off --counters off -o sel.json\n"
                 "Exit 3 when there is no usable GPU (no driver, no device), naming the reason.\n");
     cmd->callback([=] {
         TrainingOptions t;
-        const Graph g = args->build(&t);  // bad input is reported before looking for a GPU
+        Graph g = args->build(&t);  // bad input is reported before looking for a GPU
+        if (*recompute != "none") g = apply_recompute(g, plan_strategy(g, *parse_strategy(*recompute))).graph;
+        if (*memory == "reuse" && *check == "on") {
+            throw InputError("--memory reuse overwrites tensors the check reads: use --check off with it");
+        }
 #ifdef ROOFLINE_WITH_CUDA
         require_device(*device);
         MeasureOptions opt;
@@ -84,6 +101,8 @@ void add_measure(CLI::App& app) {
         opt.counters = *counters == "on";
         opt.check = *check == "on";
         opt.device = *device;
+        opt.reuse_memory = *memory == "reuse";
+        opt.recompute = *recompute;
         const Measurement m = measure_graph(g, opt);
         const std::string text = measurement_to_json(g, m, args->mode).dump(2) + "\n";
         OutputFiles files;
@@ -105,7 +124,7 @@ void add_measure(CLI::App& app) {
         }
 #else
         // Keep every option's storage alive: CLI11 writes through pointers to them.
-        (void)g, (void)outputs, (void)out, (void)reps, (void)warmup, (void)flash, (void)counters, (void)check, (void)device, (void)quiet;
+        (void)g, (void)outputs, (void)out, (void)reps, (void)warmup, (void)flash, (void)counters, (void)check, (void)device, (void)quiet, (void)recompute, (void)memory;
         no_cuda();
 #endif
     });

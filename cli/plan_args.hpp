@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/plan.hpp"
 
@@ -12,9 +13,12 @@ namespace roofline::cli {
 struct PlanArgs {
     bool fuse = false;
     std::string recompute;  // empty: none
+    std::vector<std::string> fuse_kinds;  // --fuse-kinds: only these group kinds (empty: all)
 
     void add_to(CLI::App* cmd, bool for_plan);
-    bool any() const { return fuse || (!recompute.empty() && recompute != "none"); }
+    bool any() const { return fuse || !fuse_kinds.empty() || (!recompute.empty() && recompute != "none"); }
+    bool fusing() const { return fuse || !fuse_kinds.empty(); }
+    FusionOptions fusion_options() const;
     // The graph transformed as asked, its fusion plan and analysis.
     Evaluated evaluate(const Graph& g, const Hardware& hw, const AnalysisOptions& aopt) const;
 };

@@ -1,5 +1,6 @@
 // `roofline plan`: ranked fusion and recomputation options, the memory/time Pareto frontier and
 // a batch sweep; `analyze --fuse --recompute S` analyses one of them (plan_args below).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -40,12 +41,30 @@ void PlanArgs::add_to(CLI::App* cmd, bool for_plan) {
                     for_plan ? "only this recomputation strategy: none, selective, full, sqrt or mincut"
                              : "training: recompute activations in backward with this strategy: none, selective, full, sqrt or mincut")
         ->check(CLI::IsMember({"none", "selective", "full", "sqrt", "mincut"}));
+    if (!for_plan) {
+        cmd->add_option("--fuse-kinds", fuse_kinds,
+                        "fuse only these kinds of group (implies --fuse): elementwise, gemm (prologues and epilogues), reduction "
+                        "(row kernels with their neighbours), flash (attention forward and backward); comma-separated")
+            ->delimiter(',')
+            ->check(CLI::IsMember({"elementwise", "gemm", "reduction", "flash"}));
+    }
+}
+
+FusionOptions PlanArgs::fusion_options() const {
+    FusionOptions f;
+    if (fuse_kinds.empty()) return f;
+    auto has = [&](const char* k) { return std::find(fuse_kinds.begin(), fuse_kinds.end(), k) != fuse_kinds.end(); };
+    f.elementwise = has("elementwise");
+    f.gemm_epilogue = f.gemm_prologue = has("gemm");
+    f.reductions = has("reduction");
+    f.flash_attention = has("flash");
+    return f;
 }
 
 Evaluated PlanArgs::evaluate(const Graph& g, const Hardware& hw, const AnalysisOptions& aopt) const {
     std::optional<RecomputePlan> rp;
     if (!recompute.empty() && recompute != "none") rp = plan_strategy(g, *parse_strategy(recompute));
-    return evaluate_option(g, hw, rp, fuse, aopt);
+    return evaluate_option(g, hw, rp, fusing(), aopt, fusion_options());
 }
 
 void add_plan(CLI::App& app) {

@@ -12,6 +12,7 @@
 #include "measure/cuda_session.hpp"
 #include "measure/cupti.hpp"
 #include "measure/gpu_op.hpp"
+#include "model/arena_plan.hpp"
 #include "model/executor.hpp"
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/error.hpp"
@@ -22,8 +23,6 @@ namespace roofline {
 namespace {
 
 constexpr std::int64_t kAlign = 256;  // cudaMalloc's own alignment: vector loads stay aligned
-
-std::int64_t align_up(std::int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 // Median and the 10th/90th percentiles (nearest rank) of a sample.
 struct Spread {
@@ -115,6 +114,7 @@ public:
 
     CudaSession& session() { return session_; }
     std::int64_t arena_bytes() const { return arena_bytes_; }
+    std::int64_t live_peak_bytes() const { return live_peak_bytes_; }
     const std::vector<std::string>& notes(NodeId n) const {
         static const std::vector<std::string> none;
         return static_cast<std::size_t>(n) < notes_.size() ? notes_[static_cast<std::size_t>(n)] : none;
@@ -123,30 +123,21 @@ public:
 private:
     void allocate() {
         const auto& ts = g_.tensors();
-        std::vector<std::int64_t> offset(ts.size(), -1);
-        for (std::size_t t = 0; t < ts.size(); ++t) {
-            const Tensor& tensor = ts[t];
-            if (tensor.producer != kNoNode && g_.node(tensor.producer).kind == OpKind::reshape) continue;
-            offset[t] = arena_bytes_;
-            arena_bytes_ += align_up(std::max<std::int64_t>(tensor.desc.bytes(), 1));
-        }
+        const ArenaPlan plan = plan_arena(g_, g_.topological_order(), opt_.reuse_memory ? ArenaMode::reuse : ArenaMode::keep_all, kAlign);
+        arena_bytes_ = plan.bytes;
+        live_peak_bytes_ = plan.live_peak_bytes;
         std::size_t free_b = 0, total_b = 0;
         cuda::check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
         if (static_cast<std::size_t>(arena_bytes_) > free_b) {
             throw InputError("the graph's tensors need " + std::to_string(arena_bytes_) + " bytes of device memory, " +
-                             std::to_string(free_b) + " are free: use a smaller batch or sequence");
+                             std::to_string(free_b) + " are free: use a smaller batch or sequence" +
+                             (opt_.reuse_memory ? "" : ", or --memory reuse"));
         }
-        cuda::check(cudaMalloc(&arena_.base, static_cast<std::size_t>(arena_bytes_)), "cudaMalloc(arena)");
+        cuda::check(cudaMalloc(&arena_.base, static_cast<std::size_t>(std::max<std::int64_t>(arena_bytes_, 1))), "cudaMalloc(arena)");
         dev_.resize(ts.size());
         for (std::size_t t = 0; t < ts.size(); ++t) {
             dev_[t].desc = ts[t].desc;
-            if (offset[t] >= 0) dev_[t].data = static_cast<std::byte*>(arena_.base) + offset[t];
-        }
-        // Views alias the tensor they reshape (reshape nodes come after their input's producer).
-        for (const NodeId n : g_.topological_order()) {
-            const Node& node = g_.node(n);
-            if (node.kind != OpKind::reshape) continue;
-            dev_[static_cast<std::size_t>(node.outputs[0])].data = dev_[static_cast<std::size_t>(node.inputs[0])].data;
+            dev_[t].data = static_cast<std::byte*>(arena_.base) + plan.offset[t];  // views share their base's slot
         }
     }
 
@@ -164,7 +155,7 @@ private:
     MeasureOptions opt_;
     CudaSession session_;
     Arena arena_;
-    std::int64_t arena_bytes_ = 0;
+    std::int64_t arena_bytes_ = 0, live_peak_bytes_ = 0;
     std::vector<cuda::DeviceTensor> dev_;
     std::vector<std::vector<std::string>> notes_;
 };
@@ -223,8 +214,12 @@ Measurement measure_graph(const Graph& g, const MeasureOptions& opt) {
     m.options = opt;
     m.date_utc = utc_now();
     m.device = device_facts(opt.device);
+    if (opt.reuse_memory && opt.check) {
+        throw InputError("checking against the CPU reference needs every tensor kept (--memory keep-all); use --check off with --memory reuse");
+    }
     GraphRun run(g, opt);
     m.arena_bytes = run.arena_bytes();
+    m.live_peak_bytes = run.live_peak_bytes();
 
     // Warm-up (also records the launch notes) and the correctness check on its results.
     for (int r = 0; r < std::max(1, opt.warmup); ++r) run.enqueue(nullptr, 0);
@@ -405,6 +400,7 @@ nlohmann::json measurement_to_json(const Graph& g, const Measurement& m, const s
                            {"dtype", dtype_name(g.compute_dtype)}}},
                 {"options", {{"warmup", m.options.warmup}, {"repetitions", m.options.repetitions},
                              {"flash_attention", m.options.flash_attention}, {"check", m.options.check},
+                             {"memory", m.options.reuse_memory ? "reuse" : "keep-all"}, {"recompute", m.options.recompute},
                              {"seed", m.options.seed}}},
                 {"counters", {{"collected", m.counters_problem.empty()}, {"problem", m.counters_problem}, {"metrics", m.metrics},
                               // sm__ops_path_tensor_* counts FLOPs: checked on GH100 (2026-11-23) against a
@@ -412,7 +408,7 @@ nlohmann::json measurement_to_json(const Graph& g, const Measurement& m, const s
                               {"tensor_flops_per_op", 1.0}}},
                 {"step", {{"median_s", m.step_median_s}, {"p10_s", m.step_p10_s}, {"p90_s", m.step_p90_s},
                           {"kernel_sum_s", m.kernel_sum_s}}},
-                {"memory", {{"arena_bytes", m.arena_bytes}, {"scratch_peak_bytes", m.scratch_peak_bytes}}},
+                {"memory", {{"arena_bytes", m.arena_bytes}, {"live_peak_bytes", m.live_peak_bytes}, {"scratch_peak_bytes", m.scratch_peak_bytes}}},
                 {"checks", {{"failed", m.failed_checks}}},
                 {"nodes", std::move(nodes)}};
 }

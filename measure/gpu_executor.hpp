@@ -3,9 +3,11 @@
 // times every kernel with the CUPTI Activity API, optionally reads hardware counters per kernel
 // with the Range Profiler, and checks every node's outputs against the CPU reference kernels.
 //
-// Memory: every tensor gets its own slot in one device arena (no reuse across the step), so the
-// values of every tensor stay inspectable after a run; reshape outputs alias their input (a view,
-// as the cost model treats it). Sources (inputs, parameters, optimizer state) are filled with the
+// Memory: one device arena planned by model/arena_plan.hpp. By default every tensor gets its own
+// slot (no reuse across the step), so the values of every tensor stay inspectable after a run;
+// with reuse_memory a slot is reused once its tensor's last reader has run, and the arena's size
+// is the peak of that allocator (what recomputation saves shows there). Reshape outputs alias
+// their input (a view, as the cost model treats it). Sources (inputs, parameters, optimizer state) are filled with the
 // CPU executor's deterministic values (model/executor.hpp), never zeros.
 #include <cstdint>
 #include <map>
@@ -22,6 +24,8 @@ struct MeasureOptions {
     int warmup = 3;        // untimed runs of the whole graph first (module load, cuBLASLt heuristics)
     int repetitions = 20;  // timed runs; per-kernel times are the median over them
     bool flash_attention = false;
+    bool reuse_memory = false;     // arena slots reused after a tensor's last reader (needs check off)
+    std::string recompute = "none";  // the recomputation strategy the graph was built with (a record)
     bool counters = true;          // Range Profiler counters (a separate, replayed run)
     bool check = true;             // compare each node with the CPU reference
     double check_max_flops = 2e9;  // nodes with more work are not checked (the reference is a naive CPU loop)
@@ -63,6 +67,7 @@ struct Measurement {
     double step_median_s = 0, step_p10_s = 0, step_p90_s = 0;  // whole graph, device events
     double kernel_sum_s = 0;                                    // sum of node medians
     std::int64_t arena_bytes = 0, scratch_peak_bytes = 0;
+    std::int64_t live_peak_bytes = 0;  // the largest sum of tensors alive at once (the arena without fragmentation)
     std::vector<NodeMeasurement> nodes;
     int failed_checks = 0;
 };

@@ -207,4 +207,12 @@ TEST_CASE("measure and calibrate without a GPU exit 3 naming the reason, and wri
     // Bad input is reported as bad input (exit 2) before any GPU is looked for.
     const auto bad = run_cli("measure '" + source_path("tests/data/bad/unknown-op.json") + "' -o '" + out + "'");
     CHECK(bad.code == 2);
+    // So are options that contradict each other or the graph: reused memory cannot be checked, and
+    // an inference graph has nothing to recompute.
+    const auto reuse_check = run_cli("measure '" + source_path("examples/two-layer-mlp.json") + "' --mode training --memory reuse -o '" + out + "'");
+    CHECK(reuse_check.code == 2);
+    CHECK(reuse_check.out.find("--check off") != std::string::npos);
+    const auto recompute_inference = run_cli("measure '" + source_path("examples/two-layer-mlp.json") + "' --recompute full -o '" + out + "'");
+    CHECK(recompute_inference.code == 2);
+    CHECK(recompute_inference.out.find("training step") != std::string::npos);
 }
