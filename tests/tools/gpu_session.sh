@@ -6,6 +6,7 @@
 # steps: build tests check suite gpt2 calibrate blind blind-steps torch (default: the first six)
 #   blind       the blind kernel set of tests/data/blind (issue #24), counters on, every node checked
 #   blind-steps the blind training steps and inference runs (tests/data/blind/README.md)
+#   payoff      recompute strategies and flash attention, as predicted in tests/data/payoff (issue #23)
 #   torch       PyTorch eager fp32 op latencies and Hugging Face steps (tests/tools/torch_ops_bench.py)
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
@@ -57,6 +58,14 @@ if has blind-steps; then
     log "blind step $name"
     timeout 200 $R measure $margs --check off --counters off --repetitions 5 --warmup 2 -o "$OUT/$name.json" 2>&1 | tail -3
   done < tests/data/blind/steps.txt
+fi
+if has payoff; then
+  # name | model arguments | analyze-only | measure-only (tests/data/payoff/README.md)
+  while IFS='|' read -r name margs _ measure_args; do
+    [ -z "$name" ] && continue
+    log "payoff $name"
+    timeout 200 $R measure $margs $measure_args --memory reuse --check off --counters off --repetitions 5 --warmup 2 -o "$OUT/payoff-$name.json" 2>&1 | tail -3
+  done < tests/data/payoff/cases.txt
 fi
 if has torch; then
   log "pytorch eager ops and Hugging Face steps"
