@@ -12,6 +12,7 @@ void add_measure(CLI::App& app);    // measure_commands.cpp: needs a GPU (exit 3
 void add_compare(CLI::App& app);    // offline
 void add_calibrate(CLI::App& app);
 void add_plan(CLI::App& app);       // plan_command.cpp  // needs a GPU
+void add_validate(CLI::App& app);   // validate_command.cpp: offline
 
 // Exit code and message of the subcommand that ran (set by its callback).
 struct Outcome {

@@ -16,8 +16,10 @@ void GraphArgs::add_to(CLI::App* cmd) {
     cmd->add_option("--mode", mode, "inference: the model's graph as given; training: forward, backward and optimizer step")
         ->check(CLI::IsMember({"inference", "training"}))
         ->capture_default_str();
-    cmd->add_option("--optimizer", optimizer, "training: sgd (momentum 0.9), adam or adamw (weight decay 0.01)")
-        ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
+    cmd->add_option("--optimizer", optimizer,
+                    "training: sgd (momentum 0.9), adam, adamw (weight decay 0.01) or none (forward and backward only, no update: "
+                    "what loss.backward() alone runs)")
+        ->check(CLI::IsMember({"sgd", "adam", "adamw", "none"}))
         ->capture_default_str();
     cmd->add_option("--loss-scale", loss_scale, "training: static loss scale (seed the loss gradient with S, unscale in the optimizer)")
         ->check(CLI::NonNegativeNumber);
@@ -60,7 +62,10 @@ Graph GraphArgs::build(TrainingOptions* t) const {
             }
         }
         TrainingOptions opt;
-        opt.optimizer = optimizer == "sgd" ? Optimizer::sgd : optimizer == "adam" ? Optimizer::adam : Optimizer::adamw;
+        opt.optimizer = optimizer == "sgd"    ? Optimizer::sgd
+                        : optimizer == "adam" ? Optimizer::adam
+                        : optimizer == "none" ? Optimizer::none
+                                              : Optimizer::adamw;
         opt.loss_scale = loss_scale >= 0 ? loss_scale : g.precision.loss_scale;
         opt.master_weights = master.empty() ? g.precision.master_weights : master == "on";
         g = build_training_step(g, opt);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     roofline::cli::add_measure(app);
     roofline::cli::add_compare(app);
     roofline::cli::add_calibrate(app);
+    roofline::cli::add_validate(app);
     auto known = [&](const char* name) {
         for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
             if (sub->get_name() == name) return true;

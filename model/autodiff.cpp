@@ -1,5 +1,6 @@
 #include "model/autodiff.hpp"
 
+#include <algorithm>
 #include <memory>
 
 #include "ops/grad.hpp"
@@ -12,6 +13,7 @@ std::string_view optimizer_name(Optimizer o) {
         case Optimizer::sgd: return "sgd";
         case Optimizer::adam: return "adam";
         case Optimizer::adamw: return "adamw";
+        case Optimizer::none: return "none";
     }
     return "?";
 }
@@ -161,7 +163,13 @@ Graph build_training_step(const Graph& forward, const TrainingOptions& opt) {
     for (std::size_t t = 0; t < needs_grad.size(); ++t) {
         const Tensor& ten = g.tensors()[t];
         if (ten.role == TensorRole::parameter && needs_grad[t] && grad[t] != kNoGrad) {
-            add_optimizer_step(g, static_cast<TensorId>(t), grad[t], opt);
+            if (opt.optimizer == Optimizer::none) {
+                // forward + backward only: the gradient is the step's result (.grad)
+                const auto& outs = g.outputs();
+                if (std::find(outs.begin(), outs.end(), grad[t]) == outs.end()) g.mark_output(grad[t]);
+            } else {
+                add_optimizer_step(g, static_cast<TensorId>(t), grad[t], opt);
+            }
         }
     }
     g.name = forward.name;

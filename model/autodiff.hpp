@@ -2,14 +2,16 @@
 // Reverse-mode autodiff: turns a forward graph whose first output is a scalar loss into one
 // training-step graph — forward, backward (each op's gradient rule from ops/gradients.cpp, with
 // gradient accumulation where a tensor fans out) and the optimizer update — every node tagged with
-// its phase and, for backward nodes, the forward node it differentiates.
+// its phase and, for backward nodes, the forward node it differentiates. Optimizer::none stops
+// after the backward pass (what loss.backward() alone runs): no update nodes, and each parameter's
+// gradient becomes a graph output (PyTorch keeps it in .grad), so it is neither dead nor freed early.
 #include <string>
 
 #include "model/graph.hpp"
 
 namespace roofline {
 
-enum class Optimizer { sgd, adam, adamw };
+enum class Optimizer { sgd, adam, adamw, none };
 std::string_view optimizer_name(Optimizer o);
 
 struct TrainingOptions {

@@ -2,20 +2,57 @@
 #include "model/hf_build.hpp"
 
 #include <cmath>
+#include <numbers>
 
 namespace roofline::hf {
 
-// transformers' ACT2FN names (activations.py) -> an op and its gelu approximation.
+// transformers' ACT2FN names (activations.py) -> ops as eager PyTorch runs them. The activations
+// written in Python are spelled out op for op, one node per kernel eager mode launches, in the
+// order Python evaluates them; the last node is named `name`:
+//   gelu_new, gelu_accurate: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * pow(x, 3)))), 8 ops
+//   gelu_fast:  0.5 * x * (1 + tanh(x * 0.7978845608 * (1 + 0.044715 * x * x))), 9 ops
+//   quick_gelu: x * sigmoid(1.702 * x), 3 ops
+//   gelu_python: x * 0.5 * (1 + erf(x / sqrt(2))), 5 ops
+// gelu (nn.functional.gelu) and gelu_pytorch_tanh (its approximate="tanh" form) are one kernel.
 std::string activation(DocBuilder& b, const ConfigReader& r, const std::string& key, const std::string& act,
                        const std::string& name, const std::string& x) {
     if (act == "gelu") return b.node(name, "gelu", {x}, {{"approximate", "erf"}});
-    // gelu_new, gelu_pytorch_tanh, gelu_fast and gelu_accurate are tanh approximations of gelu.
-    if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "gelu_accurate") {
-        return b.node(name, "gelu", {x}, {{"approximate", "tanh"}});
+    if (act == "gelu_pytorch_tanh") return b.node(name, "gelu", {x}, {{"approximate", "tanh"}});
+    if (act == "gelu_new" || act == "gelu_accurate") {
+        const std::string half = b.node(name + ".half", "scale", {x}, {{"factor", 0.5}});
+        const std::string cube = b.node(name + ".pow", "pow", {x}, {{"exponent", 3.0}});
+        const std::string c = b.node(name + ".mul_c", "scale", {cube}, {{"factor", 0.044715}});
+        const std::string inner = b.node(name + ".add", "add", {x, c});
+        const std::string k = b.node(name + ".mul_k", "scale", {inner}, {{"factor", std::sqrt(2.0 / std::numbers::pi)}});
+        const std::string t = b.node(name + ".tanh", "tanh", {k});
+        const std::string one = b.node(name + ".one_plus", "shift", {t}, {{"offset", 1.0}});
+        return b.node(name, "mul", {half, one});
+    }
+    if (act == "gelu_fast") {
+        const std::string half = b.node(name + ".half", "scale", {x}, {{"factor", 0.5}});
+        const std::string xk = b.node(name + ".mul_k", "scale", {x}, {{"factor", 0.7978845608}});
+        const std::string xc = b.node(name + ".mul_c", "scale", {x}, {{"factor", 0.044715}});
+        const std::string sq = b.node(name + ".mul_x", "mul", {xc, x});
+        const std::string inner = b.node(name + ".inner_one_plus", "shift", {sq}, {{"offset", 1.0}});
+        const std::string arg = b.node(name + ".mul_inner", "mul", {xk, inner});
+        const std::string t = b.node(name + ".tanh", "tanh", {arg});
+        const std::string one = b.node(name + ".one_plus", "shift", {t}, {{"offset", 1.0}});
+        return b.node(name, "mul", {half, one});
+    }
+    if (act == "quick_gelu") {
+        const std::string s = b.node(name + ".sigmoid", "sigmoid", {b.node(name + ".mul_c", "scale", {x}, {{"factor", 1.702}})});
+        return b.node(name, "mul", {x, s});
+    }
+    if (act == "gelu_python") {
+        const std::string half = b.node(name + ".half", "scale", {x}, {{"factor", 0.5}});
+        const std::string e = b.node(name + ".erf", "erf", {b.node(name + ".div", "scale", {x}, {{"factor", 1.0 / std::sqrt(2.0)}})});
+        return b.node(name, "mul", {half, b.node(name + ".one_plus", "shift", {e}, {{"offset", 1.0}})});
     }
     if (act == "silu" || act == "swish") return b.node(name, "silu", {x});
     if (act == "relu" || act == "tanh" || act == "sigmoid") return b.node(name, act.c_str(), {x});
-    r.fail(key, "unsupported activation '" + act + "' (supported: gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate, silu, swish, relu, tanh, sigmoid)");
+    r.fail(key, "unsupported activation '" + act +
+                    "' (supported: gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate, gelu_python, quick_gelu, silu, swish, relu, "
+                    "tanh, sigmoid)");
 }
 
 // [batch, seq, heads * dh] -> [batch, heads, seq, dh]: view + transpose(1, 2), both views.

@@ -1,7 +1,8 @@
 #pragma once
 // Internals of the Hugging Face config loader (model/hf_config.hpp): reading config keys with
 // file + JSON path in every message, accumulating a roofline-model/1 document, and the pieces the
-// model builders share. hf_decoders.cpp builds gpt2, llama and mistral; hf_encoders.cpp bert and vit.
+// model builders share. hf_decoders.cpp builds gpt2, llama, mistral and opt; hf_encoders.cpp bert
+// and vit; hf_seq2seq.cpp switch_transformers.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -39,6 +40,12 @@ public:
     std::int64_t positive(const std::string& key) const { return to_positive(key, get(key)); }
     std::int64_t positive_or(const std::string& key, std::int64_t dflt) const {
         return has(key) ? to_positive(key, cfg_.at(key)) : dflt;
+    }
+    std::int64_t non_negative_or(const std::string& key, std::int64_t dflt) const {
+        if (!has(key)) return dflt;
+        const json& v = cfg_.at(key);
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0) fail(key, "expected a non-negative integer, got " + v.dump());
+        return v.get<std::int64_t>();
     }
     double probability_or(const std::string& key, double dflt) const {
         if (!has(key)) return dflt;
@@ -122,5 +129,7 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name)
 json build_llama(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);
 json build_bert(const ConfigReader& r, const json& cfg, const std::string& name);
 json build_vit(const ConfigReader& r, const json& cfg, const std::string& name);
+json build_opt(const ConfigReader& r, const json& cfg, const std::string& name);
+json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& name);
 
 }  // namespace roofline::hf

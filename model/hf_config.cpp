@@ -78,7 +78,9 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
     if (model_type == "llama" || model_type == "mistral") return hf::build_llama(r, cfg, model_type, name);
     if (model_type == "bert") return hf::build_bert(r, cfg, name);
     if (model_type == "vit") return hf::build_vit(r, cfg, name);
-    r.fail("model_type", "unsupported model_type '" + model_type + "' (supported: gpt2, llama, mistral, bert, vit)");
+    if (model_type == "opt") return hf::build_opt(r, cfg, name);
+    if (model_type == "switch_transformers") return hf::build_switch_transformers(r, cfg, name);
+    r.fail("model_type", "unsupported model_type '" + model_type + "' (supported: gpt2, llama, mistral, bert, vit, opt, switch_transformers)");
 }
 
 bool is_hf_preset(const std::string& name) { return presets().count(name) != 0; }

@@ -5,15 +5,21 @@
 //   gpt2     GPT2LMHeadModel (default), GPT2Model
 //   llama    LlamaForCausalLM (default), LlamaModel      — llama-2, llama-3 (GQA), ...
 //   mistral  MistralForCausalLM (default), MistralModel  — as llama; sliding window not modelled
-//   bert     BertForMaskedLM (default), BertModel, BertForSequenceClassification
+//   bert     BertForMaskedLM (default), BertModel, BertForSequenceClassification, BertLMHeadModel,
+//            BertForPreTraining
 //   vit      ViTForImageClassification (default), ViTModel
+//   opt      OPTForCausalLM (default), OPTModel
+//   switch_transformers  SwitchTransformersForConditionalGeneration (encoder-decoder, top-1 MoE)
 // Nodes follow transformers' modeling_<type>.py forward passes op for op, and parameters carry
 // the checkpoints' state-dict names, so the parameter count is the model's num_parameters().
 // Keys a config.json leaves out take the defaults of transformers' configuration_<type>.py (a
 // saved config omits values equal to its class defaults); the keys that size the model are
 // required. Bad input is an InputError naming the file and the JSON path.
+// Activations written in Python in transformers (gelu_new, gelu_fast, ...) become the elementwise
+// ops eager PyTorch launches for them (hf_build.cpp).
 // Files: hf_config.cpp (this interface, presets), hf_build.hpp/.cpp (config reader, document
-// builder, shared pieces), hf_decoders.cpp (gpt2, llama, mistral), hf_encoders.cpp (bert, vit).
+// builder, shared pieces), hf_decoders.cpp (gpt2, llama, mistral, opt), hf_encoders.cpp (bert, vit),
+// hf_seq2seq.cpp (switch_transformers).
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>

@@ -1,5 +1,6 @@
-// Decoder-only models from Hugging Face configs: gpt2, llama, mistral (model/hf_build.hpp).
+// Decoder-only models from Hugging Face configs: gpt2, llama, mistral, opt (model/hf_build.hpp).
 #include <algorithm>
+#include <cmath>
 
 #include "model/hf_build.hpp"
 
@@ -161,6 +162,97 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     b.input("labels", {"batch", "seq"}, "int64");
     if (tied) b.node("lm_head", "matmul", {x, embed}, {{"transpose_b", true}});
     else b.linear("lm_head", x, d, vocab, false);
+    b.node("loss", "cross_entropy", {"lm_head", "labels"});
+    b.doc()["outputs"] = {"loss"};
+    return b.doc();
+}
+
+// opt: transformers/models/opt/modeling_opt.py (OPTForCausalLM), eager attention as transformers
+// 4.38 runs it (the version the NeuSight measurements used, PyTorch 2.1): q_proj(x) * head_dim^-0.5,
+// q, k and v reshaped to heads by _shape (view, transpose, contiguous: a copy each), Q K^T, the
+// additive 4-d causal mask (one pass, the causal_mask op), torch.max(scores, finfo.min) (a maximum
+// with the scalar input attention_floor, which holds the dtype's lowest value), softmax, dropout,
+// P V, transpose + reshape (a copy), out_proj. Learned positions: OPTLearnedPositionalEmbedding has
+// max_position_embeddings + 2 rows and looks up cumsum(attention_mask) - 1 + 2 (those integer ops
+// are not modelled: position_ids [batch, seq] holds the looked-up rows). Defaults from
+// configuration_opt.py: word_embed_proj_dim = hidden_size, do_layer_norm_before True, dropout 0.1,
+// attention_dropout 0.0, activation_function "relu", enable_bias True, layer_norm_elementwise_affine
+// True, _remove_final_layer_norm False; tie_word_embeddings True (PretrainedConfig).
+json build_opt(const ConfigReader& r, const json& cfg, const std::string& name) {
+    const Head head = read_architecture(r, cfg, "opt", {"OPTForCausalLM", "OPTModel"}, "OPTModel");
+    const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), layers = r.positive("num_hidden_layers");
+    const std::int64_t heads = r.positive("num_attention_heads"), ffn = r.positive("ffn_dim");
+    const std::int64_t positions = r.positive("max_position_embeddings");
+    const std::int64_t proj = r.positive_or("word_embed_proj_dim", d);
+    if (d % heads != 0) {
+        r.fail("num_attention_heads", "num_attention_heads " + std::to_string(heads) + " does not divide hidden_size " + std::to_string(d));
+    }
+    const std::int64_t dh = d / heads;
+    const bool before = r.bool_or("do_layer_norm_before", true);
+    const bool bias = r.bool_or("enable_bias", true), affine = r.bool_or("layer_norm_elementwise_affine", true);
+    const bool final_ln = before && !r.bool_or("_remove_final_layer_norm", false);
+    const double drop = r.probability_or("dropout", 0.1), attn_drop = r.probability_or("attention_dropout", 0.0);
+    const std::string act = r.string_or("activation_function", "relu");
+    const bool tied = r.bool_or("tie_word_embeddings", true);
+    const double eps = 1e-5;  // nn.LayerNorm's default: OPT has no eps key
+
+    DocBuilder b;
+    set_header(b, name, "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
+               std::to_string(heads) + " heads, FFN " + std::to_string(ffn) + ", vocab " + std::to_string(vocab) +
+               (before ? "; pre-LN" : "; post-LN") + "; eager attention as transformers 4.38; dropout as in training",
+               dtype_of(r), {{"batch", 1}, {"seq", positions}});
+    auto layernorm = [&](const std::string& n, const std::string& x) {
+        if (affine) return b.layernorm(n, x, d, eps);
+        return b.node(n, "layernorm", {x}, {{"eps", eps}});
+    };
+    b.input("input_ids", {"batch", "seq"}, "int64");
+    b.input("position_ids", {"batch", "seq"}, "int64");
+    b.input("attention_floor", json::array());
+    const std::string pd = "model.decoder.";
+    const std::string embed = b.param(pd + "embed_tokens.weight", {vocab, proj});
+    std::string x = b.node(pd + "embed_tokens", "embedding", {embed, "input_ids"});
+    b.node(pd + "embed_positions", "embedding", {b.param(pd + "embed_positions.weight", {positions + 2, d}), "position_ids"});
+    if (proj != d) x = b.linear(pd + "project_in", x, proj, d, false);
+    x = b.node(pd + "embed", "add", {x, pd + "embed_positions"});
+    for (std::int64_t l = 0; l < layers; ++l) {
+        const std::string p = pd + "layers." + std::to_string(l) + ".";
+        const std::string at = p + "self_attn.";
+        const std::string a = before ? layernorm(p + "self_attn_layer_norm", x) : x;
+        const std::string q = b.node(at + "q_scaled", "scale", {b.linear(at + "q_proj", a, d, d, bias)},
+                                     {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
+        // _shape: view(bsz, seq, heads, head_dim).transpose(1, 2).contiguous()
+        auto shape = [&](const std::string& n, const std::string& t) {
+            b.node(n + ".view", "reshape", {t}, {{"shape", {"batch", "seq", heads, dh}}});
+            return b.node(n + ".heads", "permute", {n + ".view"}, {{"perm", {0, 2, 1, 3}}, {"copy", true}});
+        };
+        const std::string k = shape(at + "key", b.linear(at + "k_proj", a, d, d, bias));
+        const std::string v = shape(at + "value", b.linear(at + "v_proj", a, d, d, bias));
+        const std::string qh = shape(at + "query", q);
+        b.node(at + "scores", "matmul", {qh, k}, {{"transpose_b", true}});
+        b.node(at + "causal_mask", "causal_mask", {at + "scores"});
+        b.node(at + "clamp", "maximum", {at + "causal_mask", "attention_floor"});
+        const std::string probs = b.dropout(at + "attn_dropout", b.node(at + "softmax", "softmax", {at + "clamp"}, {{"axis", -1}}), attn_drop);
+        const std::string ctx = b.node(at + "context", "matmul", {probs, v});
+        std::string o = b.linear(at + "out_proj", merge_heads(b, at + "attn", ctx, "seq", d), d, d, bias);
+        o = b.dropout(p + "dropout", o, drop);
+        x = b.node(p + "attn_residual", "add", {x, o});
+        if (!before) x = layernorm(p + "self_attn_layer_norm", x);
+        const std::string m = before ? layernorm(p + "final_layer_norm", x) : x;
+        const std::string up = b.linear(p + "fc1", m, d, ffn, bias);
+        std::string dn = b.linear(p + "fc2", activation(b, r, "activation_function", act, p + "activation_fn", up), ffn, d, bias);
+        dn = b.dropout(p + "fc2_dropout", dn, drop);
+        x = b.node(p + "mlp_residual", "add", {x, dn});
+        if (!before) x = layernorm(p + "final_layer_norm", x);
+    }
+    if (final_ln) x = layernorm(pd + "final_layer_norm", x);
+    if (proj != d) x = b.linear(pd + "project_out", x, d, proj, false);
+    if (!head.has_head) {
+        b.doc()["outputs"] = {x};
+        return b.doc();
+    }
+    b.input("labels", {"batch", "seq"}, "int64");
+    if (tied) b.node("lm_head", "matmul", {x, embed}, {{"transpose_b", true}});
+    else b.linear("lm_head", x, proj, vocab, false);
     b.node("loss", "cross_entropy", {"lm_head", "labels"});
     b.doc()["outputs"] = {"loss"};
     return b.doc();

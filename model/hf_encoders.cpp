@@ -10,6 +10,7 @@ struct EncoderDims {
     std::int64_t d, heads, inter;
     double eps, hidden_drop, attn_drop;
     bool qkv_bias;
+    bool causal = false;  // bert with is_decoder: causal self-attention
     std::string act;
     json seq;  // "seq", or the token count when fixed (vit)
 };
@@ -19,7 +20,7 @@ std::string self_attention(DocBuilder& b, const std::string& p, const std::strin
     const std::string q = to_heads(b, p + "query", b.linear(p + "query", x, e.d, e.d, e.qkv_bias), e.seq, e.heads, dh);
     const std::string k = to_heads(b, p + "key", b.linear(p + "key", x, e.d, e.d, e.qkv_bias), e.seq, e.heads, dh);
     const std::string v = to_heads(b, p + "value", b.linear(p + "value", x, e.d, e.d, e.qkv_bias), e.seq, e.heads, dh);
-    return merge_heads(b, p + "context", attention(b, p, q, k, v, dh, false, e.attn_drop), e.seq, e.d);
+    return merge_heads(b, p + "context", attention(b, p, q, k, v, dh, e.causal, e.attn_drop), e.seq, e.d);
 }
 
 // BertLayer: x = LN(x + dropout(dense(attention(x)))); x = LN(x + dropout(dense(act(dense(x))))).
@@ -72,27 +73,39 @@ EncoderDims encoder_dims(const ConfigReader& r, double drop_default, bool qkv_bi
 
 // bert: transformers/models/bert/modeling_bert.py. Defaults from configuration_bert.py:
 // type_vocab_size 2, hidden_act "gelu", hidden and attention dropout 0.1, layer_norm_eps 1e-12,
-// position_embedding_type "absolute", classifier_dropout None (hidden_dropout_prob).
-// BertModel has the pooler; BertForMaskedLM builds BertModel without it (add_pooling_layer=False)
-// plus cls.predictions (dense, act, LayerNorm, decoder tied to the word embeddings, bias).
+// position_embedding_type "absolute", classifier_dropout None (hidden_dropout_prob), is_decoder
+// False (PretrainedConfig).
+// BertModel has the pooler; BertForMaskedLM and BertLMHeadModel build BertModel without it
+// (add_pooling_layer=False) plus cls.predictions (BertLMPredictionHead: dense, act, LayerNorm,
+// decoder tied to the word embeddings, bias); BertForPreTraining keeps the pooler and adds
+// cls.seq_relationship (next-sentence logits, 2) to cls.predictions, its loss the sum of both.
+// Self-attention is causal exactly when the config says is_decoder: BertModel builds the causal
+// mask from config.is_decoder, whatever the head, and BertLMHeadModel without it (no is_decoder
+// key, as the NeuSight bert_large config) only logs a warning and attends bidirectionally, so
+// that is what is built. The LM heads' loss is cross_entropy over every position (BertLMHeadModel
+// shifts labels by one: one position fewer, not modelled, as for gpt2).
 // The attention mask of padded batches is not modelled (every token attends to every token).
 json build_bert(const ConfigReader& r, const json& cfg, const std::string& name) {
-    const Head head = read_architecture(r, cfg, "bert", {"BertForMaskedLM", "BertModel", "BertForSequenceClassification"}, "BertModel");
+    const Head head = read_architecture(r, cfg, "bert",
+                                        {"BertForMaskedLM", "BertModel", "BertForSequenceClassification", "BertLMHeadModel", "BertForPreTraining"},
+                                        "BertModel");
     const std::int64_t vocab = r.positive("vocab_size"), layers = r.positive("num_hidden_layers");
     const std::int64_t positions = r.positive("max_position_embeddings"), types = r.positive_or("type_vocab_size", 2);
-    const EncoderDims e = encoder_dims(r, 0.1, true);
+    EncoderDims e = encoder_dims(r, 0.1, true);
     const std::string pos_type = r.string_or("position_embedding_type", "absolute");
     r.reject_if(pos_type != "absolute", "position_embedding_type", "'" + pos_type + "' (only \"absolute\" is modelled)");
-    r.reject_if(r.bool_or("is_decoder", false), "is_decoder", "BERT as a decoder");
+    e.causal = r.bool_or("is_decoder", false);
     r.reject_if(r.bool_or("add_cross_attention", false), "add_cross_attention", "cross-attention layers");
-    const bool mlm = head.architecture == "BertForMaskedLM";
+    const bool lm = head.architecture == "BertForMaskedLM" || head.architecture == "BertLMHeadModel";
+    const bool pretraining = head.architecture == "BertForPreTraining";
     const bool tied = r.bool_or("tie_word_embeddings", true);
     const std::int64_t labels = head.architecture == "BertForSequenceClassification" ? num_labels(r, cfg) : 0;
     const double classifier_drop = r.probability_or("classifier_dropout", e.hidden_drop);
 
     DocBuilder b;
     set_header(b, name, "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(e.d) + ", " +
-               std::to_string(e.heads) + " heads, vocab " + std::to_string(vocab) + "; no padding mask; dropout as in training",
+               std::to_string(e.heads) + " heads, vocab " + std::to_string(vocab) + (e.causal ? "; causal self-attention (is_decoder)" : "; bidirectional self-attention") +
+               "; no padding mask; dropout as in training",
                dtype_of(r), {{"batch", 1}, {"seq", positions}});
     b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("token_type_ids", {"batch", "seq"}, "int64");
@@ -106,15 +119,29 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& name)
     b.node(pe + "add_position", "add", {pe + "add_token_type", pe + "position_embeddings"});
     std::string x = b.dropout(pe + "dropout", b.layernorm(pe + "LayerNorm", pe + "add_position", e.d, e.eps), e.hidden_drop);
     for (std::int64_t l = 0; l < layers; ++l) x = bert_layer(b, r, "bert.encoder.layer." + std::to_string(l) + ".", x, e);
-    if (mlm) {
-        b.input("labels", {"batch", "seq"}, "int64");
+    // cls.predictions: BertLMPredictionHead
+    const auto predictions = [&]() {
         const std::string t = "cls.predictions.transform.";
         const std::string h = b.linear(t + "dense", x, e.d, e.d, true);
         const std::string n = b.layernorm(t + "LayerNorm", activation(b, r, "hidden_act", e.act, t + "act", h), e.d, e.eps);
         if (tied) b.node("cls.predictions.decoder", "matmul", {n, words}, {{"transpose_b", true}});
         else b.node("cls.predictions.decoder", "matmul", {n, b.param("cls.predictions.decoder.weight", {vocab, e.d})}, {{"transpose_b", true}});
-        b.node("cls.predictions.logits", "add", {"cls.predictions.decoder", b.param("cls.predictions.bias", {vocab})});
-        b.node("loss", "cross_entropy", {"cls.predictions.logits", "labels"});
+        return b.node("cls.predictions.logits", "add", {"cls.predictions.decoder", b.param("cls.predictions.bias", {vocab})});
+    };
+    if (lm) {
+        b.input("labels", {"batch", "seq"}, "int64");
+        b.node("loss", "cross_entropy", {predictions(), "labels"});
+        b.doc()["outputs"] = {"loss"};
+        return b.doc();
+    }
+    if (pretraining) {
+        b.input("labels", {"batch", "seq"}, "int64");
+        b.input("next_sentence_label", {"batch"}, "int64");
+        const std::string mlm = b.node("masked_lm_loss", "cross_entropy", {predictions(), "labels"});
+        const std::string pooled = pooler(b, "bert.pooler.", first_token(b, "bert.pooler.first_token", x, e.d), e.d);
+        const std::string nsp = b.linear("cls.seq_relationship", pooled, e.d, 2, true);
+        b.node("next_sentence_loss", "cross_entropy", {nsp, "next_sentence_label"});
+        b.node("loss", "add", {mlm, "next_sentence_loss"});
         b.doc()["outputs"] = {"loss"};
         return b.doc();
     }

@@ -49,6 +49,7 @@ struct Context {
     DType compute = DType::f32;
     DType parameters = DType::f32;
     PrecisionPolicy policy;
+    bool eval = false;  // ModelOverrides::eval
 };
 
 std::int64_t to_int(const json& j, const Context& c, const std::string& path, bool allow_symbols) {
@@ -287,10 +288,24 @@ Graph build_graph(const json& doc, Context& c) {
             fail(c.origin, nodes.back().path + "/name", "node name '" + nodes.back().name + "' is used twice");
         }
     }
+    std::map<std::string, TensorId> alias;  // eval mode: a dropout's output names its input
+    auto find = [&](const std::string& name) {
+        const auto it = alias.find(name);
+        return it != alias.end() ? it->second : g.find_tensor(name);
+    };
     for (std::size_t i : order_nodes(nodes, sources, c)) {
         const NodeDecl& d = nodes[i];
         std::vector<TensorId> ins;
-        for (const auto& n : d.inputs) ins.push_back(g.find_tensor(n));
+        for (const auto& n : d.inputs) {
+            const bool mask = n.size() > 2 && n.compare(n.size() - 2, 2, ":1") == 0 && alias.count(n.substr(0, n.size() - 2)) != 0;
+            if (mask) fail(c.origin, d.path, "node '" + d.name + "' uses the mask '" + n + "' of a dropout, which inference (evaluation mode) does not compute");
+            ins.push_back(find(n));
+        }
+        if (c.eval && d.kind == OpKind::dropout && ins.size() == 1) {
+            alias[d.name] = ins[0];
+            alias[d.name + ":0"] = ins[0];
+            continue;
+        }
         try {
             g.add_node(d.name, d.kind, ins, d.attrs, output_names(d, output_count(d)));
         } catch (const InputError& e) {
@@ -302,7 +317,7 @@ Graph build_graph(const json& doc, Context& c) {
         for (std::size_t i = 0; i < outs.size(); ++i) {
             const std::string p = "/outputs/" + std::to_string(i);
             if (!outs[i].is_string()) fail(c.origin, p, "expected a tensor name");
-            const TensorId t = g.find_tensor(outs[i].get<std::string>());
+            const TensorId t = find(outs[i].get<std::string>());
             if (t < 0) fail(c.origin, p, "unknown tensor '" + outs[i].get<std::string>() + "'");
             g.mark_output(t);
         }
@@ -366,6 +381,7 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     }
     Context c;
     c.origin = origin;
+    c.eval = ov.eval;
     read_policy(doc, c, ov);
     read_dims(doc, c, ov);
     Graph g = build_graph(doc, c);

@@ -16,6 +16,10 @@ struct ModelOverrides {
     std::optional<std::int64_t> seq;    // sets dims.seq
     std::optional<DType> dtype;         // sets dtype_policy.compute and .parameters
     bool allow_unknown = false;         // ONNX: keep ops without a mapping as zero-work opaque ops
+    // Evaluation mode (model.eval(): what `--mode inference` runs): dropout is the identity, so a
+    // dropout node's output is its input and no node is built for it. Its mask output cannot be
+    // used in this mode.
+    bool eval = false;
 };
 
 // Builds a graph from a parsed "roofline-model/1" document (a graph or a template reference).

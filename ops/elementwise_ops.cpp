@@ -1,4 +1,6 @@
 // Elementwise ops: unary math, binary arithmetic with numpy broadcasting, dropout, causal mask.
+#include <cmath>
+
 #include "ops/checked.hpp"
 #include "ops/op_rule.hpp"
 
@@ -11,6 +13,18 @@ struct UnaryCost {
     std::int64_t vector;
     std::int64_t transcendental;
 };
+
+// x ^ e by what a kernel computes for each exponent (PyTorch's pow kernels special-case these):
+// 0 and 1 copy (or fill), 2 is x*x, 3 is x*x*x, -1 a reciprocal (one divide), 0.5 sqrt, -0.5
+// rsqrt, and any other exponent exp2(e * log2(x)): one multiply and two transcendentals.
+UnaryCost pow_cost(double e) {
+    if (e == 0.0 || e == 1.0) return {0, 0};
+    if (e == 2.0) return {1, 0};
+    if (e == 3.0) return {2, 0};
+    if (e == -1.0) return {1, 0};
+    if (e == 0.5 || e == -0.5) return {0, 1};
+    return {1, 2};
+}
 
 UnaryCost unary_cost(OpKind k, const Attrs& attrs) {
     switch (k) {
@@ -35,6 +49,8 @@ UnaryCost unary_cost(OpKind k, const Attrs& attrs) {
         case OpKind::erf: return {0, 1};
         case OpKind::neg: return {1, 0};
         case OpKind::scale: return {1, 0};  // x * factor
+        case OpKind::shift: return {1, 0};  // x + offset
+        case OpKind::pow: return pow_cost(attrs.get_double("exponent", 1.0));
         default: throw InputError("internal: not a unary op");
     }
 }
@@ -42,9 +58,12 @@ UnaryCost unary_cost(OpKind k, const Attrs& attrs) {
 std::vector<TensorDesc> unary_infer(OpKind k, Inputs in, const Attrs& attrs) {
     require_floating(k, in[0], "x");
     (void)unary_cost(k, attrs);  // validates attribute values
-    if (k == OpKind::scale) {
-        if (!attrs.has("factor")) throw InputError("missing attribute 'factor' (a number)");
-        (void)attrs.get_double("factor", 1.0);  // type check: a number
+    // scale, shift and pow take their scalar operand as a required number attribute.
+    const char* operand = k == OpKind::scale ? "factor" : k == OpKind::shift ? "offset" : k == OpKind::pow ? "exponent" : nullptr;
+    if (operand != nullptr) {
+        if (!attrs.has(operand)) throw InputError(std::string("missing attribute '") + operand + "' (a number)");
+        const double v = attrs.get_double(operand, 1.0);  // type check: a number
+        if (!std::isfinite(v)) throw InputError(std::string("attribute '") + operand + "' must be finite");
     }
     return {in[0]};
 }
@@ -101,7 +120,7 @@ Work causal_mask_work(OpKind, Inputs in, std::span<const TensorDesc> out, const 
 }  // namespace
 
 const OpRule& unary_rule() {
-    static const OpRule r{OpFamily::elementwise, 1, 1, {"approximate", "factor"}, unary_infer, unary_work};
+    static const OpRule r{OpFamily::elementwise, 1, 1, {"approximate", "factor", "offset", "exponent"}, unary_infer, unary_work};
     return r;
 }
 

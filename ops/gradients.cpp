@@ -116,6 +116,18 @@ Grads unary_grad(GradBuilder& b, const GradArgs& a) {
     switch (a.kind) {
         case OpKind::neg: g[0] = b.one(OpKind::neg, {dy(a)}); return g;
         case OpKind::scale: g[0] = b.one(OpKind::scale, {dy(a)}, attr("factor", a.attrs.get_double("factor", 1.0))); return g;
+        case OpKind::shift: g[0] = dy(a); return g;  // d(x + c)/dx = 1: the gradient passes through, no kernel
+        case OpKind::pow: {
+            // PyTorch's pow_backward: grad * (e * x.pow(e - 1)), three kernels; e = 0 gives zeros.
+            const double e = a.attrs.get_double("exponent", 1.0);
+            if (e == 0.0) {
+                g[0] = b.one(OpKind::scale, {dy(a)}, attr("factor", 0.0));
+                return g;
+            }
+            const TensorRef p = b.one(OpKind::pow, {a.inputs[0]}, attr("exponent", e - 1.0));
+            g[0] = b.one(OpKind::mul, {dy(a), b.one(OpKind::scale, {p}, attr("factor", e))});
+            return g;
+        }
         case OpKind::sigmoid:
         case OpKind::tanh:
         case OpKind::exp:
@@ -407,6 +419,8 @@ GradFn grad_rule_of(OpKind k) {
         case OpKind::rsqrt:
         case OpKind::neg:
         case OpKind::scale:
+        case OpKind::shift:
+        case OpKind::pow:
         case OpKind::erf: return unary_grad;
         case OpKind::add:
         case OpKind::sub:

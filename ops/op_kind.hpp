@@ -10,7 +10,7 @@ namespace roofline {
 enum class OpKind {
     // matrix
     matmul, linear, conv2d,
-    // elementwise unary
+    // elementwise unary (scale: x * factor; shift and pow below)
     relu, gelu, silu, sigmoid, tanh, exp, log, sin, sqrt, rsqrt, neg, scale, erf,
     // elementwise binary (numpy broadcasting)
     add, sub, mul, div, maximum,
@@ -32,6 +32,9 @@ enum class OpKind {
     where, slice, max_pool2d, avg_pool2d, opaque,
     // backward of the imported pooling ops
     max_pool2d_grad, avg_pool2d_grad,
+    // elementwise unary with a scalar operand, as eager PyTorch runs `x + c` and `x ** c`:
+    // shift: x + offset; pow: x ^ exponent
+    shift, pow,
 };
 
 inline constexpr OpKind kAllOpKinds[] = {
@@ -47,6 +50,7 @@ inline constexpr OpKind kAllOpKinds[] = {
     OpKind::conv2d_grad_input, OpKind::conv2d_grad_weight, OpKind::reduce_max_grad, OpKind::expand, OpKind::fill,
     OpKind::cast, OpKind::sgd_update, OpKind::adam_update, OpKind::erf, OpKind::where, OpKind::slice,
     OpKind::max_pool2d, OpKind::avg_pool2d, OpKind::opaque, OpKind::max_pool2d_grad, OpKind::avg_pool2d_grad,
+    OpKind::shift, OpKind::pow,
 };
 
 std::string_view op_name(OpKind k);

@@ -61,6 +61,8 @@ ROOFLINE_HD inline float m_cos(float x) { return cosf(x); }
 ROOFLINE_HD inline double m_cos(double x) { return std::cos(x); }
 ROOFLINE_HD inline float m_sqrt(float x) { return sqrtf(x); }
 ROOFLINE_HD inline double m_sqrt(double x) { return std::sqrt(x); }
+ROOFLINE_HD inline float m_pow(float x, float e) { return powf(x, e); }
+ROOFLINE_HD inline double m_pow(double x, double e) { return std::pow(x, e); }
 #ifdef __CUDA_ARCH__
 ROOFLINE_HD inline float m_rsqrt(float x) { return rsqrtf(x); }  // 2 ulp, what CUDA libraries use
 #else
@@ -102,8 +104,9 @@ ROOFLINE_HD inline T gelu_erf_grad_value(T x) {
            x * pmath::m_exp(T(-0.5) * x * x) / pmath::m_sqrt(T(2) * T(M_PI));
 }
 
-// y = op(x) for the unary op kinds (relu .. scale); factor is scale's attribute, tanh_form says
-// gelu's approximate == "tanh". Returns false for any other kind.
+// y = op(x) for the unary op kinds (relu .. erf, shift, pow); factor is the scalar operand (scale's
+// factor, shift's offset, pow's exponent), tanh_form says gelu's approximate == "tanh". Returns
+// false for any other kind.
 template <class T>
 ROOFLINE_HD inline bool unary_value(OpKind k, T x, T factor, bool tanh_form, T& y) {
     switch (k) {
@@ -120,6 +123,9 @@ ROOFLINE_HD inline bool unary_value(OpKind k, T x, T factor, bool tanh_form, T& 
         case OpKind::neg: y = -x; return true;
         case OpKind::scale: y = x * factor; return true;
         case OpKind::erf: y = pmath::m_erf(x); return true;
+        case OpKind::shift: y = x + factor; return true;
+        // x*x and x*x*x as PyTorch's pow kernels compute squares and cubes (exact, and defined for x < 0)
+        case OpKind::pow: y = factor == T(2) ? x * x : factor == T(3) ? x * x * x : pmath::m_pow(x, factor); return true;
         default: return false;
     }
 }

@@ -57,7 +57,11 @@ AxisSplit split_at(const Shape& s, std::int64_t axis) {
 }
 
 double unary(OpKind k, double x, const Attrs& a) {
-    const double factor = k == OpKind::scale ? a.get_double("factor", 1.0) : 1.0;
+    // the scalar operand: scale's factor, shift's offset, pow's exponent
+    const double factor = k == OpKind::scale ? a.get_double("factor", 1.0)
+                        : k == OpKind::shift ? a.get_double("offset", 0.0)
+                        : k == OpKind::pow   ? a.get_double("exponent", 1.0)
+                                             : 1.0;
     const bool tanh_form = k != OpKind::gelu || a.get_string("approximate", "tanh") == "tanh";
     double y = 0;
     if (!unary_value(k, x, factor, tanh_form, y)) throw InputError("reference: not a unary op");
@@ -272,7 +276,7 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
         }
         case OpKind::relu: case OpKind::gelu: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::exp:
         case OpKind::log: case OpKind::sin: case OpKind::sqrt: case OpKind::rsqrt: case OpKind::neg: case OpKind::scale:
-        case OpKind::erf:
+        case OpKind::erf: case OpKind::shift: case OpKind::pow:
             for (std::size_t i = 0; i < X.size(); ++i) Y[i] = unary(k, X[i], a);
             break;
         case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::maximum:

@@ -23,6 +23,8 @@ std::string_view op_name(OpKind k) {
         case OpKind::rsqrt: return "rsqrt";
         case OpKind::neg: return "neg";
         case OpKind::scale: return "scale";
+        case OpKind::shift: return "shift";
+        case OpKind::pow: return "pow";
         case OpKind::add: return "add";
         case OpKind::sub: return "sub";
         case OpKind::mul: return "mul";
@@ -89,6 +91,8 @@ const OpRule& rule_of(OpKind k) {
         case OpKind::rsqrt:
         case OpKind::neg:
         case OpKind::scale:
+        case OpKind::shift:
+        case OpKind::pow:
         case OpKind::erf: return unary_rule();
         case OpKind::add:
         case OpKind::sub:
@@ -174,6 +178,8 @@ namespace {
 bool attr_applies(OpKind k, std::string_view name) {
     if (name == "approximate") return k == OpKind::gelu || k == OpKind::unary_grad;
     if (name == "factor") return k == OpKind::scale;
+    if (name == "offset") return k == OpKind::shift;
+    if (name == "exponent") return k == OpKind::pow;
     if (name == "dilation") return k != OpKind::avg_pool2d && k != OpKind::avg_pool2d_grad;
     if (name == "count_include_pad") return k == OpKind::avg_pool2d || k == OpKind::avg_pool2d_grad;
     if (name == "input_shape") return k != OpKind::max_pool2d_grad;

@@ -258,6 +258,7 @@ ojson report_json(const ReportContext& ctx) {
     j["hardware"] = hardware_json(ctx.hw);
     j["settings"] = {{"mode", ctx.mode},
                        {"cost_model", !a.has_kernel_model ? "roofline-l0" : ctx.hw.kind == HardwareKind::gpu ? "roofline-l0+gpu-kernel-l1" : "roofline-l0+tpu-systolic-l1"},
+                       {"runtime", ctx.runtime},
                        {"fuse", ctx.fusion != nullptr},
                        {"fusion_groups", ctx.fusion != nullptr ? ctx.fusion->groups.size() : 0}};
     if (ctx.training) {

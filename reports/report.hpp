@@ -21,6 +21,7 @@ struct ReportContext {
     const TrainingOptions* training = nullptr;  // set in training mode
     const FusionPlan* fusion = nullptr;         // the graph runs fused (analyze --fuse)
     std::string recompute = "none";             // the recomputation strategy applied (analyze --recompute)
+    std::string runtime = "native";             // how the graph runs (analyze --runtime)
 };
 
 nlohmann::ordered_json report_json(const ReportContext& ctx);

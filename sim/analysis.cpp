@@ -3,6 +3,8 @@
 #include "sim/fusion.hpp"
 #include "sim/tpu_model.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <type_traits>
 #include <unordered_map>
 #include <variant>
@@ -12,6 +14,30 @@
 #include "ops/op_rule.hpp"
 
 namespace roofline {
+
+std::string_view runtime_name(Runtime r) { return r == Runtime::eager ? "eager" : "native"; }
+
+double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt) {
+    if (opt.runtime != Runtime::eager) return 0;
+    // ATen calls per node: nn.Linear is t() + addmm and nn.LayerNorm is layer_norm +
+    // native_layer_norm (two dispatcher entries each, as a PyTorch profiler trace of one call
+    // shows); every other op, view or gradient is one call.
+    const OpKind k = g.node(n).kind;
+    const double calls = k == OpKind::linear || k == OpKind::layernorm ? 2.0 : 1.0;
+    return calls * opt.eager_op_host_s;
+}
+
+double single_call_latency_s(const Graph& g, const Analysis& a, const AnalysisOptions& opt) {
+    double host = 0, device = 0;
+    for (const OpAnalysis& op : a.ops) {
+        host += eager_host_s(g, op.node, opt);
+        device += op.modelled ? op.modelled->time_s : op.roofline.time_s;
+    }
+    if (host <= 0) return device;
+    const double p = std::max(1.0, opt.eager_overlap_p);
+    return std::pow(std::pow(host, p) + std::pow(device, p), 1.0 / p);
+}
+
 
 namespace {
 
@@ -95,14 +121,16 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
             op.roofline = op_roofline(grp != nullptr ? grp->work : g.work(n), op_compute_dtype(g, n), hw);
             if (grp == nullptr) op.modelled = tpu_node_cost(g, n, hw, opt.tpu);
         } else {
-            const std::string key = grp != nullptr ? group_signature(g, *grp) : node_signature(g, n);
+            const std::string key = (opt.runtime == Runtime::eager ? "E" : "") + (grp != nullptr ? group_signature(g, *grp) : node_signature(g, n));
             auto it = cache.find(key);
             if (it == cache.end()) {
                 Costed c;
                 c.roofline = op_roofline(grp != nullptr ? grp->work : g.work(n), op_compute_dtype(g, n), hw);
                 if (hw.kind == HardwareKind::gpu) {
-                    c.kernel = grp != nullptr ? std::optional<Kernel>(fused_kernel(g, *grp, hw, opt.gpu)) : lower_to_kernel(g, n, hw, opt.gpu);
-                    if (c.kernel) c.modelled = gpu_kernel_cost(*c.kernel, hw, opt.gpu);
+                    GpuModelOptions gopt = opt.gpu;
+                    gopt.eager = opt.runtime == Runtime::eager;
+                    c.kernel = grp != nullptr ? std::optional<Kernel>(fused_kernel(g, *grp, hw, gopt)) : lower_to_kernel(g, n, hw, gopt);
+                    if (c.kernel) c.modelled = gpu_kernel_cost(*c.kernel, hw, gopt);
                 }
                 it = cache.emplace(key, std::move(c)).first;
             }
@@ -151,7 +179,14 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
         durations[static_cast<std::size_t>(op.node)] = op.modelled ? op.modelled->time_s : op.roofline.time_s;
     }
     ScheduleOptions sched = opt.schedule;
-    if (hw.kind == HardwareKind::gpu && opt.gpu.host_issue) sched.launch_overhead_s = hw.launch_overhead_s.value;
+    std::vector<double> host;
+    if (opt.runtime == Runtime::eager) {
+        host.resize(g.nodes().size());
+        for (std::size_t i = 0; i < host.size(); ++i) host[i] = eager_host_s(g, static_cast<NodeId>(i), opt);
+        sched.host_s = &host;
+    } else if (hw.kind == HardwareKind::gpu && opt.gpu.host_issue) {
+        sched.launch_overhead_s = hw.launch_overhead_s.value;
+    }
     if (opt.fusion != nullptr) sched.group_of = &opt.fusion->group_of;
     a.schedule = schedule_graph(g, durations, sched);
     return a;

@@ -56,7 +56,18 @@ struct Analysis {
 struct KernelCostCache;
 std::shared_ptr<KernelCostCache> make_kernel_cost_cache();
 
+// How the graph is executed (README, "Runtimes"):
+//   native  one kernel per op, launched back to back from C++ (what `roofline measure` runs): the
+//           host issues each kernel in the spec's launch overhead;
+//   eager   PyTorch eager: each op runs the kernels ATen launches for it (layernorm backward as two
+//           kernels, softmax backward as two, embedding backward as zero-fill + scatter, ...), and
+//           the host pays a dispatch cost per op (views included) before its kernels can start, so
+//           a step is the GPU's time or the host's, whichever runs behind, with queueing.
+enum class Runtime { native, eager };
+std::string_view runtime_name(Runtime r);
+
 struct AnalysisOptions {
+    Runtime runtime = Runtime::native;
     MemoryOptions memory;
     ScheduleOptions schedule;
     GpuModelOptions gpu;
@@ -65,7 +76,24 @@ struct AnalysisOptions {
     // tensors kept on chip hold no device memory. Null: one kernel per op.
     const FusionPlan* fusion = nullptr;
     KernelCostCache* cost_cache = nullptr;  // null: a cache local to the call
+    // Eager runtime: host time of one ATen call dispatched from Python (argument parsing,
+    // dispatcher, allocator, launch), paid per call before its kernels can start. PyTorch issue
+    // #41383 (maintainer ngimel: ~2 us C++ and about as much Python per trivial op, ~5-7 us with
+    // autograd); public per-op timings with CUDA events around each call floor at 25-45 us per
+    // call on their hosts. Fitted (sim/fitted.hpp) on those per-op timings.
+    double eager_op_host_s = 25e-6;
+    // One op timed alone, repeatedly (CUDA events per call): host and device times overlap across
+    // calls, latency = (host^p + device^p)^(1/p); p = 1 is a sum, a large p their maximum. Fitted
+    // (sim/fitted.hpp): it stands for the jitter between host and device in such a loop.
+    double eager_overlap_p = 2.0;
 };
+
+// Eager runtime: the host time to dispatch node n (its ATen calls; views and other zero-work
+// nodes are calls too). 0 in the native runtime.
+double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt);
+// The latency of the graph's ops timed as one call repeated in eager PyTorch (the public per-op
+// measurements): host dispatch and device time overlapping as AnalysisOptions::eager_overlap_p says.
+double single_call_latency_s(const Graph& g, const struct Analysis& a, const AnalysisOptions& opt);
 
 Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt = {});
 

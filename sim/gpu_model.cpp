@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <utility>
+
+#include "sim/achieved.hpp"
 
 #include "ops/op_rule.hpp"
 
@@ -10,16 +14,44 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+Kernel streaming_part(const std::string& name, const Work& w, DType d, std::int64_t elements);
+
 // Tiles cuBLAS/CUTLASS kernels use for tensor-core GEMMs on sm_80/sm_90 (CUTLASS default
 // threadblock shapes), largest first.
 const GemmTile kTiles[] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
+
+// SIMT SGEMM tiles: the cuBLAS kernels PyTorch's fp32 (TF32 off) GEMMs launch on Pascal to Hopper,
+// named <arch>_sgemm_<tm>x<tn>[_sliced1x4]_<layout> (every first kernel of the public NeuSight
+// linear and bmm measurements is one of these, tests/data/public/neusight). Threads per block: an
+// 8x8 micro-tile per thread for the square-ish tiles, 8x4 for the skinny ones; the sliced tiles run
+// four K-slices of the block's warps.
+const GemmTile kSimtTiles[] = {{128, 128, 256, false}, {128, 64, 128, false}, {64, 64, 64, false}, {128, 32, 128, false},
+                               {32, 128, 128, false},  {128, 32, 512, true},  {64, 32, 256, true},  {32, 32, 128, true}};
+// Batched SGEMMs (bmm) use the unsliced tiles without split-K.
+constexpr std::size_t kSimtBatchedTiles = 5;
+
+// A thread's micro-tile of a SIMT tile (outputs per thread = tile / threads per K-slice).
+std::pair<double, double> simt_micro_tile(const GemmTile& t) {
+    const double slices = t.sliced ? 4.0 : 1.0;
+    const double outputs = static_cast<double>(t.m * t.n) / (static_cast<double>(t.threads) / slices);
+    return outputs >= 64 ? std::pair{8.0, 8.0} : std::pair{8.0, std::max(1.0, outputs / 8.0)};
+}
 
 // Launch of a GEMM threadblock: 256 threads, the operand tiles double-buffered in shared memory
 // (two stages of (tm + tn) x 32 elements), registers as CUTLASS kernels of that size use.
 // Capped at what one block may use on the chip (fewer pipeline stages on smaller SMs).
 LaunchConfig gemm_launch(const GemmTile& t, DType d, const Hardware& hw) {
-    const std::int64_t stage_bytes = (t.m + t.n) * 32 * dtype_bytes(d);
     const auto max_smem = static_cast<std::int64_t>(hw.gpu->max_shared_memory_per_block_bytes.value);
+    if (t.threads > 0) {
+        // SIMT: two stages of (tm + tn) x 8 fp32 operands; the micro-tile's accumulators, operand
+        // fragments and addresses in registers (~ 2 x outputs + 40 per thread, as cuBLAS's sgemm
+        // kernels report).
+        const auto [mr, nr] = simt_micro_tile(t);
+        const auto regs = static_cast<std::int64_t>(std::min(255.0, 2.0 * mr * nr + 40.0));
+        const std::int64_t smem = 2 * (t.m + t.n) * 8 * 4 + (t.sliced ? t.m * t.n * 4 : 0);
+        return LaunchConfig{t.threads, regs, std::min(smem, max_smem)};
+    }
+    const std::int64_t stage_bytes = (t.m + t.n) * 32 * dtype_bytes(d);
     return LaunchConfig{256, t.m * t.n >= 256 * 128 ? 232 : 128, std::min(2 * stage_bytes, max_smem)};
 }
 
@@ -56,10 +88,14 @@ Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const 
     k.aligned = aligned;
     if (k.tensor_cores) s.k = ceil_div(s.k, opt.tensor_core_alignment) * opt.tensor_core_alignment;
     std::optional<KernelCost> best;
+    std::int64_t best_area = 0;
     std::vector<std::int64_t> splits = {1, 2, 4, 8, 16};
     if (opt.split_k) splits = {*opt.split_k};
     else if (opt.gemm_tile) splits = {1};
-    for (const GemmTile& t : kTiles) {
+    std::span<const GemmTile> tiles = kTiles;
+    if (!k.tensor_cores) tiles = s.batch > 1 ? std::span<const GemmTile>(kSimtTiles, kSimtBatchedTiles) : std::span<const GemmTile>(kSimtTiles);
+    if (!k.tensor_cores && s.batch > 1 && !opt.split_k) splits = {1};
+    for (const GemmTile& t : tiles) {
         if (opt.gemm_tile && (t.m != opt.gemm_tile->m || t.n != opt.gemm_tile->n)) continue;
         for (std::int64_t split : splits) {
             if (split < 1 || (split > 1 && s.k / split < 64)) continue;  // keep at least 64 of K per block
@@ -77,7 +113,12 @@ Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const 
             c.launch = gemm_launch(t, d, hw);
             c.blocks = cs.tiles * split;
             const KernelCost cost = gpu_kernel_cost(c, hw, opt);
-            if (!best || cost.time_s < best->time_s) {
+            // cuBLAS's heuristics rank the larger tiles first (NVIDIA Matrix Multiplication
+            // Background guide: 256x128 most efficient down to 64x64): a smaller tile (or a split)
+            // wins only when it is more than 2% faster, not on a rounding of the tail.
+            const bool larger = best && t.m * t.n > best_area;
+            if (!best || cost.time_s < best->time_s * (larger ? 1.02 : 0.98)) {
+                best_area = t.m * t.n;
                 best = cost;
                 k = c;
             }
@@ -142,7 +183,13 @@ std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType 
     Kernel k;
     k.work = w;
     k.dtype = d;
-    if (len <= 1024) {
+    k.row = true;
+    if (node.kind == OpKind::layernorm || node.kind == OpKind::layernorm_grad) {
+        // PyTorch's vectorized_layer_norm_kernel and layer_norm_grad_input_kernel: one 128-thread
+        // block (32 x 4) per row, whatever its length (aten/src/ATen/native/cuda/layer_norm_kernel.cu).
+        k.launch = LaunchConfig{128, 64, 1024};
+        k.blocks = rows;
+    } else if (len <= 1024) {
         k.launch = LaunchConfig{128, 112, 0};
         k.blocks = ceil_div(rows, 4);
     } else {
@@ -152,51 +199,171 @@ std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType 
     return k;
 }
 
-// Materialised attention as frameworks run it unfused: S = scale * Q K^T (a batched GEMM),
-// P = softmax(mask(S)) (a row-wise kernel reading and writing S), O = P V (a batched GEMM).
+// Materialised attention as frameworks run it unfused (PyTorch's math sdpa, transformers' eager
+// attention): S = Q K^T (a batched GEMM), S * scale, the causal mask, P = softmax(S) (a row
+// kernel), O = P V (a batched GEMM): one kernel per term of the op's own work (ops/attention_op.cpp
+// counts the same terms), so the parts add up to exactly the work its lower bound is taken from.
 Kernel attention_kernels(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt, DType d) {
     const Node& node = g.node(n);
-    const Shape& q = g.tensor(node.inputs[0]).desc.shape;
-    const Shape& kk = g.tensor(node.inputs[1]).desc.shape;
-    const Shape& v = g.tensor(node.inputs[2]).desc.shape;
-    const std::int64_t sq = q[q.size() - 2], dq = q.back(), sk = kk[kk.size() - 2], dv = v.back();
-    const std::int64_t batch = g.tensor(node.outputs[0]).desc.numel() / std::max<std::int64_t>(1, sq * dv);
-    const std::int64_t elt = dtype_bytes(d);
-    const std::int64_t scores = batch * sq * sk;
+    const TensorDesc& qd = g.tensor(node.inputs[0]).desc;
+    const TensorDesc& kd = g.tensor(node.inputs[1]).desc;
+    const TensorDesc& vd = g.tensor(node.inputs[2]).desc;
+    const TensorDesc& od = g.tensor(node.outputs[0]).desc;
+    const Shape& q = qd.shape;
+    const Shape& kk = kd.shape;
+    const std::int64_t sq = q[q.size() - 2], dq = q.back(), sk = kk[kk.size() - 2], dv = vd.shape.back();
+    const std::int64_t batch = od.numel() / std::max<std::int64_t>(1, sq * dv);
+    Shape score_shape(q.begin(), q.end() - 2);
+    score_shape.push_back(sq);
+    score_shape.push_back(sk);
+    const TensorDesc scores{score_shape, qd.dtype};
+    const std::int64_t elements = scores.numel();
     Kernel all;
     all.work = g.work(n);
     all.dtype = d;
-    // QK^T
-    Work w1;
-    w1.matrix_flops = 2 * scores * dq;
-    w1.bytes_read = g.tensor(node.inputs[0]).desc.bytes() + g.tensor(node.inputs[1]).desc.bytes();
-    w1.bytes_written = scores * elt;
-    Kernel k1 = best_gemm(GemmShape{batch, sq, sk, dq, {}, 0, 1}, w1, d, hw, opt);
+    Attrs tb;
+    tb.set("transpose_b", true);
+    const TensorDesc qk_in[2] = {qd, kd};
+    const TensorDesc pv_in[2] = {scores, vd};
+    const TensorDesc s1[1] = {scores};
+    const TensorDesc o1[1] = {od};
+    Kernel k1 = best_gemm(GemmShape{batch, sq, sk, dq, {}, 0, 1}, count_work(OpKind::matmul, qk_in, s1, tb), d, hw, opt);
     k1.name = node.name + ".qk";
-    // mask + softmax over rows of sk, in place of S
-    Work w2;
-    w2.vector_flops = 5 * scores;  // scale, mask select, max, subtract, sum / divide
-    w2.transcendentals = scores;
-    w2.bytes_read = scores * elt;
-    w2.bytes_written = scores * elt;
-    Kernel k2;
-    k2.work = w2;
-    k2.dtype = d;
-    k2.launch = LaunchConfig{256, 32, 0};
-    k2.blocks = std::max<std::int64_t>(1, ceil_div(scores, 256 * std::max<std::int64_t>(1, 16 / elt)));
-    k2.name = node.name + ".softmax";
-    // PV
-    Work w3;
-    w3.matrix_flops = 2 * scores * dv;
-    w3.bytes_read = scores * elt + g.tensor(node.inputs[2]).desc.bytes();
-    w3.bytes_written = g.tensor(node.outputs[0]).desc.bytes();
-    Kernel k3 = best_gemm(GemmShape{batch, sq, dv, sk, {}, 0, 1}, w3, d, hw, opt);
+    all.parts.push_back(k1);
+    Attrs scale;
+    scale.set("factor", node.attrs.get_double("scale", 1.0));
+    all.parts.push_back(streaming_part(node.name + ".scale", count_work(OpKind::scale, s1, s1, scale), d, elements));
+    if (node.attrs.get_bool("causal", false)) {
+        all.parts.push_back(streaming_part(node.name + ".mask", count_work(OpKind::causal_mask, s1, s1, Attrs{}), d, elements));
+    }
+    Kernel sm = streaming_part(node.name + ".softmax", count_work(OpKind::softmax, s1, s1, Attrs{}), d, elements);
+    sm.row = true;
+    const std::int64_t rows = std::max<std::int64_t>(1, elements / std::max<std::int64_t>(1, sk));
+    if (sk <= 1024) {
+        sm.launch = LaunchConfig{128, 112, 0};
+        sm.blocks = ceil_div(rows, 4);
+    } else {
+        sm.launch = LaunchConfig{512, 64, 2048};
+        sm.blocks = rows;
+    }
+    all.parts.push_back(sm);
+    Kernel k3 = best_gemm(GemmShape{batch, sq, dv, sk, {}, 0, 1}, count_work(OpKind::matmul, pv_in, o1, Attrs{}), d, hw, opt);
     k3.name = node.name + ".pv";
-    all.parts = {k1, k2, k3};
+    all.parts.push_back(k3);
     all.launch = k1.launch;
     all.blocks = k1.blocks;
     all.tensor_cores = k1.tensor_cores;
     return all;
+}
+
+// Winograd F(2x2, 3x3) convolution (Lavin & Gray 2016, "Fast Algorithms for Convolutional Neural
+// Networks"), which cuDNN runs for 3x3 stride-1 fp32 convolutions on CUDA cores (its
+// *_scudnn_winograd_128x128_* kernels, a third of the public NeuSight conv measurements): each
+// 2x2 output tile comes from a 4x4 input tile, so the multiplications become 16 batched GEMMs of
+// [N x tiles, C_in] x [C_in, C_out] (2.25x fewer MACs), between an input transform (writes 16/4 =
+// 4x the input) and an output transform (reads 4x the output). cuDNN's heuristics pick it when it
+// is faster than the implicit GEMM, as the model does.
+std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt, DType d) {
+    const Node& node = g.node(n);
+    const Shape& x = g.tensor(node.inputs[0]).desc.shape;
+    const Shape& wt = g.tensor(node.inputs[1]).desc.shape;
+    const Shape& out = g.tensor(node.outputs[0]).desc.shape;
+    if (x.size() != 4 || wt.size() != 4 || out.size() != 4 || wt[2] != 3 || wt[3] != 3) return std::nullopt;
+    if (node.attrs.get_int("groups", 1) != 1 || node.attrs.get_ints("stride", {1, 1}) != std::vector<std::int64_t>{1, 1} ||
+        node.attrs.get_ints("dilation", {1, 1}) != std::vector<std::int64_t>{1, 1}) {
+        return std::nullopt;
+    }
+    const std::int64_t tiles = out[0] * ceil_div(out[2], 2) * ceil_div(out[3], 2);
+    const std::int64_t cin = x[1], cout = out[1], elt = dtype_bytes(d);
+    const Work total = g.work(n);
+    Kernel all;
+    all.work = total;
+    all.dtype = d;
+    Work in;
+    in.bytes_read = g.tensor(node.inputs[0]).desc.bytes();
+    in.bytes_written = 16 * tiles * cin * elt;
+    in.vector_flops = 32 * tiles * cin;  // B^T d B: 4 x 4 additions per tile row and column
+    all.parts.push_back(streaming_part(node.name + ".winograd_in", in, d, 16 * tiles * cin));
+    Work mm;
+    mm.matrix_flops = 2 * 16 * tiles * cin * cout;
+    mm.bytes_read = in.bytes_written + 16 * cin * cout * elt;
+    mm.bytes_written = 16 * tiles * cout * elt;
+    Kernel gemm = best_gemm(GemmShape{16, tiles, cout, cin, {}, 0, 1}, mm, d, hw, opt);
+    gemm.name = node.name + ".winograd_gemm";
+    all.parts.push_back(gemm);
+    Work o;
+    o.bytes_read = mm.bytes_written;
+    o.bytes_written = g.tensor(node.outputs[0]).desc.bytes();
+    o.vector_flops = 24 * tiles * cout;  // A^T m A
+    all.parts.push_back(streaming_part(node.name + ".winograd_out", o, d, 16 * tiles * cout));
+    all.launch = gemm.launch;
+    all.blocks = gemm.blocks;
+    all.transformed = true;  // fewer MACs than the op's work: capped at the op's bound (Kernel::transformed)
+    return all;
+}
+
+// A streaming kernel of the given work over `elements` elements (one 16-byte vector per thread).
+Kernel streaming_part(const std::string& name, const Work& w, DType d, std::int64_t elements) {
+    Kernel k;
+    const std::int64_t per_thread = std::max<std::int64_t>(1, 16 / std::max<std::int64_t>(1, dtype_bytes(d)));
+    k.launch = LaunchConfig{256, 32, 0};
+    k.blocks = std::max<std::int64_t>(1, ceil_div(std::max<std::int64_t>(1, elements), 256 * per_thread));
+    k.work = w;
+    k.dtype = d;
+    k.name = name;
+    return k;
+}
+
+// The kernels ATen launches for an op in eager PyTorch where they differ from the one-kernel
+// lowering (gpu-mechanisms notes, from aten/src/ATen/native/cuda/): layer_norm backward runs
+// layer_norm_grad_input_kernel (dx, a block per row) and GammaBetaBackward (dweight, dbias: a
+// column reduction re-reading dy and x); softmax backward runs grad * output as an elementwise
+// kernel, then the row kernel; embedding backward zero-fills the table gradient, sorts the indices
+// when there are more than 3072 (cub radix sort: read and write keys and values per pass, four
+// passes of 8 bits over the low 32 bits), then scatters the rows of dy.
+void eager_parts(const Graph& g, NodeId n, const Hardware&, Kernel& k) {
+    const Node& node = g.node(n);
+    const DType d = k.dtype;
+    const Work w = k.work;
+    if (node.kind == OpKind::layernorm_grad && node.outputs.size() > 1) {
+        const std::int64_t dy = g.tensor(node.inputs[0]).desc.bytes(), x = g.tensor(node.inputs[1]).desc.bytes();
+        const std::int64_t elements = g.tensor(node.inputs[0]).desc.numel();
+        Kernel dx = k;
+        dx.name = node.name + ".dx";
+        dx.work.bytes_written = g.tensor(node.outputs[0]).desc.bytes();
+        dx.work.vector_flops = w.vector_flops * 10 / 13;
+        Work cols;
+        cols.bytes_read = dy + x;
+        cols.bytes_written = w.bytes_written - dx.work.bytes_written;
+        cols.vector_flops = w.vector_flops - dx.work.vector_flops;
+        k.parts = {dx, streaming_part(node.name + ".dweight", cols, d, elements)};
+    } else if (node.kind == OpKind::softmax_grad && k.row) {
+        const std::int64_t bytes = g.tensor(node.inputs[0]).desc.bytes(), elements = g.tensor(node.inputs[0]).desc.numel();
+        Work mul;
+        mul.bytes_read = 2 * bytes;
+        mul.bytes_written = bytes;
+        mul.vector_flops = elements;
+        Kernel row = k;
+        row.name = node.name + ".row";
+        row.work.vector_flops = std::max<std::int64_t>(0, w.vector_flops - elements);
+        k.parts = {streaming_part(node.name + ".mul", mul, d, elements), row};
+    } else if (node.kind == OpKind::embedding_grad) {
+        const std::int64_t table = g.tensor(node.outputs[0]).desc.bytes(), rows = g.tensor(node.inputs[1]).desc.numel();
+        const std::int64_t dy = g.tensor(node.inputs[0]).desc.bytes();
+        Work fill;
+        fill.bytes_written = table;
+        Work scatter;
+        scatter.bytes_read = dy + g.tensor(node.inputs[1]).desc.bytes();
+        scatter.bytes_written = dy;  // the rows it adds into
+        scatter.vector_flops = w.vector_flops;
+        k.parts = {streaming_part(node.name + ".zero", fill, d, g.tensor(node.outputs[0]).desc.numel()),
+                   streaming_part(node.name + ".scatter", scatter, d, g.tensor(node.inputs[0]).desc.numel())};
+        if (rows > 3072) {
+            Work sort;
+            sort.bytes_read = sort.bytes_written = 4 * rows * 16;  // 4 passes over (key, value) int64 pairs
+            k.parts.push_back(streaming_part(node.name + ".sort", sort, DType::int64, rows));
+        }
+    }
 }
 
 }  // namespace
@@ -256,13 +423,20 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         if (!al.operands || !al.output) {
             k = best_gemm(s, w, d, hw, opt, false, al.output);
         }
+        if (node.kind == OpKind::conv2d && !k.tensor_cores) {
+            if (auto wino = winograd_conv(g, n, hw, opt, d); wino && gpu_kernel_cost(*wino, hw, opt).time_s < gpu_kernel_cost(k, hw, opt).time_s) {
+                k = *wino;
+            }
+        }
     } else {
         k = row_kernel(g, n, w, d).value_or(streaming_kernel(g, n, w, d));
         // ReLU-like selects diverge within a warp only at the branch; kernels here are written
         // branch-free (selects), so the default divergence is 0.
     }
+    if (opt.eager) eager_parts(g, n, hw, k);
     k.name = node.name;
     k.node = n;
+    for (Kernel& part : k.parts) part.node = n;
     return k;
 }
 
@@ -312,6 +486,7 @@ KernelCost composite_cost(const Kernel& k, const Hardware& hw, const GpuModelOpt
             c.bound = pc.bound;
         }
     }
+    if (k.transformed) c.time_s = std::max(c.time_s, c.lower_bound_s);
     return c;
 }
 
@@ -324,11 +499,30 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     const OpRoofline roof = op_roofline(k.work, k.dtype, hw);
     c.lower_bound_s = roof.time_s;
     const double sms = hw.gpu->sm_count.value;
-    double compute = roof.compute_time_s;
-    if (k.gemm) {
+    const AchievedRates rates = achieved_rates(hw, opt);
+    double compute = roof.compute_time_s / rates.clock_ratio;
+    if (k.gemm && k.gemm->tile.threads > 0) {
+        // SIMT GEMM: the blocks an SM holds share its FP32 lanes; each block's tile runs at the
+        // lanes' rate times its micro-tile's FFMA share (register blocking) at the sustained clock.
+        const GemmShape& s = *k.gemm;
+        c.occupancy = occupancy(*hw.gpu, k.launch);
+        const double per_sm_slots = static_cast<double>(std::max<std::int64_t>(1, c.occupancy.blocks_per_sm));
+        const double blocks = static_cast<double>(s.tiles * s.split_k);
+        c.waves = std::ceil(blocks / (sms * per_sm_slots));
+        // The busiest SM runs ceil(blocks / SMs) blocks one after another's share of the lanes.
+        const double per_sm_blocks = std::ceil(blocks / sms);
+        c.tail_efficiency = blocks / (per_sm_blocks * sms);
+        c.tile_efficiency = static_cast<double>(s.batch * s.m * s.n) / (static_cast<double>(s.tiles) * static_cast<double>(s.tile.m * s.tile.n));
+        const auto [mr, nr] = simt_micro_tile(s.tile);
+        const double ffma_share = mr * nr / (mr * nr + opt.simt_fragment_load_cost * (mr + nr));
+        const double k_per_block = std::ceil(static_cast<double>(s.k) / static_cast<double>(s.split_k));
+        const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n) * k_per_block;
+        const double per_sm = vector_ceiling(hw, k.dtype).flop_per_s / sms * rates.clock_ratio * ffma_share * opt.simt_gemm_efficiency;
+        compute = std::max(per_sm_blocks * tile_flops / per_sm, roof.vector_time_s / rates.clock_ratio);
+    } else if (k.gemm) {
         // One threadblock (tile) per SM at a time: large tensor-core tiles use most of an SM's
         // shared memory and registers. Waves = ceil(tiles / SMs); each wave runs a full tile's
-        // padded work at the per-SM peak.
+        // padded work at the per-SM rate the chip's best GEMM sustains.
         const GemmShape& s = *k.gemm;
         c.occupancy = occupancy(*hw.gpu, k.launch);
         const double slots = sms;
@@ -343,17 +537,17 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         const ComputeCeiling ceiling = k.tensor_cores ? matrix_ceiling(hw, k.dtype) : vector_ceiling(hw, k.dtype);
         const double k_per_block = std::ceil(static_cast<double>(s.k) / static_cast<double>(s.split_k));
         const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n) * k_per_block;
-        double per_sm = ceiling.flop_per_s / sms;
+        double per_sm = ceiling.flop_per_s / sms * (k.tensor_cores ? rates.matrix_fraction : rates.clock_ratio);
         if (k.tensor_cores && !k.aligned) {
             per_sm *= k.output_aligned ? opt.unaligned_operand_efficiency : opt.unaligned_output_efficiency;
         }
-        compute = std::max(c.waves * tile_flops / per_sm, roof.vector_time_s);
+        compute = std::max(c.waves * tile_flops / per_sm, roof.vector_time_s / rates.clock_ratio);
     } else {
         c.occupancy = occupancy(*hw.gpu, k.launch);
         const double slots = sms * static_cast<double>(c.occupancy.blocks_per_sm);
         c.waves = std::ceil(static_cast<double>(k.blocks) / slots);
         c.tail_efficiency = static_cast<double>(k.blocks) / (c.waves * slots);
-        compute = roof.compute_time_s / c.tail_efficiency;
+        compute = roof.compute_time_s / rates.clock_ratio / c.tail_efficiency;
     }
     compute /= std::max(1e-9, 1.0 - k.divergence);  // SIMT efficiency
     c.compute_s = compute;
@@ -383,9 +577,10 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     for (std::size_t i = 0; i < hw.memory.size(); ++i) {
         const MemoryLevel& level = hw.memory[i];
         double bytes = compulsory;
-        if (k.gemm && i > 0) bytes = i == 1 ? l2_panels : panels;
-        if (k.gemm && i == 0 && hw.memory.size() > 1) {
-            const double l2 = hw.memory[1].capacity_bytes.value;
+        if (k.gemm && i > 0) bytes = level.name == "l2" ? l2_panels : panels;
+        if (k.gemm && i == 0 && hw.level("l2") != nullptr) {
+            const MemoryLevel* l2_level = hw.level("l2");
+            const double l2 = l2_level != nullptr ? l2_level->capacity_bytes.value : 0.0;
             if (operands > l2) {
                 if (opt.wave_footprint_reuse) {
                     bytes = std::clamp(wave_footprint_bytes(*k.gemm, k.dtype, sms) + (compulsory - operands), compulsory, l2_panels);
@@ -394,7 +589,16 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
                 }
             }
         }
-        const double t = bytes / level.bytes_per_s.value;
+        double bps = rates.level_bytes_per_s[std::min<std::size_t>(i, 7)];
+        if (i == 0 && !k.gemm) {
+            // Streaming kernels: the fraction of the datasheet bandwidth they reach, never more
+            // than the chip's STREAM-type figure; row kernels lose a share of it to the reduction.
+            bps = std::min(bps, level.bytes_per_s.value * opt.streaming_efficiency);
+            if (k.row) bps *= opt.row_kernel_efficiency;
+            // Fewer blocks than SMs stream with fewer SMs' worth of loads in flight.
+            bps *= std::min(1.0, static_cast<double>(k.blocks) / sms);
+        }
+        const double t = bytes / bps;
         c.traffic.push_back({level.name, bytes, t});
         memory = std::max(memory, t);
     }
@@ -403,7 +607,7 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     double reduction = 0;
     if (k.gemm && k.gemm->split_k > 1) {
         const double partial = 2.0 * static_cast<double>(k.gemm->split_k * k.gemm->batch * k.gemm->m * k.gemm->n) * 4.0;
-        reduction = partial / hw.device_memory().bytes_per_s.value;
+        reduction = partial / rates.dram_bytes_per_s;
     }
     c.memory_s = memory + reduction;
     c.time_s = (opt.overlap ? std::max(compute, memory) : compute + memory) + reduction;
@@ -415,6 +619,10 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         if (c.time_s < c.floor_s) c.bound = "launch";
         c.time_s += c.floor_s;
     }
+    // Invariant (issue #15): no kernel runs below its own roofline lower bound. It holds by
+    // construction, not by a clamp: every rate above is at most its datasheet peak, every level's
+    // traffic at least the compulsory bytes, and a composite's parts carry exactly its work
+    // (tests/unit/fidelity_test.cpp checks it over random shapes and every spec).
     return c;
 }
 

@@ -16,6 +16,11 @@ namespace roofline {
 
 struct GemmTile {
     std::int64_t m = 128, n = 128;
+    // SIMT (CUDA-core) tiles: threads per block and whether K is sliced across the block's warps
+    // (cuBLAS's "sliced1x4" kernels: four warp groups each run a quarter of K and reduce in shared
+    // memory). 0 threads: a tensor-core tile (256 threads).
+    std::int64_t threads = 0;
+    bool sliced = false;
 };
 
 struct GemmShape {
@@ -40,6 +45,11 @@ struct Kernel {
     // PV GEMM); the node's cost is the sum of the parts' costs, run one after another.
     std::vector<Kernel> parts;
     double divergence = 0;          // fraction of issued lanes idle due to branch divergence
+    bool row = false;               // a row-wise kernel (a reduction across each row)
+    // The parts compute the op by a transformed algorithm with less arithmetic than the op's work
+    // counts (Winograd): the saving is real, but the op's roofline bound (its work at the peaks)
+    // stays the ceiling the report's efficiency is measured against, so the time is capped at it.
+    bool transformed = false;
 };
 
 struct GpuModelOptions {
@@ -99,6 +109,37 @@ struct GpuModelOptions {
     // clusters (the "1x2"/"2x1" in their kernel names, seen with CUPTI on an H100, 2026-11-23).
     // The narrower operand panel's L2 traffic is divided by this; 1 before sm_90.
     std::int64_t cluster_size = 2;
+    // SIMT (CUDA-core) GEMMs: the fraction of the FP32 issue rate the main loop of a
+    // register-blocked SGEMM sustains (FFMA share of issued instructions after loads, address
+    // arithmetic and shared-memory traffic). Fitted (sim/fitted.hpp).
+    double simt_gemm_efficiency = 0.95;
+    // SIMT GEMMs: the issue cost of one shared-memory fragment load relative to one FFMA in the
+    // register-blocked main loop. A thread computing an mr x nr micro-tile issues mr*nr FFMAs and
+    // (mr + nr) fragment loads per step of K, so its FFMA share is mr*nr / (mr*nr + c (mr + nr))
+    // (Volkov & Demmel 2008, "Benchmarking GPUs to tune dense linear algebra": register blocking
+    // is what lets SGEMM approach peak). 1: one issue slot per load, as LDS and FFMA share the
+    // dispatch port.
+    double simt_fragment_load_cost = 1.0;
+    // Tensor-core GEMMs reach this fraction of the matrix peak on chips with no published
+    // measurement of their own (sim/achieved.cpp: the median of the chips that have one).
+    double tensor_core_fraction = 0.811;
+    // Streaming kernels (elementwise, row-wise, copies) reach this fraction of the device memory's
+    // datasheet bandwidth, and never more than the chip's STREAM-type figure
+    // (sim/achieved.cpp). Fitted (sim/fitted.hpp): PyTorch's vectorised elementwise kernel.
+    double streaming_efficiency = 0.72;
+    // Row-wise kernels (softmax, layernorm, their gradients) reach this fraction of the streaming
+    // bandwidth: a reduction across the row (shuffles, a block barrier) and a second pass over
+    // the row separate the loads. Fitted (sim/fitted.hpp).
+    double row_kernel_efficiency = 0.8;
+    // Power-limited clock: a chip whose board power cannot feed every FP32 lane at the boost clock
+    // runs at power / (lanes x energy per lane-cycle), the energy scaling with the process node
+    // (energy_per_lane_cycle_16nm x node / 16 nm). Fitted (sim/fitted.hpp); used only when the spec
+    // has the board power, its process node and no measured sustained clock.
+    double energy_per_lane_cycle_16nm = 50e-12;
+    // Lower ops to the kernels PyTorch eager launches for them (set by analyze for the eager
+    // runtime): layernorm and softmax backward as two kernels each, embedding backward as a
+    // zero-fill of the table plus the scatter.
+    bool eager = false;
 };
 
 struct LevelTraffic {

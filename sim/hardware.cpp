@@ -1,5 +1,6 @@
 #include "sim/hardware.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -68,7 +69,8 @@ public:
         return s;
     }
 
-    std::map<DType, Sourced> per_dtype(const json& obj, const std::string& key, const std::string& path) const {
+    // allow_empty: a chip without matrix units (P100, P4) states so with an empty object.
+    std::map<DType, Sourced> per_dtype(const json& obj, const std::string& key, const std::string& path, bool allow_empty = false) const {
         const json& m = object(obj, key, path);
         std::map<DType, Sourced> out;
         for (const auto& [k, v] : m.items()) {
@@ -78,7 +80,7 @@ public:
             }
             out[*d] = sourced_value(v, path + "/" + key + "/" + k, false);
         }
-        if (out.empty()) fail(path + "/" + key, "must list at least one dtype");
+        if (out.empty() && !allow_empty) fail(path + "/" + key, "must list at least one dtype");
         return out;
     }
 
@@ -132,6 +134,72 @@ GpuLimits read_gpu(const SpecReader& r, const json& g) {
     return l;
 }
 
+// "memory_technology" on the device-memory level: a known technology that matches the level's
+// name (an HBM technology on "hbm", a GDDR one on "gddr"; "dram" takes either).
+std::string read_technology(const SpecReader& r, const json& level, const std::string& level_name, const std::string& p) {
+    const std::string tech = r.string(level, "memory_technology", p);
+    const auto& known = memory_technologies();
+    if (std::find(known.begin(), known.end(), tech) == known.end()) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        r.fail(p + "/memory_technology", "unknown memory technology '" + tech + "' (expected one of " + list + ")");
+    }
+    const std::string family = tech.rfind("hbm", 0) == 0 ? "hbm" : "gddr";
+    if (level_name != "dram" && family != level_name) {
+        r.fail(p + "/memory_technology", "'" + tech + "' is not a technology of a '" + level_name + "' level");
+    }
+    return tech;
+}
+
+// An achieved rate is a measurement of something the spec also states as a peak: it may exceed
+// the peak by a few percent (measurement noise; H100 PCIe writes 2016 of 2000 GB/s), not more,
+// and anything under a tenth of it is a unit slip (GB/s written as B/s), not a measurement. A peak
+// that `roofline calibrate` measured on the user's own chip (source "calibrated") is no datasheet
+// figure: a published measurement may well exceed it, so it is not compared.
+void check_against_peak(const SpecReader& r, const Sourced& achieved, const Sourced& peak_value, const std::string& peak_path, const std::string& p) {
+    if (peak_value.source == "calibrated") return;
+    const double peak = peak_value.value;
+    if (achieved.value > 1.05 * peak) {
+        r.fail(p + "/value", "exceeds " + peak_path + " (" + json(peak).dump() + ") by more than 5%: a measurement above the peak means one of the two is wrong (e.g. a buffer that fit in a cache)");
+    }
+    if (achieved.value < 0.1 * peak) {
+        r.fail(p + "/value", "is under a tenth of " + peak_path + " (" + json(peak).dump() + "): check the unit (bytes/s, Hz)");
+    }
+}
+
+Achieved read_achieved(const SpecReader& r, const json& a, const Hardware& h) {
+    const std::string p = "/achieved";
+    r.only_keys(a, {"dram_bytes_per_s", "sustained_clock_hz", "l2_bytes_per_s", "matrix_flop_per_s"}, p);
+    Achieved out;
+    if (a.contains("dram_bytes_per_s")) {
+        out.dram_bytes_per_s = r.sourced(a, "dram_bytes_per_s", p);
+        check_against_peak(r, *out.dram_bytes_per_s, h.device_memory().bytes_per_s, "/memory/0/bytes_per_s", p + "/dram_bytes_per_s");
+    }
+    if (a.contains("l2_bytes_per_s")) {
+        out.l2_bytes_per_s = r.sourced(a, "l2_bytes_per_s", p);
+        const auto it = std::find_if(h.memory.begin(), h.memory.end(), [](const MemoryLevel& l) { return l.name == "l2"; });
+        if (it == h.memory.end()) r.fail(p + "/l2_bytes_per_s", "the spec has no 'l2' memory level to compare it with");
+        const std::string lp = "/memory/" + std::to_string(it - h.memory.begin()) + "/bytes_per_s";
+        check_against_peak(r, *out.l2_bytes_per_s, it->bytes_per_s, lp, p + "/l2_bytes_per_s");
+    }
+    if (a.contains("sustained_clock_hz")) {
+        out.sustained_clock_hz = r.sourced(a, "sustained_clock_hz", p);
+        // A consumer card can sustain more than its nominal boost clock; 1.5x or a quarter of it is a
+        // unit slip (MHz written as Hz).
+        const double v = out.sustained_clock_hz->value, boost = h.clock_hz.value;
+        if (v > 1.5 * boost || v < 0.25 * boost) {
+            r.fail(p + "/sustained_clock_hz/value", "must lie between 0.25x and 1.5x /clock_hz (" + json(boost).dump() + "), got " + json(v).dump() + ": check the unit (Hz)");
+        }
+    }
+    if (a.contains("matrix_flop_per_s")) {
+        out.matrix_flop_per_s = r.sourced(a, "matrix_flop_per_s", p);
+        const auto it = h.matrix_flop_per_s.find(DType::bf16);
+        if (it == h.matrix_flop_per_s.end()) r.fail(p + "/matrix_flop_per_s", "is a bf16 GEMM rate, but the spec has no /matrix_flop_per_s/bf16 to compare it with");
+        check_against_peak(r, *out.matrix_flop_per_s, it->second, "/matrix_flop_per_s/bf16", p + "/matrix_flop_per_s");
+    }
+    return out;
+}
+
 TpuLayout read_tpu(const SpecReader& r, const json& t) {
     const std::string p = "/tpu";
     r.only_keys(t, {"tensor_cores", "mxus_per_core", "mxu_rows", "mxu_cols"}, p);
@@ -140,6 +208,19 @@ TpuLayout read_tpu(const SpecReader& r, const json& t) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& memory_technologies() {
+    static const std::vector<std::string> known = {"hbm2", "hbm2e", "hbm3", "hbm3e", "gddr5", "gddr5x", "gddr6", "gddr6x"};
+    return known;
+}
+
+const MemoryLevel* Hardware::level(std::string_view wanted) const {
+    for (const MemoryLevel& l : memory) {
+        if (l.name == wanted) return &l;
+    }
+    if (wanted == "dram" && !memory.empty()) return &memory.front();
+    return nullptr;
+}
 
 std::string_view kind_name(HardwareKind k) {
     switch (k) {
@@ -154,7 +235,7 @@ Hardware parse_hardware(const json& doc, const std::string& origin) {
     if (!doc.is_object()) r.fail("", std::string("expected a JSON object, got ") + doc.type_name());
     r.only_keys(doc, {"format", "name", "display_name", "kind", "sources", "clock_hz", "matrix_flop_per_s",
                       "vector_flop_per_s", "transcendental_per_s", "memory", "gpu", "tpu", "launch_overhead_s",
-                      "host_link", "interconnect"},
+                      "host_link", "interconnect", "base_clock_hz", "power_w", "process_nm", "achieved"},
                 "");
     if (r.string(doc, "format", "") != "roofline-hardware/1") r.fail("/format", "expected \"roofline-hardware/1\"");
     r.read_sources();
@@ -168,22 +249,45 @@ Hardware parse_hardware(const json& doc, const std::string& origin) {
     else if (kind == "tpu") h.kind = HardwareKind::tpu;
     else r.fail("/kind", "expected \"gpu\" or \"tpu\", got \"" + kind + "\"");
     h.clock_hz = r.sourced(doc, "clock_hz", "");
-    h.matrix_flop_per_s = r.per_dtype(doc, "matrix_flop_per_s", "");
+    if (doc.contains("base_clock_hz")) {
+        h.base_clock_hz = r.sourced(doc, "base_clock_hz", "");
+        // The base clock is the guaranteed floor, below the boost clock; under a tenth of it is a
+        // unit slip (MHz written as Hz).
+        if (h.base_clock_hz->value > h.clock_hz.value || h.base_clock_hz->value < 0.1 * h.clock_hz.value) {
+            r.fail("/base_clock_hz/value", "must lie between 0.1x /clock_hz and /clock_hz (" + json(h.clock_hz.value).dump() + "), got " + json(h.base_clock_hz->value).dump());
+        }
+    }
+    h.matrix_flop_per_s = r.per_dtype(doc, "matrix_flop_per_s", "", /*allow_empty=*/true);
     h.vector_flop_per_s = r.per_dtype(doc, "vector_flop_per_s", "");
     if (!h.vector_flop_per_s.count(DType::f32)) r.fail("/vector_flop_per_s", "missing key 'f32'");
     h.transcendental_per_s = r.sourced(doc, "transcendental_per_s", "");
+    if (doc.contains("power_w")) {
+        h.power_w = r.sourced(doc, "power_w", "");
+        if (h.power_w->value > 5000) r.fail("/power_w/value", "board power over 5 kW: check the unit (W)");
+    }
+    if (doc.contains("process_nm")) {
+        h.process_nm = r.sourced(doc, "process_nm", "");
+        if (h.process_nm->value > 100) r.fail("/process_nm/value", "process node over 100 nm: check the unit (nm)");
+    }
     const json& mem = r.member(doc, "memory", "");
     if (!mem.is_array() || mem.empty()) r.fail("/memory", "expected a non-empty array of memory levels");
     std::set<std::string> level_names;
     for (std::size_t i = 0; i < mem.size(); ++i) {
         const std::string p = "/memory/" + std::to_string(i);
         if (!mem[i].is_object()) r.fail(p, "expected an object");
-        r.only_keys(mem[i], {"name", "capacity_bytes", "bytes_per_s"}, p);
-        MemoryLevel l{r.string(mem[i], "name", p), r.sourced(mem[i], "capacity_bytes", p), r.sourced(mem[i], "bytes_per_s", p)};
+        r.only_keys(mem[i], {"name", "capacity_bytes", "bytes_per_s", "memory_technology"}, p);
+        MemoryLevel l;
+        l.name = r.string(mem[i], "name", p);
+        l.capacity_bytes = r.sourced(mem[i], "capacity_bytes", p);
+        l.bytes_per_s = r.sourced(mem[i], "bytes_per_s", p);
         static const std::set<std::string> known = {"hbm", "gddr", "dram", "l2", "smem", "vmem", "cmem"};
         if (!known.count(l.name)) r.fail(p + "/name", "unknown memory level '" + l.name + "' (expected hbm, gddr, dram, l2, smem, vmem or cmem)");
         if (i == 0 && l.name != "hbm" && l.name != "gddr" && l.name != "dram") r.fail(p + "/name", "the first level must be device memory (hbm, gddr or dram)");
         if (!level_names.insert(l.name).second) r.fail(p + "/name", "memory level '" + l.name + "' listed twice");
+        if (mem[i].contains("memory_technology")) {
+            if (i != 0) r.fail(p + "/memory_technology", "only the device-memory level (/memory/0) has a memory technology");
+            l.technology = read_technology(r, mem[i], l.name, p);
+        }
         h.memory.push_back(std::move(l));
     }
     if (h.kind == HardwareKind::gpu) {
@@ -196,6 +300,7 @@ Hardware parse_hardware(const json& doc, const std::string& origin) {
     h.launch_overhead_s = r.sourced(doc, "launch_overhead_s", "");
     h.host_link = r.link(doc, "host_link");
     h.interconnect = r.link(doc, "interconnect");
+    if (doc.contains("achieved")) h.achieved = read_achieved(r, r.object(doc, "achieved", ""), h);
     return h;
 }
 

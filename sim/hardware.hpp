@@ -5,6 +5,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ops/dtype.hpp"
@@ -21,6 +22,22 @@ struct MemoryLevel {
     std::string name;  // "hbm", "gddr", "l2", "smem", "vmem", "cmem"
     Sourced capacity_bytes;
     Sourced bytes_per_s;
+    // Device memory only ("memory_technology"): hbm2, hbm2e, hbm3, hbm3e, gddr5, gddr5x, gddr6,
+    // gddr6x. Empty on the other levels, and on a user spec that leaves it out.
+    std::string technology;
+};
+
+// The memory technologies "memory_technology" accepts, in the order above.
+const std::vector<std::string>& memory_technologies();
+
+// What published measurements reach on the chip, as opposed to the datasheet peaks. Every member
+// is optional: absent means nothing was measured for this chip (the cost model then falls back,
+// e.g. to a per-technology fraction of the DRAM peak).
+struct Achieved {
+    std::optional<Sourced> dram_bytes_per_s;    // a streaming copy/triad kernel, read + write bytes
+    std::optional<Sourced> sustained_clock_hz;  // SM clock under sustained full load
+    std::optional<Sourced> l2_bytes_per_s;      // an L2-resident streaming read
+    std::optional<Sourced> matrix_flop_per_s;   // bf16 tensor-core GEMM at its best shape (cuBLAS)
 };
 
 struct Link {
@@ -47,7 +64,10 @@ struct Hardware {
     std::string origin;  // file the spec came from
     HardwareKind kind = HardwareKind::gpu;
     std::map<std::string, std::string> sources;
-    Sourced clock_hz;
+    Sourced clock_hz;                      // boost clock
+    std::optional<Sourced> base_clock_hz;  // where the vendor gives one
+    std::optional<Sourced> power_w;        // board power limit (TDP / TGP), W
+    std::optional<Sourced> process_nm;     // process node, nm (TSMC 4N = 4)
     std::map<DType, Sourced> matrix_flop_per_s;
     std::map<DType, Sourced> vector_flop_per_s;
     Sourced transcendental_per_s;
@@ -57,8 +77,12 @@ struct Hardware {
     Sourced launch_overhead_s;
     Link host_link;
     Link interconnect;
+    Achieved achieved;
 
     const MemoryLevel& device_memory() const { return memory.front(); }
+    // The level with that name, or nullptr. "dram" always means the device memory, whatever the
+    // spec calls it ("hbm", "gddr" or "dram").
+    const MemoryLevel* level(std::string_view name) const;
 };
 
 // Validates and converts a parsed spec; errors name origin and JSON path.

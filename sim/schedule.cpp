@@ -72,6 +72,7 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
     std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free;
     for (int i = 0; i < opt.streams; ++i) free.push({0.0, i});
     std::int64_t issued = 0;  // kernels launched so far
+    double host_clock = 0;    // eager runtime: when the host has dispatched the unit's nodes
     std::vector<bool> inside(opt.group_of != nullptr ? n : 0, false);
     for (std::size_t u = 0; u + 1 < offsets.size(); ++u) {
         const std::size_t b = offsets[u], e = offsets[u + 1];
@@ -83,6 +84,7 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
         for (std::size_t i = b; i < e; ++i) {
             const NodeId id = flat[i];
             d += durations[static_cast<std::size_t>(id)];
+            if (opt.host_s != nullptr) host_clock += (*opt.host_s)[static_cast<std::size_t>(id)];
             for (TensorId t : g.node(id).inputs) {
                 const NodeId p = g.tensor(t).producer;
                 if (p == kNoNode || (!inside.empty() && inside[static_cast<std::size_t>(p)])) continue;
@@ -101,7 +103,8 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
             free.pop();
             stream = slot.second;
             ++issued;
-            start = std::max({ready, slot.first, static_cast<double>(issued) * opt.launch_overhead_s});
+            const double issue = opt.host_s != nullptr ? host_clock : static_cast<double>(issued) * opt.launch_overhead_s;
+            start = std::max({ready, slot.first, issue});
             end = start + d;
             free.push({end, slot.second});
         }
@@ -122,7 +125,7 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
             for (std::size_t i = b; i < e; ++i) inside[static_cast<std::size_t>(flat[i])] = false;
         }
         s.busy_s += d;
-        s.step_time_s = std::max(s.step_time_s, end);
+        s.step_time_s = std::max({s.step_time_s, end, host_clock});
     }
     if (n > 0) {
         std::size_t last = 0;

@@ -19,6 +19,11 @@ struct ScheduleOptions {
     // been issued. Long kernels hide the issue time (the host runs ahead); runs of tiny kernels
     // are launch-bound. 0: kernels are issued for free.
     double launch_overhead_s = 0;
+    // Per node: the host time to dispatch it (the eager runtime's per-op cost; views too). When
+    // set, it replaces launch_overhead_s: the host dispatches the nodes in program order, each
+    // taking its time, and a kernel cannot start before its node has been dispatched. The host
+    // runs ahead of the GPU, so the step is the GPU's time or the host's, with queueing.
+    const std::vector<double>* host_s = nullptr;
     // Per node: the fused kernel (sim/fusion.hpp) it belongs to, -1 for none. The nodes of a group
     // run as one kernel: it starts when every input from outside the group is ready, and all its
     // nodes end together. Null: every node is its own kernel.

@@ -34,6 +34,7 @@ bool launch_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& o
         case OpKind::div: case OpKind::maximum: case OpKind::dropout: case OpKind::causal_mask:
         case OpKind::unary_grad: case OpKind::maximum_grad: case OpKind::dropout_grad: case OpKind::expand:
         case OpKind::fill: case OpKind::cast: case OpKind::sgd_update: case OpKind::adam_update: case OpKind::erf:
+        case OpKind::shift: case OpKind::pow:
             return launch_pointwise(k, in, a, out, ctx);
         // Imported-model ops without CUDA kernels yet: launch_op reports "no CUDA kernel for <op>",
         // so `measure` names the op instead of running something else.

@@ -8,7 +8,7 @@ namespace roofline::cuda {
 
 using Tensors = std::vector<DeviceTensor>;
 
-// pointwise.cu / movement.cu: unary and binary elementwise (broadcasting), scale, unary_grad,
+// pointwise.cu / movement.cu: unary and binary elementwise (broadcasting), scale, shift, pow, unary_grad,
 // maximum_grad, dropout, dropout_grad, causal_mask, cast, fill, expand, sgd_update, adam_update;
 // transpose, permute, reshape, concat, split, embedding, embedding_grad.
 bool launch_pointwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx);

@@ -1,4 +1,4 @@
-// CUDA kernels of the pointwise family: unary activations, scale, binary arithmetic with numpy
+// CUDA kernels of the pointwise family: unary activations, scale, shift, pow, binary arithmetic with numpy
 // broadcasting, unary_grad, maximum_grad, dropout, dropout_grad, causal_mask, cast, fill, expand,
 // sgd_update and adam_update. Each computes what ops/reference.cpp computes, in float: tensors are
 // loaded as float (f32, f16, bf16; integer tensors where an op takes them), the op is evaluated in
@@ -212,7 +212,8 @@ __device__ __forceinline__ void unary8(float factor, const float (&x)[kVec], flo
     for (int j = 0; j < kVec; ++j) (void)unary_value(K, x[j], factor, TanhForm, y[j]);
 }
 
-// relu .. scale (ops/pointwise_math.hpp, shared with the reference).
+// relu .. erf, shift, pow (ops/pointwise_math.hpp, shared with the reference); factor is the
+// scalar operand: scale's factor, shift's offset, pow's exponent.
 struct UnaryOp {
     OpKind kind;
     float factor;
@@ -237,6 +238,8 @@ struct UnaryOp {
             case OpKind::rsqrt: unary8<OpKind::rsqrt, true>(factor, x[0], y[0]); return;
             case OpKind::neg: unary8<OpKind::neg, true>(factor, x[0], y[0]); return;
             case OpKind::scale: unary8<OpKind::scale, true>(factor, x[0], y[0]); return;
+            case OpKind::shift: unary8<OpKind::shift, true>(factor, x[0], y[0]); return;
+            case OpKind::pow: unary8<OpKind::pow, true>(factor, x[0], y[0]); return;
             default:  // not launched (is_unary_kind), kept exact all the same
 #pragma unroll
                 for (int j = 0; j < kVec; ++j) (void)unary_value(kind, x[0][j], factor, tanh_form, y[0][j]);
@@ -890,7 +893,7 @@ bool is_unary_kind(OpKind k) {
     switch (k) {
         case OpKind::relu: case OpKind::gelu: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::exp:
         case OpKind::log: case OpKind::sin: case OpKind::sqrt: case OpKind::rsqrt: case OpKind::neg: case OpKind::scale:
-        case OpKind::erf:
+        case OpKind::erf: case OpKind::shift: case OpKind::pow:
             return true;
         default: return false;
     }
@@ -953,8 +956,11 @@ bool launch_pointwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors
         require_arity(k, in, 1, 1, out, 1);
         if (!all_float(in) || !all_float(out)) return false;
         require_same_numel(k, in, out);
-        const UnaryOp op{k, static_cast<float>(k == OpKind::scale ? a.get_double("factor", 1.0) : 1.0),
-                         k != OpKind::gelu || gelu_tanh_form(a)};
+        const double operand = k == OpKind::scale ? a.get_double("factor", 1.0)
+                             : k == OpKind::shift ? a.get_double("offset", 0.0)
+                             : k == OpKind::pow   ? a.get_double("exponent", 1.0)
+                                                  : 1.0;
+        const UnaryOp op{k, static_cast<float>(operand), k != OpKind::gelu || gelu_tanh_form(a)};
         launch_contiguous(op, in, out, out[0].desc.numel(), ctx, "pointwise_contiguous_kernel<UnaryOp>");
         return true;
     }

@@ -94,6 +94,8 @@ TEST_CASE("every differentiable op kind yields a gradient for each parameter inp
         cases.push_back({k, {m}, {}, {}});
     }
     cases.push_back({OpKind::scale, {m}, attr("factor", 0.5), {}});
+    cases.push_back({OpKind::shift, {m}, attr("offset", 1.0), {}});
+    cases.push_back({OpKind::pow, {m}, attr("exponent", 3.0), {}});
     cases.push_back({OpKind::cast, {m}, attr("dtype", std::string("bf16")), {}});
     std::set<OpKind> covered;
     for (const Case& c : cases) {

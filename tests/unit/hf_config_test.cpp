@@ -173,10 +173,20 @@ TEST_CASE("HF configs: op structure of llama, GQA, bert and vit", "[hf]") {
 }
 
 TEST_CASE("HF gpt2 config builds the gpt2-small template's graph", "[hf][gpt]") {
-    // Both follow modeling_gpt2.py with the same sizes, dropout 0.1 and bf16: the forward work is
-    // identical, FLOP for FLOP and byte for byte.
+    // Both follow modeling_gpt2.py with the same sizes, dropout 0.1 and bf16. The template's MLP
+    // activation is one fused tanh-gelu; gpt2's gelu_new is that function written in Python (eight
+    // elementwise kernels in eager PyTorch). With activation_function "gelu_pytorch_tanh" (the fused
+    // kernel) the forward work is identical, FLOP for FLOP and byte for byte.
     const ModelOverrides ov{8, 1024, {}};
-    CHECK(total_work(load_model_arg(hf("gpt2"), ov)) == total_work(load_model_arg("gpt2-small", ov)));
+    const std::string fused = patched("gpt2", "gpt2-fused-gelu", "activation_function", "gelu_pytorch_tanh");
+    CHECK(total_work(load_model_arg(fused, ov)) == total_work(load_model_arg("gpt2-small", ov)));
+    // gelu_new: the same but for the activation, 12 layers x 8 kernels over [8, 1024, 3072] against
+    // 12 fused ones. Per element the fused gelu counts 8 FLOPs + 1 tanh; the eager ops count scale 1,
+    // pow 2, scale 1, add 1, scale 1, tanh (1 transcendental), shift 1, mul 1: the same 8 + 1.
+    const Work eager = total_work(load_model_arg(hf("gpt2"), ov)), one = total_work(load_model_arg(fused, ov));
+    CHECK(eager.vector_flops == one.vector_flops);
+    CHECK(eager.transcendentals == one.transcendentals);
+    CHECK(eager.bytes() > one.bytes());  // seven more round trips through memory per MLP
 }
 
 TEST_CASE("HF llama forward FLOPs: 2 x parameters x tokens plus attention", "[hf]") {
@@ -294,7 +304,8 @@ TEST_CASE("bad HF configs: one message naming the file and the key, exit code 2"
         {"analyze '" + bad + "missing-key.json'", "missing-key.json: /: missing key 'hidden_size' (required for model_type 'llama')"},
         {"analyze '" + bad + "wrong-type.json'", "wrong-type.json: /num_hidden_layers: expected a positive integer, got \"12\""},
         {"analyze '" + bad + "unknown-model-type.json'",
-         "unknown-model-type.json: /model_type: unsupported model_type 'falcon' (supported: gpt2, llama, mistral, bert, vit)"},
+         "unknown-model-type.json: /model_type: unsupported model_type 'falcon' (supported: gpt2, llama, mistral, bert, vit, opt, "
+         "switch_transformers)"},
         {"analyze '" + unsupported_arch + "'",
          "hf-bad-arch.json: /config/architectures/0: unsupported architecture 'LlamaForSequenceClassification' for model_type 'llama'"},
         {"analyze '" + hf("vit-base-patch16-224") + "' --seq 128", "--seq given, but the model has no 'seq' entry in /dims"},

@@ -117,6 +117,7 @@ TEST_CASE("unary ops: per-element plain FLOPs and transcendentals", "[ops][eleme
         {OpKind::exp, {}, 0, 1},     {OpKind::log, {}, 0, 1},   {OpKind::sin, {}, 0, 1},
         {OpKind::sqrt, {}, 0, 1},    {OpKind::rsqrt, {}, 0, 1}, {OpKind::neg, {}, 1, 0},
         {OpKind::scale, attrs({{"factor", 0.125}}), 1, 0},
+        {OpKind::shift, attrs({{"offset", 1.0}}), 1, 0}, {OpKind::pow, attrs({{"exponent", 3.0}}), 2, 0},
     };
     std::set<OpKind> covered;
     for (const Case& c : cases) {
@@ -129,8 +130,11 @@ TEST_CASE("unary ops: per-element plain FLOPs and transcendentals", "[ops][eleme
         CHECK(r.work.bytes_written == 2000);
         covered.insert(c.k);
     }
-    CHECK(covered.size() == 12);  // every unary kind
+    CHECK(covered.size() == 14);  // every unary kind but erf
     CHECK_THROWS_WITH(run(OpKind::scale, {t({4})}), Catch::Contains("missing attribute 'factor'"));
+    CHECK_THROWS_WITH(run(OpKind::pow, {t({4})}), Catch::Contains("pow: missing attribute 'exponent' (a number)"));
+    CHECK_THROWS_WITH(run(OpKind::shift, {t({4})}), Catch::Contains("shift: missing attribute 'offset' (a number)"));
+    CHECK_THROWS_WITH(run(OpKind::pow, {t({4})}, attrs({{"factor", 2.0}})), Catch::Contains("pow has no attribute 'factor' (accepted: exponent)"));
     CHECK_THROWS_WITH(run(OpKind::gelu, {t({4})}, attrs({{"approximate", std::string("fast")}})), Catch::Contains("\"tanh\" or \"erf\""));
     CHECK_THROWS_WITH(run(OpKind::relu, {t({4})}, attrs({{"factor", 2.0}})), Catch::Contains("relu has no attribute 'factor' (accepted: none)"));
     CHECK_THROWS_WITH(run(OpKind::exp, {t({4}, DType::int64)}), Catch::Contains("must be floating point"));

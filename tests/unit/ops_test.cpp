@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ops/op_rule.hpp"
+#include "ops/reference.hpp"
 
 using namespace roofline;
 
@@ -117,6 +118,8 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::rsqrt, {X}, {}, "f32[2,3]", {.tr = 6, .br = 24, .bw = 24}},
         {OpKind::neg, {X}, {}, "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
         {OpKind::scale, {X}, A({{"factor", 0.5}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
+        {OpKind::shift, {X}, A({{"offset", 1.0}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},  // x + 1: one add each
+        {OpKind::pow, {X}, A({{"exponent", 3.0}}), "f32[2,3]", {.vf = 12, .br = 24, .bw = 24}},  // x*x*x: two multiplies each
         // binary X op f32[3] -> [2,3]: 6 FLOPs (one per output); read (6 + 3)*4 = 36; write 24
         {OpKind::add, {X, T({3})}, {}, "f32[2,3]", {.vf = 6, .br = 36, .bw = 24}},
         {OpKind::sub, {X, T({3})}, {}, "f32[2,3]", {.vf = 6, .br = 36, .bw = 24}},
@@ -441,6 +444,16 @@ TEST_CASE("ops_test: unary ops count their per-element formula", "[ops]") {
         {OpKind::neg, {}, 1, 0},
         {OpKind::scale, A({{"factor", 0.125}}), 1, 0},               // x * factor
         {OpKind::scale, A({{"factor", i64(3)}}), 1, 0},              // an integer factor is a number too
+        {OpKind::shift, A({{"offset", 1.0}}), 1, 0},                 // x + offset
+        {OpKind::pow, A({{"exponent", 2.0}}), 1, 0},                 // x * x
+        {OpKind::pow, A({{"exponent", 3.0}}), 2, 0},                 // x * x * x
+        {OpKind::pow, A({{"exponent", i64(3)}}), 2, 0},              // an integer exponent is a number too
+        {OpKind::pow, A({{"exponent", 1.0}}), 0, 0},                 // a copy
+        {OpKind::pow, A({{"exponent", 0.0}}), 0, 0},                 // a fill of ones
+        {OpKind::pow, A({{"exponent", -1.0}}), 1, 0},                // 1 / x
+        {OpKind::pow, A({{"exponent", 0.5}}), 0, 1},                 // sqrt
+        {OpKind::pow, A({{"exponent", -0.5}}), 0, 1},                // rsqrt
+        {OpKind::pow, A({{"exponent", 1.7}}), 1, 2},                 // exp2(e * log2 x): a multiply, two transcendentals
     };
     std::set<OpKind> covered;
     for (const Case& c : cases) {
@@ -453,10 +466,12 @@ TEST_CASE("ops_test: unary ops count their per-element formula", "[ops]") {
         CHECK(rule_of(c.k).family == OpFamily::elementwise);
         covered.insert(c.k);
     }
-    CHECK(covered.size() == 12);  // relu .. scale: every unary kind
+    CHECK(covered.size() == 14);  // relu .. scale, shift, pow: every unary kind but erf
 
     SECTION("errors") {
         CHECK_INPUT_ERROR(run_op(OpKind::scale, {T({4})}), "missing attribute 'factor'");
+        CHECK_INPUT_ERROR(run_op(OpKind::pow, {T({4})}), "missing attribute 'exponent'");
+        CHECK_INPUT_ERROR(run_op(OpKind::shift, {T({4})}, A({{"exponent", 2.0}})), "shift has no attribute 'exponent' (accepted: offset)");
         CHECK_INPUT_ERROR(run_op(OpKind::gelu, {T({4})}, A({{"approximate", str("fast")}})),
                           "attribute 'approximate' must be \"tanh\" or \"erf\", got \"fast\"");
         CHECK_INPUT_ERROR(run_op(OpKind::relu, {T({4})}, A({{"factor", 2.0}})), "relu has no attribute 'factor' (accepted: none)");
@@ -1108,4 +1123,23 @@ TEST_CASE("ops_test: where broadcasts its three operands and wants an integer co
     CHECK(descs(run_op(OpKind::where, {T({1, 1, 4, 4}, DType::u8), T({2, 3, 4, 4}), T({})}).out) == "f32[2,3,4,4]");
     CHECK_INPUT_ERROR(run_op(OpKind::where, {T({4}), T({4}), T({4})}), "condition must be u8");
     CHECK_INPUT_ERROR(run_op(OpKind::where, {T({4}, DType::u8), T({4}), T({4}, DType::bf16)}), "inputs must share a dtype");
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("ops_test: shift and pow on the reference kernels", "[ops]") {
+    const TensorDesc d = T({4}, DType::f64);
+    const HostTensor x{d, {-2.0, -0.5, 0.0, 3.0}};
+    const auto ref = [&](OpKind k, const Attrs& a, const HostTensor& in) {
+        return run_reference(k, {&in}, a, {d}, RefPrecision::f64)[0].data;
+    };
+    CHECK(ref(OpKind::shift, A({{"offset", 1.5}}), x) == std::vector<double>{-0.5, 1.0, 1.5, 4.5});
+    // cubes and squares of negative numbers, as torch.pow(x, 3.0) computes them
+    CHECK(ref(OpKind::pow, A({{"exponent", 3.0}}), x) == std::vector<double>{-8.0, -0.125, 0.0, 27.0});
+    CHECK(ref(OpKind::pow, A({{"exponent", 2.0}}), x) == std::vector<double>{4.0, 0.25, 0.0, 9.0});
+    CHECK(ref(OpKind::pow, A({{"exponent", 0.0}}), x) == std::vector<double>{1.0, 1.0, 1.0, 1.0});
+    const HostTensor pos{d, {0.25, 1.0, 4.0, 9.0}};
+    CHECK(ref(OpKind::pow, A({{"exponent", 0.5}}), pos) == std::vector<double>{0.5, 1.0, 2.0, 3.0});
+    const auto r = ref(OpKind::pow, A({{"exponent", 1.5}}), pos);
+    CHECK(r[2] == Approx(8.0));
+    CHECK(r[3] == Approx(27.0));
 }

@@ -1,0 +1,97 @@
+// validate: the model against measured op latencies and steps (public CSVs, `measure` JSONs),
+// per GPU and family, with leave-one-GPU-out refits of the fitted terms (reports/validate.hpp).
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.hpp"
+#include "ops/error.hpp"
+#include "reports/report.hpp"
+#include "reports/validate.hpp"
+
+namespace roofline::cli {
+
+namespace {
+
+void say(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+
+std::map<std::string, std::string> parse_hw_map(const std::vector<std::string>& items) {
+    std::map<std::string, std::string> m;
+    for (const std::string& item : items) {
+        const std::size_t eq = item.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+            throw InputError("--hw-map: expected DEVICE=SPEC (e.g. 'Tesla T4=t4'), got '" + item + "'");
+        }
+        m[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+    return m;
+}
+
+// An output never overwrites an input (DESIGN.md, "Errors").
+void refuse_overwriting_inputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
+    namespace fs = std::filesystem;
+    for (const std::string& out : outputs) {
+        std::error_code ec;
+        if (out.empty() || !fs::exists(out, ec)) continue;
+        for (const std::string& in : inputs) {
+            if (fs::equivalent(out, in, ec)) throw InputError("output " + out + " is the input " + in + ": refusing to overwrite it");
+        }
+    }
+}
+
+}  // namespace
+
+void add_validate(CLI::App& app) {
+    auto* cmd = app.add_subcommand("validate", "predicted vs measured op latencies and steps per GPU and family; leave-one-GPU-out refits");
+    auto paths = std::make_shared<std::vector<std::string>>();
+    auto hw_map = std::make_shared<std::vector<std::string>>();
+    auto configs = std::make_shared<std::string>();
+    auto loo = std::make_shared<std::string>();
+    auto fit = std::make_shared<bool>(false);
+    auto families = std::make_shared<std::vector<std::string>>();
+    auto max_rows = std::make_shared<std::size_t>(0);
+    auto threads = std::make_shared<unsigned>(0);
+    auto out = std::make_shared<std::string>();
+    auto html = std::make_shared<std::string>();
+    auto quiet = std::make_shared<bool>(false);
+    cmd->add_option("PATH", *paths, "a directory in the public layout (all its CSVs), one CSV (per-op or end_to_end.csv), or a `roofline measure` JSON")
+        ->required();
+    cmd->add_option("--hw-map", *hw_map, "DEVICE=SPEC: predict the rows of this device on this hardware spec (built-in name or file); repeatable");
+    cmd->add_option("--configs", *configs, "directory of the end-to-end models' configs (<model>.json); default: configs/ beside end_to_end.csv");
+    cmd->add_option("--leave-one-out", *loo, "gpu: refit the fitted terms without each fitting GPU and predict it with them")->check(CLI::IsMember({"gpu"}));
+    cmd->add_flag("--fit", *fit, "also fit the terms on every fitting GPU and print the values (to set the compiled-in defaults from)");
+    cmd->add_option("--families", *families, "only these families (matmul, conv, softmax, layernorm, elementwise, other, e2e) or ops (linear, bmm, ...)")
+        ->delimiter(',');
+    cmd->add_option("--max-rows", *max_rows, "at most N rows per file and device, evenly spaced (deterministic)");
+    cmd->add_option("--threads", *threads, "prediction threads (default: all cores); the results do not depend on it");
+    cmd->add_option("-o,--output", *out, "write the validation (schema roofline-validation/1) to this file");
+    cmd->add_option("--html", *html, "also write a self-contained HTML report (inline SVG, no network) to this file");
+    cmd->add_flag("-q,--quiet", *quiet, "print no tables");
+    cmd->footer("Example: roofline validate tests/data/public/neusight --leave-one-out gpu --html validation.html\n"
+                "         roofline validate tests/data/public/h100-torch-2026-11-24 --configs tests/data/public/neusight/configs\n"
+                "Exit 2 for a bad file (missing column, non-numeric value, non-positive latency, unknown device), naming the file and row.\n");
+    cmd->callback([=] {
+        ValidateOptions opt;
+        opt.hw_map = parse_hw_map(*hw_map);
+        opt.configs_dir = *configs;
+        opt.leave_one_out = *loo == "gpu";
+        opt.fit = *fit;
+        opt.families = *families;
+        opt.max_rows = *max_rows;
+        opt.threads = *threads;
+        refuse_overwriting_inputs({*out, *html}, *paths);
+        const auto doc = run_validation(load_measurements(*paths, opt), opt);
+        const std::string json = out->empty() ? "" : doc.dump(2) + "\n";  // every text before the first write
+        const std::string page = html->empty() ? "" : html_validation(doc);
+        if (!*quiet) say(render_validation(doc));
+        if (!out->empty()) {
+            write_file_atomic(*out, json);
+            if (!*quiet) say("validation written to " + *out + "\n");
+        }
+        if (!html->empty()) {
+            write_file_atomic(*html, page);
+            if (!*quiet) say("HTML report written to " + *html + "\n");
+        }
+    });
+}
+
+}  // namespace roofline::cli

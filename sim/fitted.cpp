@@ -1,0 +1,31 @@
+#include "sim/fitted.hpp"
+
+namespace roofline {
+
+namespace {
+
+// Default values: fitted by `roofline validate --fit tests/data/public/neusight` on the five public
+// fitting GPUs (docs/ACCURACY.md, "Fitted terms"); the options' comments in sim/gpu_model.hpp and
+// sim/analysis.hpp carry the same numbers.
+const FittedTerm kTerms[] = {
+    {"eager_op_host_s", [](AnalysisOptions& o) -> double& { return o.eager_op_host_s; }, 2e-6, 80e-6, "*",
+     "host time of one ATen call from Python in a per-op timing loop (dispatch, allocation, launch, CUDA events)"},
+    {"eager_overlap_p", [](AnalysisOptions& o) -> double& { return o.eager_overlap_p; }, 1.0, 8.0, "*",
+     "how host and device time of repeated calls overlap: (host^p + device^p)^(1/p)"},
+    {"streaming_efficiency", [](AnalysisOptions& o) -> double& { return o.gpu.streaming_efficiency; }, 0.3, 1.0,
+     "add,mul,div,pow,gelu,relu,tanh,softmax,ln,e2e", "fraction of the datasheet DRAM bandwidth PyTorch's vectorised elementwise kernel streams at"},
+    {"row_kernel_efficiency", [](AnalysisOptions& o) -> double& { return o.gpu.row_kernel_efficiency; }, 0.3, 1.0, "softmax,ln,e2e",
+     "share of the streaming bandwidth a row-reduction kernel keeps (shuffles, barriers, second pass over the row)"},
+    {"simt_gemm_efficiency", [](AnalysisOptions& o) -> double& { return o.gpu.simt_gemm_efficiency; }, 0.3, 1.0, "linear,bmm,conv,e2e",
+     "FFMA issue efficiency of a register-blocked SIMT SGEMM main loop beyond its micro-tile's fragment loads"},
+    {"simt_fragment_load_cost", [](AnalysisOptions& o) -> double& { return o.gpu.simt_fragment_load_cost; }, 0.1, 2.0, "linear,bmm,conv,e2e",
+     "issue cost of a shared-memory fragment load relative to an FFMA in the SGEMM main loop (register blocking)"},
+    {"energy_per_lane_cycle_16nm", [](AnalysisOptions& o) -> double& { return o.gpu.energy_per_lane_cycle_16nm; }, 10e-12, 200e-12,
+     "linear,bmm,conv,e2e", "board energy per FP32 lane-cycle at 16 nm (power-limited clock of low-power boards)"},
+};
+
+}  // namespace
+
+std::span<const FittedTerm> fitted_terms() { return kTerms; }
+
+}  // namespace roofline

@@ -1,0 +1,201 @@
+// Issue #15's mechanisms: what kernels achieve kept apart from the datasheet peaks, the eager
+// runtime, and the invariant that no op is modelled below its own roofline lower bound.
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "model/autodiff.hpp"
+#include "model/graph.hpp"
+#include "model/model_json.hpp"
+#include "sim/achieved.hpp"
+#include "sim/analysis.hpp"
+#include "sim/gpu_model.hpp"
+
+using namespace roofline;
+
+namespace {
+
+Graph one_op(OpKind kind, std::vector<TensorDesc> inputs, Attrs attrs = {}) {
+    Graph g;
+    std::vector<TensorId> ids;
+    for (std::size_t i = 0; i < inputs.size(); ++i) ids.push_back(g.add_input("x" + std::to_string(i), inputs[i]));
+    g.add_node("op", kind, ids, attrs, {});
+    return g;
+}
+
+Attrs int_attr(const char* name, std::int64_t v) {
+    Attrs a;
+    a.set(name, v);
+    return a;
+}
+
+std::vector<Hardware> gpu_specs() {
+    std::vector<Hardware> out;
+    for (const std::string& name : builtin_hardware_names()) {
+        Hardware hw = builtin_hardware(name);
+        if (hw.kind == HardwareKind::gpu) out.push_back(std::move(hw));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("no op is modelled below its own roofline lower bound, on every GPU spec", "[fidelity][property]") {
+    // Property over random shapes of every kernel family (GEMM f32 SIMT and 16-bit tensor-core,
+    // batched GEMM, elementwise, row kernels short and long, layernorm and its eager backward) on
+    // every built-in GPU spec, in the native and the eager runtime. Efficiency = lower bound /
+    // modelled time must be <= 1 (1e-12 relative slack for rounding): every achieved rate is at most
+    // its datasheet peak and every level's traffic at least the compulsory bytes.
+    std::mt19937_64 rng(20261125);
+    std::uniform_int_distribution<std::int64_t> dim(1, 5000), small(1, 300);
+    for (const Hardware& hw : gpu_specs()) {
+        for (int i = 0; i < 60; ++i) {
+            const std::int64_t m = dim(rng), n = dim(rng), k = dim(rng), b = small(rng);
+            const DType d = i % 2 == 0 ? DType::f32 : DType::f16;
+            const std::vector<Graph> graphs = {
+                one_op(OpKind::matmul, {{{m, k}, d}, {{k, n}, d}}),
+                one_op(OpKind::matmul, {{{b, small(rng), k % 700 + 1}, d}, {{b, k % 700 + 1, small(rng)}, d}}),
+                one_op(OpKind::add, {{{m, n}, d}, {{m, n}, d}}),
+                one_op(OpKind::gelu, {{{m, n}, d}}),
+                one_op(OpKind::softmax, {{{m, n}, d}}),
+                one_op(OpKind::softmax, {{{b, 4 * n}, d}}),
+                one_op(OpKind::layernorm, {{{m, n}, d}, {{n}, d}, {{n}, d}}),
+                one_op(OpKind::layernorm_grad, {{{m, n}, d}, {{m, n}, d}, {{n}, d}}, int_attr("affine", 2)),
+            };
+            for (const Graph& g : graphs) {
+                for (const Runtime rt : {Runtime::native, Runtime::eager}) {
+                    AnalysisOptions opt;
+                    opt.runtime = rt;
+                    const Analysis a = analyze(g, hw, opt);
+                    for (const OpAnalysis& op : a.ops) {
+                        if (!op.modelled) continue;
+                        INFO(hw.name << " " << op_name(g.node(op.node).kind) << " m=" << m << " n=" << n << " k=" << k << " b=" << b
+                                     << " runtime " << runtime_name(rt));
+                        CHECK(op.modelled->time_s >= op.roofline.time_s * (1 - 1e-12));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("no op of a model preset is modelled below its lower bound", "[fidelity][property]") {
+    // The presets users analyze first, training steps included, on a datasheet and a power-limited
+    // spec: every op's efficiency <= 1 (issue #15 saw 1.92 on llama-2-7b).
+    for (const char* model : {"gpt2-small", "llama-2-7b", "bert-base-uncased", "vit-b16"}) {
+        ModelOverrides ov;
+        ov.batch = 2;
+        if (std::string(model) != "vit-b16") ov.seq = 256;
+        Graph g = load_model_arg(model, ov);
+        for (const bool train : {false, true}) {
+            const Graph step = train ? build_training_step(g, TrainingOptions{}) : g;
+            for (const char* chip : {"h100-sxm", "t4", "a100-pcie-40gb"}) {
+                const Hardware hw = builtin_hardware(chip);
+                const Analysis a = analyze(step, hw);
+                for (const OpAnalysis& op : a.ops) {
+                    if (!op.modelled) continue;
+                    INFO(model << (train ? " training" : "") << " on " << chip << ": " << step.node(op.node).name);
+                    CHECK(op.modelled->time_s >= op.roofline.time_s * (1 - 1e-12));
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("achieved rates stay below the peaks and follow their mechanisms", "[fidelity]") {
+    const GpuModelOptions opt;
+    SECTION("power-limited clocks of low-power boards") {
+        // clock ratio = board power / (FP32 lanes x boost clock x energy per lane-cycle at the
+        // node): T4 (70 W, 2560 lanes, 1.59 GHz, 12 nm) and L4 (72 W, 7424 lanes, 2.04 GHz, 4 nm)
+        // cannot feed every lane at boost; A100 PCIe (250 W, 6912 lanes, 1.41 GHz, 7 nm) and
+        // H100 SXM (700 W) can. Expected from the formula with the default energy (50 pJ at
+        // 16 nm), within 1%; the published SGEMM rates these imply (L4 ~40% of its FP32 peak,
+        // sim/achieved.cpp) are the evidence for the mechanism.
+        auto ratio = [&](const char* chip) { return achieved_rates(builtin_hardware(chip), opt).clock_ratio; };
+        CHECK(ratio("t4") == Approx(70.0 / (2560 * 1.59e9 * 50e-12 * 12 / 16)).epsilon(0.01));
+        CHECK(ratio("l4") == Approx(72.0 / (7424 * 2.04e9 * 50e-12 * 4 / 16)).epsilon(0.01));
+        CHECK(ratio("a100-pcie-40gb") == 1.0);
+        CHECK(ratio("h100-sxm") == 1.0);
+    }
+    SECTION("device memory: the chip's own STREAM figure, else its technology's") {
+        for (const Hardware& hw : gpu_specs()) {
+            const AchievedRates r = achieved_rates(hw, opt);
+            INFO(hw.name);
+            CHECK(r.dram_bytes_per_s <= hw.device_memory().bytes_per_s.value);
+            CHECK(r.dram_bytes_per_s >= 0.5 * hw.device_memory().bytes_per_s.value);
+            CHECK(r.matrix_fraction <= 1.0);
+            CHECK(r.clock_ratio <= 1.0);
+        }
+    }
+}
+
+TEST_CASE("the default h100-sxm spec models a bf16 8192^3 GEMM within 10% of the measured 1.39 ms", "[fidelity][gemm]") {
+    // Measured with CUPTI on the project's H100 SXM (tests/data/measured/h100-sxm-2026-11-23,
+    // kernel suite: cuBLASLt 8192^3 bf16, 1.39 ms). The datasheet's 989 TFLOP/s would give 1.11 ms;
+    // the achieved rate comes from the published best-shape cuBLAS rate of the chip (794.5 TFLOP/s,
+    // stas00/ml-engineering), not from our measurement.
+    const Hardware hw = builtin_hardware("h100-sxm");
+    const Graph g = one_op(OpKind::matmul, {{{8192, 8192}, DType::bf16}, {{8192, 8192}, DType::bf16}});
+    const Analysis a = analyze(g, hw);
+    CHECK(a.ops[0].modelled->time_s == Approx(1.39e-3).epsilon(0.10));
+}
+
+TEST_CASE("SIMT SGEMMs pick a cuBLAS sgemm tile and run at the micro-tile's FFMA share", "[fidelity][gemm]") {
+    // fp32 with TF32 off runs on CUDA cores. A large square GEMM picks an 8x8 micro-tile (128x128
+    // or 128x64) and runs at most at 8*8 / (8*8 + 16) = 80% of the FP32 peak times the fitted
+    // main-loop efficiency; a V100 PCIe (not power-limited) lands between 60% and 80%.
+    const Hardware hw = builtin_hardware("v100-pcie-32gb");
+    const Graph g = one_op(OpKind::matmul, {{{8192, 8192}, DType::f32}, {{8192, 8192}, DType::f32}});
+    const Kernel k = *lower_to_kernel(g, 0, hw);
+    REQUIRE(k.gemm);
+    CHECK_FALSE(k.tensor_cores);
+    CHECK(k.gemm->tile.threads > 0);
+    CHECK(k.gemm->tile.m * k.gemm->tile.n >= 128 * 64);
+    const KernelCost c = gpu_kernel_cost(k, hw);
+    const double fraction = 2.0 * 8192.0 * 8192.0 * 8192.0 / c.time_s / hw.vector_flop_per_s.at(DType::f32).value;
+    CHECK(fraction > 0.6);
+    CHECK(fraction <= 0.8);
+}
+
+TEST_CASE("eager runtime: ATen's kernels per op and a host that can run behind the GPU", "[fidelity][eager]") {
+    const Hardware hw = builtin_hardware("a100-pcie-40gb");
+    SECTION("layernorm backward is two kernels, embedding backward a fill and a scatter") {
+        GpuModelOptions eager;
+        eager.eager = true;
+        const Graph ln = one_op(OpKind::layernorm_grad, {{{4096, 1024}, DType::f32}, {{4096, 1024}, DType::f32}, {{1024}, DType::f32}},
+                                int_attr("affine", 2));
+        CHECK(lower_to_kernel(ln, 0, hw, eager)->parts.size() == 2);
+        CHECK(lower_to_kernel(ln, 0, hw)->parts.empty());
+        const Graph emb = one_op(OpKind::embedding_grad, {{{8, 512, 1024}, DType::f32}, {{8, 512}, DType::int64}},
+                                 int_attr("num_embeddings", 30522));
+        CHECK(lower_to_kernel(emb, 0, hw, eager)->parts.size() == 3);  // 4096 indices > 3072: sorted first
+    }
+    SECTION("a chain of tiny ops is host-bound, a chain of large ones GPU-bound") {
+        // Each op costs the host eager_op_host_s to dispatch; kernels start when dispatched and
+        // when their input is ready, so the step is max(host, GPU) with queueing, not a sum.
+        auto chain = [](std::int64_t n) {
+            Graph g;
+            TensorId x = g.add_input("x", {{n}, DType::f32});
+            for (int i = 0; i < 20; ++i) x = g.node(g.add_node("relu" + std::to_string(i), OpKind::relu, {x}, {}, {})).outputs[0];
+            return g;
+        };
+        AnalysisOptions opt;
+        opt.runtime = Runtime::eager;
+        const Analysis tiny = analyze(chain(1024), hw, opt);
+        CHECK(tiny.schedule.step_time_s >= 20 * opt.eager_op_host_s);
+        CHECK(tiny.schedule.step_time_s <= 20 * opt.eager_op_host_s + tiny.ops.back().modelled->time_s * 1.0001);
+        const Analysis big = analyze(chain(std::int64_t{1} << 28), hw, opt);
+        double kernels = 0;
+        for (const OpAnalysis& op : big.ops) kernels += op.modelled->time_s;
+        CHECK(big.schedule.step_time_s == Approx(kernels + opt.eager_op_host_s).epsilon(1e-9));
+    }
+    SECTION("one call timed alone overlaps host and device") {
+        AnalysisOptions opt;
+        opt.runtime = Runtime::eager;
+        const Graph g = one_op(OpKind::add, {{{1 << 26}, DType::f32}, {{1 << 26}, DType::f32}});
+        const Analysis a = analyze(g, hw, opt);
+        const double device = a.ops[0].modelled->time_s, host = opt.eager_op_host_s;
+        const double t = single_call_latency_s(g, a, opt);
+        CHECK(t >= std::max(host, device));
+        CHECK(t <= host + device);
+    }
+}
