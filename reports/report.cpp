@@ -207,6 +207,7 @@ ojson hardware_json(const Hardware& hw) {
     for (const MemoryLevel& l : hw.memory) {
         ojson lj;
         lj["name"] = l.name;
+        if (!l.technology.empty()) lj["memory_technology"] = l.technology;
         lj["capacity_bytes"] = sourced_json(l.capacity_bytes);
         lj["bytes_per_s"] = sourced_json(l.bytes_per_s);
         j["memory"].push_back(lj);
@@ -226,6 +227,17 @@ ojson hardware_json(const Hardware& hw) {
     add_ridges("matrix", hw.matrix_flop_per_s);
     add_ridges("vector", hw.vector_flop_per_s);
     j["launch_overhead_s"] = sourced_json(hw.launch_overhead_s);
+    if (hw.base_clock_hz) j["base_clock_hz"] = sourced_json(*hw.base_clock_hz);
+    if (hw.power_w) j["power_w"] = sourced_json(*hw.power_w);
+    if (hw.process_nm) j["process_nm"] = sourced_json(*hw.process_nm);
+    {
+        ojson a = ojson::object();
+        if (hw.achieved.dram_bytes_per_s) a["dram_bytes_per_s"] = sourced_json(*hw.achieved.dram_bytes_per_s);
+        if (hw.achieved.l2_bytes_per_s) a["l2_bytes_per_s"] = sourced_json(*hw.achieved.l2_bytes_per_s);
+        if (hw.achieved.sustained_clock_hz) a["sustained_clock_hz"] = sourced_json(*hw.achieved.sustained_clock_hz);
+        if (hw.achieved.matrix_flop_per_s) a["matrix_flop_per_s"] = sourced_json(*hw.achieved.matrix_flop_per_s);
+        if (!a.empty()) j["achieved"] = a;
+    }
     j["sources"] = hw.sources;
     return j;
 }
@@ -422,10 +434,15 @@ std::string render_hardware(const Hardware& hw) {
         out += fmt::format("  {:<28} {:>14}  [{}]{}\n", what, value, s.source, s.note.empty() ? "" : "  " + s.note);
     };
     line("clock", human_si(hw.clock_hz.value, "Hz"), hw.clock_hz);
+    if (hw.base_clock_hz) line("base clock", human_si(hw.base_clock_hz->value, "Hz"), *hw.base_clock_hz);
+    if (hw.power_w) line("board power", fmt::format("{:.0f} W", hw.power_w->value), *hw.power_w);
+    if (hw.process_nm) line("process", fmt::format("{:g} nm", hw.process_nm->value), *hw.process_nm);
+    if (hw.matrix_flop_per_s.empty()) out += fmt::format("  {:<28} {:>14}\n", "matrix units", "none");
     for (const auto& [d, s] : hw.matrix_flop_per_s) line(fmt::format("matrix {}", dtype_name(d)), human_si(s.value, "FLOP/s"), s);
     for (const auto& [d, s] : hw.vector_flop_per_s) line(fmt::format("vector {}", dtype_name(d)), human_si(s.value, "FLOP/s"), s);
     line("transcendental", human_si(hw.transcendental_per_s.value, "op/s"), hw.transcendental_per_s);
     for (const MemoryLevel& l : hw.memory) {
+        if (!l.technology.empty()) out += fmt::format("  {:<28} {:>14}\n", l.name + " technology", l.technology);
         line(l.name + " capacity", human_bytes(l.capacity_bytes.value), l.capacity_bytes);
         line(l.name + " bandwidth", human_si(l.bytes_per_s.value, "B/s"), l.bytes_per_s);
     }
@@ -444,6 +461,13 @@ std::string render_hardware(const Hardware& hw) {
     line("launch overhead", human_time(hw.launch_overhead_s.value), hw.launch_overhead_s);
     line("host link " + hw.host_link.name, human_si(hw.host_link.bytes_per_s.value, "B/s"), hw.host_link.bytes_per_s);
     line("interconnect " + hw.interconnect.name, human_si(hw.interconnect.bytes_per_s.value, "B/s"), hw.interconnect.bytes_per_s);
+    if (hw.achieved.dram_bytes_per_s || hw.achieved.l2_bytes_per_s || hw.achieved.sustained_clock_hz || hw.achieved.matrix_flop_per_s) {
+        out += "  achieved (published measurements of this chip):\n";
+        if (hw.achieved.dram_bytes_per_s) line("  DRAM (stream)", human_si(hw.achieved.dram_bytes_per_s->value, "B/s"), *hw.achieved.dram_bytes_per_s);
+        if (hw.achieved.l2_bytes_per_s) line("  L2", human_si(hw.achieved.l2_bytes_per_s->value, "B/s"), *hw.achieved.l2_bytes_per_s);
+        if (hw.achieved.sustained_clock_hz) line("  sustained clock", human_si(hw.achieved.sustained_clock_hz->value, "Hz"), *hw.achieved.sustained_clock_hz);
+        if (hw.achieved.matrix_flop_per_s) line("  matrix bf16 (best GEMM)", human_si(hw.achieved.matrix_flop_per_s->value, "FLOP/s"), *hw.achieved.matrix_flop_per_s);
+    }
     out += "  ridge points (FLOP/byte):\n";
     auto ridges = [&](const char* unit, const std::map<DType, Sourced>& peaks) {
         for (const auto& [d, s] : peaks) {
@@ -468,9 +492,12 @@ std::string render_hardware_list() {
                                      [](const auto& x, const auto& y) {
                                          return (x.first == DType::bf16) < (y.first == DType::bf16);
                                      });
-        out += fmt::format("{:<15} {:<32} {:>4}  {:>10} {}  {:>12}  matrix {} {}\n", hw.name, hw.display_name, kind_name(hw.kind),
-                           human_bytes(mem.capacity_bytes.value), mem.name, human_si(mem.bytes_per_s.value, "B/s"),
-                           dtype_name(best->first), human_si(best->second.value, "FLOP/s"));
+        const std::string peak = best == hw.matrix_flop_per_s.end()
+                                     ? fmt::format("vector f32 {}", human_si(hw.vector_flop_per_s.at(DType::f32).value, "FLOP/s"))
+                                     : fmt::format("matrix {} {}", dtype_name(best->first), human_si(best->second.value, "FLOP/s"));
+        out += fmt::format("{:<15} {:<32} {:>4}  {:>10} {:<6} {:<6}  {:>12}  {}\n", hw.name, hw.display_name, kind_name(hw.kind),
+                           human_bytes(mem.capacity_bytes.value), mem.name, mem.technology.empty() ? "-" : mem.technology,
+                           human_si(mem.bytes_per_s.value, "B/s"), peak);
     }
     return out;
 }

@@ -303,20 +303,10 @@ public:
         for (const auto& [device, spec] : opt.hw_map) hw_map_[device_key(device)] = spec;
     }
 
-    void path(const std::string& p) {
-        std::error_code ec;
-        if (fs::is_directory(p, ec)) {
-            std::vector<std::string> files;
-            for (const auto& e : fs::directory_iterator(p, ec))
-                if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path().string());
-            std::sort(files.begin(), files.end());
-            if (files.empty()) throw InputError(p + ": a directory without CSV files (expected the public layout: linear.csv, ..., end_to_end.csv)");
-            for (const std::string& f : files) csv_file(f);
-        } else if (fs::path(p).extension() == ".json") {
-            measurement(p);
-        } else {
-            csv_file(p);
-        }
+    // One file: a CSV (per-op or end to end) or a measure JSON.
+    void file(const std::string& f) {
+        if (fs::path(f).extension() == ".json") measurement(f);
+        else csv_file(f);
     }
 
 private:
@@ -408,8 +398,7 @@ private:
     void add(const std::string& file, const char* kind, std::size_t rows, std::vector<ValidationCase> cases) {
         set_.inputs.push_back({file, kind, rows});
         if (opt_.max_rows > 0) cases = thin_groups(cases, opt_.max_rows, [](const ValidationCase& c) { return c.gpu; });
-        set_.cases.reserve(set_.cases.size() + cases.size());
-        for (ValidationCase& c : cases) set_.cases.push_back(std::move(c));
+        set_.cases = std::move(cases);  // one file per loader
     }
 
     void measurement(const std::string& file);
@@ -520,7 +509,7 @@ void Loader::measurement(const std::string& file) {
         if (c.measured_s > 0) cases.push_back(std::move(c));
     }
     set_.inputs.push_back({file, "measurement", nodes.size()});
-    for (ValidationCase& c : cases) set_.cases.push_back(std::move(c));
+    set_.cases = std::move(cases);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -791,7 +780,7 @@ struct FitResult {
     std::size_t cases = 0;  // cases the objective used
 };
 
-constexpr double kLogTolerance = 5e-3;  // a fitted value to 0.5%
+constexpr double kLogTolerance = 0.01;  // a fitted value to 1%
 
 FitResult fit_terms(const Predictor& p, const std::vector<ValidationCase>& cases, const std::vector<std::size_t>& pool, const std::vector<double>& start,
                     const ValidateOptions& opt) {
@@ -802,14 +791,30 @@ FitResult fit_terms(const Predictor& p, const std::vector<ValidationCase>& cases
         std::vector<std::size_t> mine;
         for (std::size_t i : pool)
             if (term_applies(terms[t], cases[i])) mine.push_back(i);
-        term_cases[t] = thin_groups(mine, opt.fit_sample, [&](std::size_t i) { return cases[i].gpu + "|" + cases[i].op; });
+        std::vector<std::size_t> ops, models;
+        for (std::size_t i : mine) (cases[i].op == "e2e" ? models : ops).push_back(i);
+        auto key = [&](std::size_t i) { return cases[i].gpu + "|" + cases[i].op; };
+        ops = thin_groups(ops, opt.fit_sample, key);
+        models = thin_groups(models, opt.fit_sample_e2e, key);
+        std::merge(ops.begin(), ops.end(), models.begin(), models.end(), std::back_inserter(term_cases[t]));
         all.insert(term_cases[t].begin(), term_cases[t].end());
     }
     const std::vector<std::size_t> union_cases(all.begin(), all.end());
+    // Objectives already computed, by case set and values: each term's search starts where the
+    // previous one ended, on the same cases when their families are the same.
+    std::map<std::pair<const std::vector<std::size_t>*, std::vector<double>>, double> memo;
+    auto cost = [&](const std::vector<std::size_t>& set, const std::vector<double>& v) {
+        const std::vector<std::size_t>* id = &set;
+        for (const auto& tc : term_cases)
+            if (tc == set) id = &tc;
+        const auto [it, fresh] = memo.try_emplace({id, v}, 0.0);
+        if (fresh) it->second = objective(cases, set, p.run(set, v));
+        return it->second;
+    };
     FitResult r;
     r.values = start;
     r.cases = union_cases.size();
-    r.before = objective(cases, union_cases, p.run(union_cases, start));
+    r.before = cost(union_cases, start);
     for (int sweep = 0; sweep < std::max(1, opt.sweeps); ++sweep) {
         double moved = 0;
         for (std::size_t t = 0; t < terms.size(); ++t) {
@@ -817,7 +822,7 @@ FitResult fit_terms(const Predictor& p, const std::vector<ValidationCase>& cases
             auto f = [&](double x) {
                 std::vector<double> v = r.values;
                 v[t] = std::exp(x);
-                return objective(cases, term_cases[t], p.run(term_cases[t], v));
+                return cost(term_cases[t], v);
             };
             const double x = golden_section(f, std::log(terms[t].lo), std::log(terms[t].hi), std::log(r.values[t]), kLogTolerance);
             moved = std::max(moved, std::fabs(x - std::log(r.values[t])));
@@ -825,7 +830,7 @@ FitResult fit_terms(const Predictor& p, const std::vector<ValidationCase>& cases
         }
         if (terms.size() == 1 || moved < kLogTolerance) break;  // one term: a second sweep repeats the first
     }
-    r.after = objective(cases, union_cases, p.run(union_cases, r.values));
+    r.after = cost(union_cases, r.values);
     return r;
 }
 
@@ -966,6 +971,7 @@ ordered_json document(const MeasurementSet& set, const ValidateOptions& opt, con
                        {"families", fams},
                        {"max_rows", opt.max_rows},
                        {"fit_sample", opt.fit_sample},
+                       {"fit_sample_e2e", opt.fit_sample_e2e},
                        {"sweeps", opt.sweeps},
                        {"dtype", "f32"},
                        {"runtime", "eager"},
@@ -1066,9 +1072,46 @@ void predict_all(MeasurementSet& set, const Predictor& p, const std::vector<doub
 MeasurementSet load_measurements(const std::vector<std::string>& paths, const ValidateOptions& opt) {
     check_families(opt);
     if (paths.empty()) throw InputError("validate: no measurement files given");
+    std::vector<std::string> files;
+    for (const std::string& p : paths) {
+        std::error_code ec;
+        if (!fs::is_directory(p, ec)) {
+            files.push_back(p);
+            continue;
+        }
+        std::vector<std::string> csvs;
+        for (const auto& e : fs::directory_iterator(p, ec))
+            if (e.is_regular_file() && e.path().extension() == ".csv") csvs.push_back(e.path().string());
+        std::sort(csvs.begin(), csvs.end());
+        if (csvs.empty()) throw InputError(p + ": a directory without CSV files (expected the public layout: linear.csv, ..., end_to_end.csv)");
+        files.insert(files.end(), csvs.begin(), csvs.end());
+    }
+    // Files are read in parallel, each into its own set, and joined in order; the first bad file
+    // (in that order) is the error.
+    std::vector<MeasurementSet> parts(files.size());
+    std::vector<std::exception_ptr> failed(files.size());
+    std::atomic<std::size_t> next{0};
+    on_threads(std::min<unsigned>(thread_count(opt), static_cast<unsigned>(files.size())), [&] {
+        for (std::size_t i = next++; i < files.size(); i = next++) {
+            try {
+                Loader(opt, parts[i]).file(files[i]);
+            } catch (...) {
+                failed[i] = std::current_exception();
+            }
+        }
+    });
+    for (const std::exception_ptr& e : failed)
+        if (e) std::rethrow_exception(e);
     MeasurementSet set;
-    Loader loader(opt, set);
-    for (const std::string& p : paths) loader.path(p);
+    std::size_t n = 0;
+    for (const MeasurementSet& part : parts) n += part.cases.size();
+    set.cases.reserve(n);
+    for (MeasurementSet& part : parts) {
+        std::move(part.cases.begin(), part.cases.end(), std::back_inserter(set.cases));
+        set.inputs.insert(set.inputs.end(), part.inputs.begin(), part.inputs.end());
+        for (const auto& [op, rows] : part.skipped) set.skipped[op] += rows;
+        set.skip_reason.insert(part.skip_reason.begin(), part.skip_reason.end());
+    }
     return set;
 }
 

@@ -38,10 +38,13 @@ struct ValidateOptions {
     // five public fitting GPUs of tests/data/public/neusight.
     std::vector<std::string> fitting_gpus = default_fitting_gpus();
     unsigned threads = 0;  // prediction threads (0: hardware concurrency); results do not depend on it
-    int sweeps = 3;        // coordinate-descent sweeps over the fitted terms
+    int sweeps = 2;        // coordinate-descent sweeps over the fitted terms (at most)
     // Cases per (GPU, op) a fit uses, evenly spaced (0: all): the objective is a median, which a
-    // few hundred cases estimate well; the left-out GPU is always predicted on all its cases.
-    std::size_t fit_sample = 300;
+    // hundred cases estimate to a few percent; the left-out GPU is always predicted on all its cases.
+    std::size_t fit_sample = 100;
+    // End-to-end cases per GPU a fit uses, evenly spaced (0: all): each is a whole model's
+    // analysis, re-run at every step of the search.
+    std::size_t fit_sample_e2e = 4;
     std::size_t worst = 5;  // worst cases listed per (GPU, family)
     // Values of fitted terms (sim/fitted.hpp, by name) to predict with instead of the compiled-in
     // defaults; fits start from them.

@@ -19,11 +19,18 @@ std::string_view runtime_name(Runtime r) { return r == Runtime::eager ? "eager" 
 
 double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt) {
     if (opt.runtime != Runtime::eager) return 0;
-    // ATen calls per node: nn.Linear is t() + addmm and nn.LayerNorm is layer_norm +
-    // native_layer_norm (two dispatcher entries each, as a PyTorch profiler trace of one call
-    // shows); every other op, view or gradient is one call.
-    const OpKind k = g.node(n).kind;
-    const double calls = k == OpKind::linear || k == OpKind::layernorm ? 2.0 : 1.0;
+    // Dispatcher calls per node, as a PyTorch profiler trace of one call lists them: nn.Linear is
+    // linear -> t + addmm (3), nn.LayerNorm layer_norm -> native_layer_norm (2), softmax
+    // softmax -> _softmax (2), nn.Conv2d conv2d -> convolution -> _convolution ->
+    // cudnn_convolution (4), cross-entropy log_softmax + nll_loss (2); every other op, view or
+    // gradient node is one call.
+    double calls = 1.0;
+    switch (g.node(n).kind) {
+        case OpKind::linear: calls = 3.0; break;
+        case OpKind::conv2d: calls = 4.0; break;
+        case OpKind::layernorm: case OpKind::softmax: case OpKind::cross_entropy: calls = 2.0; break;
+        default: break;
+    }
     return calls * opt.eager_op_host_s;
 }
 
@@ -34,6 +41,7 @@ double single_call_latency_s(const Graph& g, const Analysis& a, const AnalysisOp
         device += op.modelled ? op.modelled->time_s : op.roofline.time_s;
     }
     if (host <= 0) return device;
+    host += opt.eager_timing_host_s;
     const double p = std::max(1.0, opt.eager_overlap_p);
     return std::pow(std::pow(host, p) + std::pow(device, p), 1.0 / p);
 }

@@ -76,16 +76,18 @@ struct AnalysisOptions {
     // tensors kept on chip hold no device memory. Null: one kernel per op.
     const FusionPlan* fusion = nullptr;
     KernelCostCache* cost_cache = nullptr;  // null: a cache local to the call
-    // Eager runtime: host time of one ATen call dispatched from Python (argument parsing,
-    // dispatcher, allocator, launch), paid per call before its kernels can start. PyTorch issue
-    // #41383 (maintainer ngimel: ~2 us C++ and about as much Python per trivial op, ~5-7 us with
-    // autograd); public per-op timings with CUDA events around each call floor at 25-45 us per
-    // call on their hosts. Fitted (sim/fitted.hpp) on those per-op timings.
-    double eager_op_host_s = 25e-6;
-    // One op timed alone, repeatedly (CUDA events per call): host and device times overlap across
-    // calls, latency = (host^p + device^p)^(1/p); p = 1 is a sum, a large p their maximum. Fitted
-    // (sim/fitted.hpp): it stands for the jitter between host and device in such a loop.
-    double eager_overlap_p = 2.0;
+    // Eager runtime: host time of one ATen dispatcher call made from Python (argument parsing,
+    // dispatch, allocation, launch), paid per call before the call's kernels can start. PyTorch
+    // issue #41383 (maintainer ngimel: ~2 us of C++ and about as much Python per trivial op,
+    // ~5-7 us with autograd). Fitted (sim/fitted.hpp) on the public per-op timings.
+    double eager_op_host_s = 13.3e-6;
+    // A single call timed by CUDA events (the public per-op measurements) also pays recording the
+    // events and waiting for them, once per timed call. Fitted (sim/fitted.hpp).
+    double eager_timing_host_s = 15.9e-6;
+    // One call timed alone, repeatedly: host and device times overlap across calls, latency =
+    // (host^p + device^p)^(1/p); p = 1 is a sum, a large p their maximum. Fitted (sim/fitted.hpp):
+    // it stands for the jitter between host and device in such a loop.
+    double eager_overlap_p = 1.3;
 };
 
 // Eager runtime: the host time to dispatch node n (its ATen calls; views and other zero-work

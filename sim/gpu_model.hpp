@@ -112,30 +112,30 @@ struct GpuModelOptions {
     // SIMT (CUDA-core) GEMMs: the fraction of the FP32 issue rate the main loop of a
     // register-blocked SGEMM sustains (FFMA share of issued instructions after loads, address
     // arithmetic and shared-memory traffic). Fitted (sim/fitted.hpp).
-    double simt_gemm_efficiency = 0.95;
+    double simt_gemm_efficiency = 0.939;
     // SIMT GEMMs: the issue cost of one shared-memory fragment load relative to one FFMA in the
     // register-blocked main loop. A thread computing an mr x nr micro-tile issues mr*nr FFMAs and
     // (mr + nr) fragment loads per step of K, so its FFMA share is mr*nr / (mr*nr + c (mr + nr))
     // (Volkov & Demmel 2008, "Benchmarking GPUs to tune dense linear algebra": register blocking
     // is what lets SGEMM approach peak). 1: one issue slot per load, as LDS and FFMA share the
     // dispatch port.
-    double simt_fragment_load_cost = 1.0;
+    double simt_fragment_load_cost = 0.5;
     // Tensor-core GEMMs reach this fraction of the matrix peak on chips with no published
     // measurement of their own (sim/achieved.cpp: the median of the chips that have one).
     double tensor_core_fraction = 0.811;
     // Streaming kernels (elementwise, row-wise, copies) reach this fraction of the device memory's
     // datasheet bandwidth, and never more than the chip's STREAM-type figure
     // (sim/achieved.cpp). Fitted (sim/fitted.hpp): PyTorch's vectorised elementwise kernel.
-    double streaming_efficiency = 0.72;
+    double streaming_efficiency = 0.757;
     // Row-wise kernels (softmax, layernorm, their gradients) reach this fraction of the streaming
     // bandwidth: a reduction across the row (shuffles, a block barrier) and a second pass over
     // the row separate the loads. Fitted (sim/fitted.hpp).
-    double row_kernel_efficiency = 0.8;
+    double row_kernel_efficiency = 0.686;
     // Power-limited clock: a chip whose board power cannot feed every FP32 lane at the boost clock
     // runs at power / (lanes x energy per lane-cycle), the energy scaling with the process node
     // (energy_per_lane_cycle_16nm x node / 16 nm). Fitted (sim/fitted.hpp); used only when the spec
     // has the board power, its process node and no measured sustained clock.
-    double energy_per_lane_cycle_16nm = 50e-12;
+    double energy_per_lane_cycle_16nm = 41.5e-12;
     // Lower ops to the kernels PyTorch eager launches for them (set by analyze for the eager
     // runtime): layernorm and softmax backward as two kernels each, embedding backward as a
     // zero-fill of the table plus the scatter.

@@ -134,6 +134,10 @@ TEST_CASE("unary pointwise kernels match the reference", "[gpu]") {
                 else check_op(k, {x}, attrs());
             }
             check_op(OpKind::gelu, {random_tensor(shape, d, 2)}, attrs("approximate", std::string("erf")));
+            // pow with the exponents HF's activations use (3: gelu_new), a square root's and a
+            // general one (positive bases, as exp2(e log2 x) needs); shift (x + c).
+            for (double e : {3.0, 2.0, 0.5, -1.0, 1.7}) check_op(OpKind::pow, {random_tensor(shape, d, 4, true)}, attrs("exponent", e));
+            check_op(OpKind::shift, {random_tensor(shape, d, 5)}, attrs("offset", 1.0));
         }
     }
     // More elements than one wave of the capped grid covers: the grid-stride loop runs.

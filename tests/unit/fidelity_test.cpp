@@ -107,12 +107,15 @@ TEST_CASE("achieved rates stay below the peaks and follow their mechanisms", "[f
         // clock ratio = board power / (FP32 lanes x boost clock x energy per lane-cycle at the
         // node): T4 (70 W, 2560 lanes, 1.59 GHz, 12 nm) and L4 (72 W, 7424 lanes, 2.04 GHz, 4 nm)
         // cannot feed every lane at boost; A100 PCIe (250 W, 6912 lanes, 1.41 GHz, 7 nm) and
-        // H100 SXM (700 W) can. Expected from the formula with the default energy (50 pJ at
-        // 16 nm), within 1%; the published SGEMM rates these imply (L4 ~40% of its FP32 peak,
-        // sim/achieved.cpp) are the evidence for the mechanism.
+        // H100 SXM (700 W) can. Expected from the formula with the default (fitted) energy per
+        // lane-cycle at 16 nm, within 1%; the published SGEMM rates these imply (L4 ~40% of its
+        // FP32 peak, sim/achieved.cpp) are the evidence for the mechanism.
         auto ratio = [&](const char* chip) { return achieved_rates(builtin_hardware(chip), opt).clock_ratio; };
-        CHECK(ratio("t4") == Approx(70.0 / (2560 * 1.59e9 * 50e-12 * 12 / 16)).epsilon(0.01));
-        CHECK(ratio("l4") == Approx(72.0 / (7424 * 2.04e9 * 50e-12 * 4 / 16)).epsilon(0.01));
+        const double e16 = opt.energy_per_lane_cycle_16nm;
+        CHECK(ratio("t4") == Approx(70.0 / (2560 * 1.59e9 * e16 * 12 / 16)).epsilon(0.01));
+        CHECK(ratio("t4") < 0.7);
+        CHECK(ratio("l4") == Approx(72.0 / (7424 * 2.04e9 * e16 * 4 / 16)).epsilon(0.01));
+        CHECK(ratio("l4") < 0.6);
         CHECK(ratio("a100-pcie-40gb") == 1.0);
         CHECK(ratio("h100-sxm") == 1.0);
     }
@@ -141,8 +144,9 @@ TEST_CASE("the default h100-sxm spec models a bf16 8192^3 GEMM within 10% of the
 
 TEST_CASE("SIMT SGEMMs pick a cuBLAS sgemm tile and run at the micro-tile's FFMA share", "[fidelity][gemm]") {
     // fp32 with TF32 off runs on CUDA cores. A large square GEMM picks an 8x8 micro-tile (128x128
-    // or 128x64) and runs at most at 8*8 / (8*8 + 16) = 80% of the FP32 peak times the fitted
-    // main-loop efficiency; a V100 PCIe (not power-limited) lands between 60% and 80%.
+    // or 128x64) and runs at most at its FFMA share 8*8 / (8*8 + c*16) of the FP32 peak times the
+    // fitted main-loop efficiency (c, the fragment-load cost, fitted too); a V100 PCIe (not
+    // power-limited) lands between 60% of the peak and that ceiling.
     const Hardware hw = builtin_hardware("v100-pcie-32gb");
     const Graph g = one_op(OpKind::matmul, {{{8192, 8192}, DType::f32}, {{8192, 8192}, DType::f32}});
     const Kernel k = *lower_to_kernel(g, 0, hw);
@@ -152,8 +156,10 @@ TEST_CASE("SIMT SGEMMs pick a cuBLAS sgemm tile and run at the micro-tile's FFMA
     CHECK(k.gemm->tile.m * k.gemm->tile.n >= 128 * 64);
     const KernelCost c = gpu_kernel_cost(k, hw);
     const double fraction = 2.0 * 8192.0 * 8192.0 * 8192.0 / c.time_s / hw.vector_flop_per_s.at(DType::f32).value;
+    const GpuModelOptions opt;
+    const double ceiling = 64.0 / (64.0 + 16.0 * opt.simt_fragment_load_cost) * opt.simt_gemm_efficiency;
     CHECK(fraction > 0.6);
-    CHECK(fraction <= 0.8);
+    CHECK(fraction <= ceiling * (1 + 1e-9));
 }
 
 TEST_CASE("eager runtime: ATen's kernels per op and a host that can run behind the GPU", "[fidelity][eager]") {
@@ -193,7 +199,7 @@ TEST_CASE("eager runtime: ATen's kernels per op and a host that can run behind t
         opt.runtime = Runtime::eager;
         const Graph g = one_op(OpKind::add, {{{1 << 26}, DType::f32}, {{1 << 26}, DType::f32}});
         const Analysis a = analyze(g, hw, opt);
-        const double device = a.ops[0].modelled->time_s, host = opt.eager_op_host_s;
+        const double device = a.ops[0].modelled->time_s, host = opt.eager_op_host_s + opt.eager_timing_host_s;
         const double t = single_call_latency_s(g, a, opt);
         CHECK(t >= std::max(host, device));
         CHECK(t <= host + device);

@@ -266,7 +266,7 @@ TEST_CASE("validate: end-to-end rows, models that fail to load and held-out meas
     CHECK(m["end_to_end"][0]["cases"][0]["row"] == 0);  // the step
 }
 
-TEST_CASE("validate: same input, same bytes; the thread count does not matter", "[validate][cli]") {
+TEST_CASE("validate: same input, same bytes, whatever the thread count", "[validate][cli]") {
     const std::string d = fresh_dir("validate-det");
     const std::string data = test::source_path("tests/data/public/neusight");
     std::string outs[2];
