@@ -52,6 +52,7 @@ void add_validate(CLI::App& app) {
     auto threads = std::make_shared<unsigned>(0);
     auto out = std::make_shared<std::string>();
     auto html = std::make_shared<std::string>();
+    auto csv = std::make_shared<std::string>();
     auto quiet = std::make_shared<bool>(false);
     cmd->add_option("PATH", *paths, "a directory in the public layout (all its CSVs), one CSV (per-op or end_to_end.csv), or a `roofline measure` JSON")
         ->required();
@@ -65,6 +66,7 @@ void add_validate(CLI::App& app) {
     cmd->add_option("--threads", *threads, "prediction threads (default: all cores); the results do not depend on it");
     cmd->add_option("-o,--output", *out, "write the validation (schema roofline-validation/1) to this file");
     cmd->add_option("--html", *html, "also write a self-contained HTML report (inline SVG, no network) to this file");
+    cmd->add_option("--csv", *csv, "also write every case (measured, predicted, error) as CSV to this file");
     cmd->add_flag("-q,--quiet", *quiet, "print no tables");
     cmd->footer("Example: roofline validate tests/data/public/neusight --leave-one-out gpu --html validation.html\n"
                 "         roofline validate tests/data/public/h100-torch-2026-11-24 --configs tests/data/public/neusight/configs\n"
@@ -78,10 +80,12 @@ void add_validate(CLI::App& app) {
         opt.families = *families;
         opt.max_rows = *max_rows;
         opt.threads = *threads;
-        refuse_overwriting_inputs({*out, *html}, *paths);
-        const auto doc = run_validation(load_measurements(*paths, opt), opt);
+        refuse_overwriting_inputs({*out, *html, *csv}, *paths);
+        std::vector<ValidationCase> cases;
+        const auto doc = run_validation(load_measurements(*paths, opt), opt, &cases);
         const std::string json = out->empty() ? "" : doc.dump(2) + "\n";  // every text before the first write
         const std::string page = html->empty() ? "" : html_validation(doc);
+        const std::string table = csv->empty() ? "" : validation_cases_csv(cases);
         if (!*quiet) say(render_validation(doc));
         if (!out->empty()) {
             write_file_atomic(*out, json);
@@ -90,6 +94,10 @@ void add_validate(CLI::App& app) {
         if (!html->empty()) {
             write_file_atomic(*html, page);
             if (!*quiet) say("HTML report written to " + *html + "\n");
+        }
+        if (!csv->empty()) {
+            write_file_atomic(*csv, table);
+            if (!*quiet) say("cases written to " + *csv + "\n");
         }
     });
 }

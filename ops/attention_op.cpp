@@ -51,9 +51,13 @@ Work attention_work(OpKind, Inputs in, std::span<const TensorDesc>, const Attrs&
     const TensorDesc pv[2] = {p.scores, in[2]};
     const TensorDesc s[1] = {p.scores};
     const TensorDesc o[1] = {p.out};
+    // Materialised as three kernels: S = Q K^T, P = softmax(mask(scale * S)) with the scale and the
+    // mask applied in the softmax's pass over S (a fused scale-mask-softmax, as the project's CUDA
+    // kernel and Megatron-LM's run it: their arithmetic, not their traffic), O = P V. A model that
+    // runs them as separate kernels spells them out as separate ops (Hugging Face's eager attention).
     Work w = count_work(OpKind::matmul, qk, s, tb);
-    w += count_work(OpKind::scale, s, s, scale);
-    if (attrs.get_bool("causal", false)) w += count_work(OpKind::causal_mask, s, s, Attrs{});
+    w.vector_flops += count_work(OpKind::scale, s, s, scale).vector_flops;
+    if (attrs.get_bool("causal", false)) w.vector_flops += count_work(OpKind::causal_mask, s, s, Attrs{}).vector_flops;
     w += count_work(OpKind::softmax, s, s, Attrs{});
     w += count_work(OpKind::matmul, pv, o, Attrs{});
     return w;

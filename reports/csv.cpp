@@ -34,12 +34,18 @@ const ojson* at_path(const ojson& j, std::string_view path) {
     return cur;
 }
 
-std::string quote(const std::string& s) {
+}  // namespace
+
+std::string csv_quote(const std::string& s) {
     if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
     return q + "\"";
 }
+
+namespace {
+
+const auto quote = csv_quote;
 
 std::string cell(const ojson* v) {
     if (!v || v->is_null()) return "";

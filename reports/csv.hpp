@@ -14,4 +14,7 @@ namespace roofline {
 
 std::string csv_report(const nlohmann::ordered_json& doc);
 
+// One RFC 4180 cell: the text as it is, or quoted ("" for a quote) where it holds , " or a line end.
+std::string csv_quote(const std::string& s);
+
 }  // namespace roofline

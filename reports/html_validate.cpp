@@ -114,7 +114,10 @@ std::string stats_table(const std::string& id, const ojson& rows, const char* la
     std::vector<Row> out;
     for (const ojson& j : rows) {
         Row r;
-        r.cells = {Cell{html::str_at(j, "gpu") + (j.contains("spec") ? " (" + html::str_at(j, "spec") + ")" : ""), ""}, Cell{html::str_at(j, "set"), ""}};
+        r.cells = {Cell{html::str_at(j, "gpu") + (j.contains("spec") ? " (" + html::str_at(j, "spec") + ")" : "") +
+                            (html::str_at(j, "source") == "measure" ? " [measure]" : ""),
+                        ""},
+                   Cell{html::str_at(j, "set"), ""}};
         if (label_key != nullptr) r.cells.push_back(Cell{html::str_at(j, label_key), ""});
         r.cells.push_back(num(fmt::format("{}", static_cast<long long>(html::num_at(j, "n"))), html::num_at(j, "n")));
         r.cells.push_back(num(pct(html::num_at(j, "median_abs_error_pct")), html::num_at(j, "median_abs_error_pct")));
@@ -145,8 +148,8 @@ std::string verdict_section(const ojson& doc) {
     for (const ojson& v : doc["verdicts"]) {
         std::string miss;
         for (const ojson& f : v["failing"]) {
-            miss += fmt::format("{}{} {} {}", miss.empty() ? "" : "; ", html::str_at(f, "gpu"), html::str_at(f, "family", "end to end"),
-                                pct(html::num_at(f, "value_pct")));
+            miss += fmt::format("{}{}{} {} {}", miss.empty() ? "" : "; ", html::str_at(f, "gpu"), html::str_at(f, "source") == "measure" ? " [measure]" : "",
+                                html::str_at(f, "family", "end to end"), pct(html::num_at(f, "value_pct")));
         }
         rows.push_back({{Cell{html::str_at(v, "status"), ""}, Cell{html::str_at(v, "threshold"), ""}, num(fmt::format("{}", static_cast<long long>(html::num_at(v, "groups"))), html::num_at(v, "groups")),
                          Cell{miss, ""}},

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "ops/grad.hpp"
 #include "ops/op_rule.hpp"
 #include "reports/compare.hpp"
+#include "reports/csv.hpp"
 #include "reports/report.hpp"
 #include "reports/units.hpp"
 #include "sim/analysis.hpp"
@@ -331,6 +333,7 @@ private:
         std::map<std::string_view, std::vector<std::size_t>> shape_cols;
         const bool has_pow = parse_op("pow").has_value();
         std::vector<ValidationCase> cases;
+        cases.reserve(csv.rows.size());
         for (std::size_t r = 0; r < csv.rows.size(); ++r) {
             const std::vector<std::string>& row = csv.rows[r];
             const OpColumns* spec = find_op(trimmed(row[c_op]));
@@ -487,6 +490,7 @@ void Loader::measurement(const std::string& file) {
     auto base = [&](std::int64_t row, const std::string& op, const std::string& family) {
         ValidationCase c;
         c.file = file, c.row = row, c.gpu = gpu, c.spec = spec, c.op = op, c.family = family, c.fixed = true;
+        c.source = "measure";
         return c;
     };
     std::map<std::string, std::int64_t> node_row;
@@ -597,20 +601,9 @@ public:
                 throw InputError("device '" + c.gpu + "' maps to hardware '" + c.spec + "': " + e.what());
             }
         }
-        std::vector<const ValidationCase*> todo;
+        // End-to-end graphs are built once each, by the first thread that needs one.
         for (const ValidationCase& c : cases)
-            if (!c.fixed && c.op == "e2e" && graphs_.emplace(e2e_key(c), Prepared{}).second) todo.push_back(&c);
-        std::atomic<std::size_t> next{0};
-        on_threads(std::min<unsigned>(threads_, static_cast<unsigned>(std::max<std::size_t>(1, todo.size()))), [&] {
-            for (std::size_t i = next++; i < todo.size(); i = next++) {
-                Prepared& p = graphs_.at(e2e_key(*todo[i]));  // distinct entries per thread; the map is not resized here
-                try {
-                    p.graph = std::make_shared<const Graph>(e2e_graph(*todo[i]));
-                } catch (const std::exception& e) {
-                    p.error = e.what();
-                }
-            }
-        });
+            if (!c.fixed && c.op == "e2e") graphs_.try_emplace(e2e_key(c));
     }
 
     // cases[idx[i]] predicted with the fitted terms at `values` -> out[i]; errors[i] says why not.
@@ -637,6 +630,7 @@ public:
         // and a case always goes to the same thread (by its index), so they hit.
         const std::vector<double> kernel_key = kernel_term_values(values);
         std::atomic<unsigned> slot{0};
+        std::atomic<std::size_t> next{0};
         on_threads(n, [&] {
             const unsigned t = slot++;
             ThreadCaches local;
@@ -645,14 +639,19 @@ public:
                 tc.by_spec.clear();
                 tc.key = kernel_key;
             }
-            for (const std::size_t i : order) {
-                if (idx[i] % n != t) continue;
+            auto one = [&](std::size_t i) {
                 const ValidationCase& c = cases_[idx[i]];
                 try {
                     out[i] = predict(c, base, tc.by_spec, keep_costs || c.op == "e2e");
                 } catch (const std::exception& e) {
                     if (errors != nullptr) (*errors)[i] = e.what();
                 }
+            };
+            if (keep_costs) {
+                for (const std::size_t i : order)
+                    if (idx[i] % n == t) one(i);
+            } else {  // nothing to reuse: whichever thread is free takes the next case
+                for (std::size_t k = next++; k < order.size(); k = next++) one(order[k]);
             }
         });
         return out;
@@ -660,6 +659,7 @@ public:
 
 private:
     struct Prepared {
+        std::once_flag built;
         std::shared_ptr<const Graph> graph;
         std::string error;
     };
@@ -699,7 +699,14 @@ private:
             const Graph g = op_graph(c);
             return single_call_latency_s(g, analyze(g, hw, o), o);
         }
-        const Prepared& p = graphs_.at(e2e_key(c));
+        Prepared& p = graphs_.at(e2e_key(c));
+        std::call_once(p.built, [&] {
+            try {
+                p.graph = std::make_shared<const Graph>(e2e_graph(c));
+            } catch (const std::exception& e) {
+                p.error = e.what();
+            }
+        });
         if (!p.graph) throw InputError(p.error);
         return analyze(*p.graph, hw, o).schedule.step_time_s;
     }
@@ -707,7 +714,7 @@ private:
     const std::vector<ValidationCase>& cases_;
     unsigned threads_;
     std::map<std::string, Hardware> hw_;
-    std::map<std::string, Prepared> graphs_;
+    mutable std::map<std::string, Prepared> graphs_;  // entries made by the constructor; each filled once
     mutable std::vector<ThreadCaches> caches_ = std::vector<ThreadCaches>(threads_);
 };
 
@@ -868,6 +875,7 @@ ordered_json case_json(const ValidationCase& c) {
     j["row"] = c.row;
     j["gpu"] = c.gpu;
     j["set"] = c.set;
+    j["source"] = c.source;
     j["op"] = c.op;
     j["family"] = c.family;
     j["shape"] = shape_text(c);
@@ -896,7 +904,13 @@ std::vector<const ValidationCase*> worst_of(const std::vector<const ValidationCa
     return out;
 }
 
-using GroupKey = std::tuple<std::string, std::string, int, std::string>;  // gpu, set, family rank, family or op
+// A table row: one GPU, set and source, and a family (in kFamilies order) or op.
+struct GroupKey {
+    std::string gpu, set, source;
+    int rank = 0;
+    std::string name;  // the family or the op
+    auto operator<=>(const GroupKey&) const = default;
+};
 
 struct Groups {
     std::map<GroupKey, std::vector<const ValidationCase*>> by_family, by_op;
@@ -905,12 +919,20 @@ struct Groups {
 
 Groups group_cases(const std::vector<ValidationCase>& cases) {
     Groups g;
+    const ValidationCase* prev = nullptr;  // cases come in runs of one file and device: look a group up once per run
+    std::vector<const ValidationCase*>* family = nullptr;
+    std::vector<const ValidationCase*>* op = nullptr;
     for (const ValidationCase& c : cases) {
         if (!usable(c)) continue;
-        g.spec.emplace(c.gpu, c.spec);
-        const int rank = family_rank(c.family);
-        g.by_family[{c.gpu, c.set, rank, c.family}].push_back(&c);
-        if (c.family != "e2e") g.by_op[{c.gpu, c.set, rank, c.op}].push_back(&c);
+        if (prev == nullptr || c.gpu != prev->gpu || c.set != prev->set || c.source != prev->source || c.family != prev->family || c.op != prev->op) {
+            g.spec.emplace(c.gpu, c.spec);
+            const int rank = family_rank(c.family);
+            family = &g.by_family[{c.gpu, c.set, c.source, rank, c.family}];
+            op = c.family != "e2e" ? &g.by_op[{c.gpu, c.set, c.source, rank, c.op}] : nullptr;
+            prev = &c;
+        }
+        family->push_back(&c);
+        if (op != nullptr) op->push_back(&c);
     }
     return g;
 }
@@ -923,7 +945,10 @@ ordered_json verdict(const std::string& name, const std::string& threshold, doub
     ordered_json failing = ordered_json::array();
     for (const auto& [key, pct] : values) {
         if (std::fabs(pct) <= limit_pct) continue;
-        failing.push_back({{"gpu", std::get<0>(key)}, {"set", std::get<1>(key)}, {"family", std::get<3>(key)}, {"value_pct", pct}});
+        ordered_json f = {{"gpu", key.gpu}, {"set", key.set}, {"source", key.source}};
+        if (key.name != "e2e") f["family"] = key.name;
+        f["value_pct"] = pct;
+        failing.push_back(std::move(f));
     }
     v["status"] = values.empty() ? "no cases" : failing.empty() ? "pass" : "fail";
     v["groups"] = values.size();
@@ -935,7 +960,7 @@ ordered_json verdicts_json(const Groups& g) {
     std::vector<std::tuple<GroupKey, double>> family_median, e2e_median, bias;
     for (const auto& [key, cs] : g.by_family) {
         const Stats s = stats_of(cs);
-        const std::string& family = std::get<3>(key);
+        const std::string& family = key.name;
         if (family == "e2e") e2e_median.emplace_back(key, 100 * s.median);
         else if (family != "other") family_median.emplace_back(key, 100 * s.median);
         if (family != "other") bias.emplace_back(key, 100 * s.bias);
@@ -952,7 +977,7 @@ ordered_json sample_json(const Groups& g) {
     // order; every end-to-end case.
     ordered_json a = ordered_json::array();
     for (const auto& [key, cs] : g.by_family)
-        for (std::size_t i : evenly_spaced(cs.size(), std::get<3>(key) == "e2e" ? 0 : 100)) a.push_back(case_json(*cs[i]));
+        for (std::size_t i : evenly_spaced(cs.size(), key.name == "e2e" ? 0 : 100)) a.push_back(case_json(*cs[i]));
     return a;
 }
 
@@ -981,17 +1006,20 @@ ordered_json document(const MeasurementSet& set, const ValidateOptions& opt, con
     for (const auto& in : set.inputs) inputs.push_back({{"file", in.file}, {"kind", in.kind}, {"rows", in.rows}});
     doc["inputs"] = inputs;
 
-    std::map<std::pair<std::string, std::string>, std::pair<std::string, std::size_t>> gpus;  // (gpu, set) -> spec, cases
+    std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::string, std::size_t>> gpus;  // (gpu, set, source) -> spec, cases
     std::size_t predicted = 0, errors = 0;
     for (const ValidationCase& c : set.cases) {
-        auto& e = gpus[{c.gpu, c.set}];
+        auto& e = gpus[{c.gpu, c.set, c.source}];
         e.first = c.spec;
         ++e.second;
         predicted += usable(c) ? 1 : 0;
         errors += c.error.empty() ? 0 : 1;
     }
     ordered_json ga = ordered_json::array();
-    for (const auto& [key, v] : gpus) ga.push_back({{"gpu", key.first}, {"spec", v.first}, {"set", key.second}, {"cases", v.second}});
+    for (const auto& [key, v] : gpus) {
+        const auto& [gpu, set_name, source] = key;
+        ga.push_back({{"gpu", gpu}, {"spec", v.first}, {"set", set_name}, {"source", source}, {"cases", v.second}});
+    }
     doc["gpus"] = ga;
     std::size_t skipped = 0;
     for (const auto& [op, n] : set.skipped) skipped += n;
@@ -1011,12 +1039,12 @@ ordered_json document(const MeasurementSet& set, const ValidateOptions& opt, con
     ordered_json by_family = ordered_json::array(), by_op = ordered_json::array(), e2e = ordered_json::array();
     std::vector<const ValidationCase*> all_ops;
     for (const auto& [key, cs] : g.by_family) {
-        ordered_json j = {{"gpu", std::get<0>(key)}, {"spec", g.spec.at(std::get<0>(key))}, {"set", std::get<1>(key)}};
-        if (std::get<3>(key) != "e2e") j["family"] = std::get<3>(key);
+        ordered_json j = {{"gpu", key.gpu}, {"spec", g.spec.at(key.gpu)}, {"set", key.set}, {"source", key.source}};
+        if (key.name != "e2e") j["family"] = key.name;
         put_stats(j, stats_of(cs));
         ordered_json worst = ordered_json::array();
-        for (const ValidationCase* c : worst_of(cs, std::get<3>(key) == "e2e" ? cs.size() : opt.worst)) worst.push_back(case_json(*c));
-        if (std::get<3>(key) == "e2e") {
+        for (const ValidationCase* c : worst_of(cs, key.name == "e2e" ? cs.size() : opt.worst)) worst.push_back(case_json(*c));
+        if (key.name == "e2e") {
             j["cases"] = worst;  // every end-to-end case, worst first
             e2e.push_back(std::move(j));
         } else {
@@ -1026,7 +1054,7 @@ ordered_json document(const MeasurementSet& set, const ValidateOptions& opt, con
         }
     }
     for (const auto& [key, cs] : g.by_op) {
-        ordered_json j = {{"gpu", std::get<0>(key)}, {"set", std::get<1>(key)}, {"op", std::get<3>(key)}};
+        ordered_json j = {{"gpu", key.gpu}, {"set", key.set}, {"source", key.source}, {"op", key.name}};
         put_stats(j, stats_of(cs));
         by_op.push_back(std::move(j));
     }
@@ -1120,7 +1148,7 @@ void predict_measurements(MeasurementSet& set, const ValidateOptions& opt) {
     predict_all(set, p, default_values(opt));
 }
 
-ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt) {
+ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std::vector<ValidationCase>* predicted) {
     std::vector<ValidationCase>& cases = set.cases;
     std::set<std::string> fitting;
     for (const std::string& g : opt.fitting_gpus) fitting.insert(device_key(g));
@@ -1161,7 +1189,20 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt) {
         for (const std::string& g : pool_gpus) gl.push_back(g);
         fit_doc = {{"gpus", gl}, {"cases", fit.cases}, {"values", values_json(fit.values)}, {"objective_default", fit.before}, {"objective_fitted", fit.after}};
     }
-    return document(set, opt, defaults, folds, fit_doc);
+    ordered_json doc = document(set, opt, defaults, folds, fit_doc);
+    if (predicted != nullptr) *predicted = std::move(set.cases);
+    return doc;
+}
+
+std::string validation_cases_csv(const std::vector<ValidationCase>& cases) {
+    std::string out = "file,row,gpu,spec,set,source,op,family,shape,measured_s,predicted_s,error_pct\n";
+    for (const ValidationCase& c : cases) {
+        const bool ok = c.predicted_s > 0 && c.error.empty();
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{},{}\n", csv_quote(c.file), c.row, csv_quote(c.gpu), csv_quote(c.spec), c.set, c.source,
+                           csv_quote(c.op), c.family, csv_quote(shape_text(c)), c.measured_s, ok ? fmt::format("{:.9g}", c.predicted_s) : "",
+                           ok ? fmt::format("{:.6g}", 100 * (c.predicted_s / c.measured_s - 1)) : "");
+    }
+    return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1173,6 +1214,11 @@ std::string pct(double v) { return fmt::format("{:.1f}%", v); }
 std::string spct(double v) { return fmt::format("{:+.1f}%", v); }
 
 std::string clip(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(0, n - 3) + "..."; }
+
+// The GPU column: a `measure` JSON's rows are marked, beside the same GPU's PyTorch rows.
+std::string gpu_label(const ordered_json& j) {
+    return j.value("source", "") == "measure" ? clip(j["gpu"].get<std::string>(), 20) + " [measure]" : clip(j["gpu"].get<std::string>(), 30);
+}
 
 std::string stats_row(const ordered_json& j) {
     return fmt::format("{:>7} {:>8} {:>8} {:>8}", j["n"].get<std::size_t>(), pct(j["median_abs_error_pct"].get<double>()),
@@ -1216,19 +1262,21 @@ std::string render_validation(const ordered_json& doc) {
     const ordered_json& s = doc["summary"];
     std::string o = fmt::format("roofline validate: {} cases from {} file(s), {} predicted, {} errors, {} rows skipped\n", s["cases"].get<std::size_t>(),
                                 doc["inputs"].size(), s["predicted"].get<std::size_t>(), s["errors"].get<std::size_t>(), s["skipped"].get<std::size_t>());
-    const bool loo = doc["settings"]["leave_one_out"] == "gpu";
-    o += loo ? "sets: validation = each fitting GPU predicted with the fitted terms refitted without it (leave one GPU out); held-out = never fitted on\n"
-             : "sets: fit = predicted with the compiled-in fitted terms, which were fitted on these GPUs (in-sample); held-out = never fitted on\n";
+    std::set<std::string> sets;
+    for (const auto& g : doc["gpus"]) sets.insert(g["set"].get<std::string>());
+    if (sets.count("fit")) o += "set fit: predicted with the compiled-in fitted terms, which were fitted on these GPUs (in-sample)\n";
+    if (sets.count("validation")) o += "set validation: each fitting GPU predicted with the fitted terms refitted without it (leave one GPU out)\n";
+    if (sets.count("held-out")) o += "set held-out: GPUs and runs never used for fitting, predicted with the compiled-in fitted terms\n";
     o += "error = predicted / measured - 1; median and p90 of |error|, bias = median signed error\n\n";
-    o += fmt::format("{:<24} {:<16} {:<11} {:<12} {:>7} {:>8} {:>8} {:>8}\n", "GPU", "spec", "set", "family", "n", "median", "p90", "bias");
+    o += fmt::format("{:<30} {:<16} {:<11} {:<12} {:>7} {:>8} {:>8} {:>8}\n", "GPU", "spec", "set", "family", "n", "median", "p90", "bias");
     for (const auto& j : doc["by_family"]) {
-        o += fmt::format("{:<24} {:<16} {:<11} {:<12} {}\n", clip(j["gpu"].get<std::string>(), 24), clip(j["spec"].get<std::string>(), 16),
+        o += fmt::format("{:<30} {:<16} {:<11} {:<12} {}\n", gpu_label(j), clip(j["spec"].get<std::string>(), 16),
                          j["set"].get<std::string>(), j["family"].get<std::string>(), stats_row(j));
     }
     o += "\nEnd to end (step time)\n";
-    o += fmt::format("{:<24} {:<16} {:<11} {:>7} {:>8} {:>8} {:>8}\n", "GPU", "spec", "set", "n", "median", "p90", "bias");
+    o += fmt::format("{:<30} {:<16} {:<11} {:>7} {:>8} {:>8} {:>8}\n", "GPU", "spec", "set", "n", "median", "p90", "bias");
     for (const auto& j : doc["end_to_end"]) {
-        o += fmt::format("{:<24} {:<16} {:<11} {}\n", clip(j["gpu"].get<std::string>(), 24), clip(j["spec"].get<std::string>(), 16), j["set"].get<std::string>(),
+        o += fmt::format("{:<30} {:<16} {:<11} {}\n", gpu_label(j), clip(j["spec"].get<std::string>(), 16), j["set"].get<std::string>(),
                          stats_row(j));
     }
     if (doc["end_to_end"].empty()) o += "  (no end-to-end cases)\n";
@@ -1241,8 +1289,9 @@ std::string render_validation(const ordered_json& doc) {
             const auto worst = std::max_element(failing.begin(), failing.end(), [](const auto& a, const auto& b) {
                 return std::fabs(a["value_pct"].template get<double>()) < std::fabs(b["value_pct"].template get<double>());
             });
-            detail = fmt::format(": {} of {} groups miss (worst: {} {} {})", failing.size(), v["groups"].get<std::size_t>(), (*worst)["gpu"].get<std::string>(),
-                                 (*worst)["family"].get<std::string>(), pct((*worst)["value_pct"].get<double>()));
+            detail = fmt::format(": {} of {} groups miss (worst: {}{} {} {})", failing.size(), v["groups"].get<std::size_t>(), (*worst)["gpu"].get<std::string>(),
+                                 worst->value("source", "") == "measure" ? " [measure]" : "", worst->value("family", "end to end"),
+                                 pct((*worst)["value_pct"].get<double>()));
         } else {
             detail = fmt::format(": {} groups", v["groups"].get<std::size_t>());
         }

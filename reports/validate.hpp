@@ -3,8 +3,9 @@
 // "Predictions you can trust"). Three kinds of input:
 //   * per-op latency CSVs in the public NeuSight layout (linear, bmm, conv, softmax, ln, add, mul,
 //     div, pow, gelu, relu, tanh: OPName, Latency_ms, Device and the shape columns): each row is
-//     one op built as a tiny graph (fp32, inference, eager runtime) and predicted as the sum of
-//     its modelled kernel times;
+//     one op built as a tiny graph (fp32, inference, eager runtime) and predicted as that op timed
+//     alone in a loop of calls (single_call_latency_s: its modelled kernels and the host's
+//     dispatch of the call);
 //   * end_to_end.csv (device, model, mode, seq, batch, e2e_ms): a Hugging Face config
 //     (configs/<model>.json) at that batch and sequence length, predicted as the schedule's step;
 //   * a `roofline measure` JSON: per kernel and step, joined by reports/compare.
@@ -69,6 +70,7 @@ struct ValidationCase {
     double measured_s = 0;
     double predicted_s = 0;  // 0 until predicted (or when it could not be)
     std::string set;         // fit, validation, held-out
+    std::string source = "pytorch";  // pytorch (a latency CSV: eager PyTorch) or measure (a `roofline measure` JSON)
     std::string error;       // why it could not be predicted (end-to-end models that do not load)
     // How it is predicted (internal to validate.cpp).
     std::vector<std::int64_t> dims;     // op cases: the shape columns in file order
@@ -99,7 +101,12 @@ void predict_measurements(MeasurementSet& set, const ValidateOptions& opt);
 
 // Predicts every case (and refits per GPU with leave_one_out) and returns the
 // "roofline-validation/1" document (docs/report-schema.md).
-nlohmann::ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt);
+// With `predicted`, the cases are handed back with their predictions (validation_cases_csv).
+nlohmann::ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std::vector<ValidationCase>* predicted = nullptr);
+
+// Every case as a CSV row (docs/report-schema.md, "validate --csv"): file, row, gpu, spec, set,
+// source, op, family, shape, measured_s, predicted_s, error_pct; in input order.
+std::string validation_cases_csv(const std::vector<ValidationCase>& cases);
 
 // The terminal text: tables per GPU x family, end to end, the fit, the verdicts, the worst cases.
 std::string render_validation(const nlohmann::ordered_json& doc);

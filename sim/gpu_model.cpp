@@ -199,10 +199,10 @@ std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType 
     return k;
 }
 
-// Materialised attention as frameworks run it unfused (PyTorch's math sdpa, transformers' eager
-// attention): S = Q K^T (a batched GEMM), S * scale, the causal mask, P = softmax(S) (a row
-// kernel), O = P V (a batched GEMM): one kernel per term of the op's own work (ops/attention_op.cpp
-// counts the same terms), so the parts add up to exactly the work its lower bound is taken from.
+// Materialised attention: S = Q K^T (a batched GEMM), P = softmax(mask(scale * S)) (a row kernel
+// with the scale and mask in its pass), O = P V (a batched GEMM): one kernel per term of the op's
+// own work (ops/attention_op.cpp counts the same terms), so the parts add up to exactly the work
+// its lower bound is taken from.
 Kernel attention_kernels(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt, DType d) {
     const Node& node = g.node(n);
     const TensorDesc& qd = g.tensor(node.inputs[0]).desc;
@@ -230,13 +230,13 @@ Kernel attention_kernels(const Graph& g, NodeId n, const Hardware& hw, const Gpu
     Kernel k1 = best_gemm(GemmShape{batch, sq, sk, dq, {}, 0, 1}, count_work(OpKind::matmul, qk_in, s1, tb), d, hw, opt);
     k1.name = node.name + ".qk";
     all.parts.push_back(k1);
+    // The scale and the causal mask in the softmax's pass (ops/attention_op.cpp counts the same).
+    Work smw = count_work(OpKind::softmax, s1, s1, Attrs{});
     Attrs scale;
     scale.set("factor", node.attrs.get_double("scale", 1.0));
-    all.parts.push_back(streaming_part(node.name + ".scale", count_work(OpKind::scale, s1, s1, scale), d, elements));
-    if (node.attrs.get_bool("causal", false)) {
-        all.parts.push_back(streaming_part(node.name + ".mask", count_work(OpKind::causal_mask, s1, s1, Attrs{}), d, elements));
-    }
-    Kernel sm = streaming_part(node.name + ".softmax", count_work(OpKind::softmax, s1, s1, Attrs{}), d, elements);
+    smw.vector_flops += count_work(OpKind::scale, s1, s1, scale).vector_flops;
+    if (node.attrs.get_bool("causal", false)) smw.vector_flops += count_work(OpKind::causal_mask, s1, s1, Attrs{}).vector_flops;
+    Kernel sm = streaming_part(node.name + ".softmax", smw, d, elements);
     sm.row = true;
     const std::int64_t rows = std::max<std::int64_t>(1, elements / std::max<std::int64_t>(1, sk));
     if (sk <= 1024) {

@@ -59,7 +59,7 @@ TEST_CASE("every catalog spec loads and is internally consistent", "[hardware]")
     }
 }
 
-TEST_CASE("bf16 ridge points over device memory match ../shared/notes/hardware.md", "[hardware]") {
+TEST_CASE("bf16 ridge points over device memory match the datasheet figures", "[hardware]") {
     // Dense bf16 peak / device-memory bandwidth, FLOP/byte. Tolerance 2%: the note rounds, and the
     // TPU bandwidths are approximate ("~") there.
     const std::pair<const char*, double> expected[] = {

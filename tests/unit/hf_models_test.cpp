@@ -1,5 +1,5 @@
 // Hugging Face models of the public NeuSight end-to-end measurements
-// (tests/data/public/neusight/configs/, copies of /work/shared/data/neusight-train/configs/):
+// (tests/data/public/neusight/configs/, copies of the public NeuSight configs, tests/data/public/neusight/README.md):
 // gpt2_large, gpt3_xl, gpt3_27 (GPT2LMHeadModel), bert_large (BertLMHeadModel), opt_13
 // (OPTForCausalLM) and switchxl4 (SwitchTransformersForConditionalGeneration). Every config loads
 // and builds for inference and for a training step without optimizer (--optimizer none, what the

@@ -154,10 +154,10 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::cross_entropy, {T({2, 5}), i64_2}, {}, "f32[]", {.vf = 35, .tr = 12, .br = 56, .bw = 4}},
         // attention q, k, v f32[2,4,3]: scores [2,4,4] (32 elements).
         // QK^T 2*2*4*4*3 = 192 + PV 2*2*4*3*4 = 192 -> 384; scale 32 + softmax 4*32 = 160; 32 exp.
-        // read: QK^T (24+24)*4 = 192, scale 128, softmax 128, PV (32+24)*4 = 224 -> 672;
-        // write: scores 128, scaled 128, softmax 128, out 24*4 = 96 -> 480
+        // (the scale in the softmax's pass) read: QK^T (24+24)*4 = 192, softmax 128, PV (32+24)*4 = 224 -> 544;
+        // write: scores 128, softmax 128, out 24*4 = 96 -> 352
         {OpKind::attention, {T({2, 4, 3}), T({2, 4, 3}), T({2, 4, 3})}, {}, "f32[2,4,3]",
-         {.mf = 384, .vf = 160, .tr = 32, .br = 672, .bw = 480}},
+         {.mf = 384, .vf = 160, .tr = 32, .br = 544, .bw = 352}},
         // unary_grad of silu: 8 per element + one exp: 48, 6; read dy + x = 48; write 24
         {OpKind::unary_grad, {X, X}, A({{"of", str("silu")}}), "f32[2,3]", {.vf = 48, .tr = 6, .br = 48, .bw = 24}},
         // maximum_grad(dy, a, b): 3 per dy element = 18; read (6+6+3)*4 = 60; write two [2,3] = 48
@@ -768,8 +768,9 @@ Work attention_parts(const TensorDesc& q, const TensorDesc& k, const TensorDesc&
     const Attrs tb = A({{"transpose_b", true}});
     const std::vector<TensorDesc> s = infer_outputs(OpKind::matmul, qk, tb);
     Work w = count_work(OpKind::matmul, qk, s, tb);
-    w += count_work(OpKind::scale, s, s, A({{"factor", scale}}));
-    if (causal) w += count_work(OpKind::causal_mask, s, s, Attrs{});
+    // Three kernels: the scale and the mask run in the softmax's pass (their FLOPs, not their traffic).
+    w.vector_flops += count_work(OpKind::scale, s, s, A({{"factor", scale}})).vector_flops;
+    if (causal) w.vector_flops += count_work(OpKind::causal_mask, s, s, Attrs{}).vector_flops;
     w += count_work(OpKind::softmax, s, s, Attrs{});
     const std::vector<TensorDesc> pv = {s[0], v};
     const std::vector<TensorDesc> o = infer_outputs(OpKind::matmul, pv, Attrs{});
@@ -779,7 +780,7 @@ Work attention_parts(const TensorDesc& q, const TensorDesc& k, const TensorDesc&
 
 }  // namespace
 
-TEST_CASE("ops_test: attention is matmul + scale + (causal_mask) + softmax + matmul", "[ops]") {
+TEST_CASE("ops_test: attention is matmul + fused scale-(mask)-softmax + matmul", "[ops]") {
     // q [3,5,8] (batch 3, Sq 5, D 8), k [3,7,8] (Sk 7), v [3,7,6] (Dv 6); scores [3,5,7] = 105 elements
     const TensorDesc q = T({3, 5, 8}), k = T({3, 7, 8}), v = T({3, 7, 6});
     SECTION("by hand") {
@@ -787,13 +788,14 @@ TEST_CASE("ops_test: attention is matmul + scale + (causal_mask) + softmax + mat
         CHECK(descs(plain.out) == "f32[3,5,6]");
         // QK^T: 2*3*5*7*8 = 1680; PV: 2*3*5*6*7 = 1260; total 2940
         // vector: scale 105 + softmax 4*105 = 420 -> 525; transcendentals: 105 exp
-        // read:  QK^T (120 + 168)*4 = 1152, scale 420, softmax 420, PV (105 + 126)*4 = 924 -> 2916
-        // write: scores 420, scaled 420, softmax 420, out 90*4 = 360 -> 1620
-        check_counts(plain.work, {.mf = 2940, .vf = 525, .tr = 105, .br = 2916, .bw = 1620}, "non-causal");
-        // causal adds one select per score (105) and a read and a write of the scores (420 each)
+        // three kernels, the scale (and mask) in the softmax's pass:
+        // read:  QK^T (120 + 168)*4 = 1152, softmax 420, PV (105 + 126)*4 = 924 -> 2496
+        // write: scores 420, softmax 420, out 90*4 = 360 -> 1200
+        check_counts(plain.work, {.mf = 2940, .vf = 525, .tr = 105, .br = 2496, .bw = 1200}, "non-causal");
+        // causal adds one select per score (105 FLOPs), no traffic
         const Ran causal = run_op(OpKind::attention, {q, k, v}, A({{"causal", true}}));
         CHECK(descs(causal.out) == "f32[3,5,6]");
-        check_counts(causal.work, {.mf = 2940, .vf = 630, .tr = 105, .br = 3336, .bw = 2040}, "causal");
+        check_counts(causal.work, {.mf = 2940, .vf = 630, .tr = 105, .br = 2496, .bw = 1200}, "causal");
     }
     SECTION("equals the sum of its parts' own counts") {
         for (bool causal : {false, true}) {
