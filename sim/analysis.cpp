@@ -17,27 +17,53 @@ namespace roofline {
 
 std::string_view runtime_name(Runtime r) { return r == Runtime::eager ? "eager" : "native"; }
 
-double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt) {
-    if (opt.runtime != Runtime::eager) return 0;
-    // Dispatcher calls per node, as a PyTorch profiler trace of one call lists them: nn.Linear is
-    // linear -> t + addmm (3), nn.LayerNorm layer_norm -> native_layer_norm (2), softmax
-    // softmax -> _softmax (2), nn.Conv2d conv2d -> convolution -> _convolution ->
-    // cudnn_convolution (4), cross-entropy log_softmax + nll_loss (2); every other op, view or
-    // gradient node is one call.
-    double calls = 1.0;
-    switch (g.node(n).kind) {
-        case OpKind::linear: calls = 3.0; break;
-        case OpKind::conv2d: calls = 4.0; break;
-        case OpKind::layernorm: case OpKind::softmax: case OpKind::cross_entropy: calls = 2.0; break;
+int eager_host_steps(const Graph& g, NodeId n, int launches) {
+    // One step per dispatcher call (views included), per output allocated and per kernel launched,
+    // as a PyTorch 2.1 profiler trace of one call lists them (aten/src/ATen/native/):
+    //   x + y, tanh(x), gelu(x): the op, empty (its output), the launch: 3;
+    //   relu: relu -> clamp_min: one call more;
+    //   softmax -> _softmax, cross_entropy -> log_softmax -> _log_softmax + nll_loss: one more;
+    //   layer_norm -> native_layer_norm, which also allocates mean and rstd: three more;
+    //   nn.Linear: linear -> t -> transpose -> as_strided, addmm with the bias expanded (expand,
+    //   as_strided) and copied into the output first (its own launch, eager_parts): five more;
+    //   nn.Conv2d: conv2d -> convolution -> _convolution -> cudnn_convolution, the bias reshaped
+    //   and added in place (its own launch, eager_parts): four more (cuDNN's own host work is
+    //   eager_cudnn_host_s).
+    const Node& node = g.node(n);
+    int steps = 1 + launches;
+    if (launches > 0) steps += static_cast<int>(node.outputs.size());
+    switch (node.kind) {
+        case OpKind::relu: case OpKind::softmax: steps += 1; break;
+        case OpKind::cross_entropy: steps += 2; break;
+        case OpKind::layernorm: steps += 3; break;
+        case OpKind::linear: steps += 5; break;
+        case OpKind::conv2d: steps += 4; break;
         default: break;
     }
-    return calls * opt.eager_op_host_s;
+    return steps;
 }
+
+double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt, int launches) {
+    if (opt.runtime != Runtime::eager) return 0;
+    double host = eager_host_steps(g, n, launches) * opt.eager_op_host_s;
+    const OpKind k = g.node(n).kind;
+    if (k == OpKind::conv2d || k == OpKind::conv2d_grad_input || k == OpKind::conv2d_grad_weight) host += opt.eager_cudnn_host_s;
+    return host;
+}
+
+namespace {
+
+int kernel_launches(const OpAnalysis& op) {
+    if (!op.kernel) return 0;
+    return op.kernel->parts.empty() ? 1 : static_cast<int>(op.kernel->parts.size());
+}
+
+}  // namespace
 
 double single_call_latency_s(const Graph& g, const Analysis& a, const AnalysisOptions& opt) {
     double host = 0, device = 0;
     for (const OpAnalysis& op : a.ops) {
-        host += eager_host_s(g, op.node, opt);
+        host += eager_host_s(g, op.node, opt, kernel_launches(op));
         device += op.modelled ? op.modelled->time_s : op.roofline.time_s;
     }
     if (host <= 0) return device;
@@ -189,8 +215,10 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
     ScheduleOptions sched = opt.schedule;
     std::vector<double> host;
     if (opt.runtime == Runtime::eager) {
-        host.resize(g.nodes().size());
-        for (std::size_t i = 0; i < host.size(); ++i) host[i] = eager_host_s(g, static_cast<NodeId>(i), opt);
+        host.assign(g.nodes().size(), 0.0);
+        std::vector<int> launches(g.nodes().size(), 0);
+        for (const OpAnalysis& op : a.ops) launches[static_cast<std::size_t>(op.node)] = kernel_launches(op);
+        for (std::size_t i = 0; i < host.size(); ++i) host[i] = eager_host_s(g, static_cast<NodeId>(i), opt, launches[i]);
         sched.host_s = &host;
     } else if (hw.kind == HardwareKind::gpu && opt.gpu.host_issue) {
         sched.launch_overhead_s = hw.launch_overhead_s.value;

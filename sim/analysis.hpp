@@ -76,23 +76,30 @@ struct AnalysisOptions {
     // tensors kept on chip hold no device memory. Null: one kernel per op.
     const FusionPlan* fusion = nullptr;
     KernelCostCache* cost_cache = nullptr;  // null: a cache local to the call
-    // Eager runtime: host time of one ATen dispatcher call made from Python (argument parsing,
-    // dispatch, allocation, launch), paid per call before the call's kernels can start. PyTorch
-    // issue #41383 (maintainer ngimel: ~2 us of C++ and about as much Python per trivial op,
-    // ~5-7 us with autograd). Fitted (sim/fitted.hpp) on the public per-op timings.
-    double eager_op_host_s = 13.3e-6;
+    // Eager runtime: host time of one dispatcher step made from Python: an ATen op call (argument
+    // parsing, dispatch), an output allocation or a kernel launch (eager_host_steps), paid before
+    // the call's kernels can start. PyTorch issue #41383 (maintainer ngimel: ~2 us of C++ and
+    // about as much Python per trivial op, ~5-7 us with autograd); cudaLaunchKernel costs a few
+    // us. Fitted (sim/fitted.hpp) on the public per-op timings.
+    double eager_op_host_s = 4.69e-6;
+    // Host time cuDNN adds to each convolution call (the v8 API's execution-plan lookup and
+    // launch, on top of the dispatcher steps). Fitted (sim/fitted.hpp).
+    double eager_cudnn_host_s = 150e-6;
     // A single call timed by CUDA events (the public per-op measurements) also pays recording the
     // events and waiting for them, once per timed call. Fitted (sim/fitted.hpp).
-    double eager_timing_host_s = 15.9e-6;
+    double eager_timing_host_s = 15.8e-6;
     // One call timed alone, repeatedly: host and device times overlap across calls, latency =
     // (host^p + device^p)^(1/p); p = 1 is a sum, a large p their maximum. Fitted (sim/fitted.hpp):
     // it stands for the jitter between host and device in such a loop.
-    double eager_overlap_p = 1.3;
+    double eager_overlap_p = 1.2;
 };
 
-// Eager runtime: the host time to dispatch node n (its ATen calls; views and other zero-work
-// nodes are calls too). 0 in the native runtime.
-double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt);
+// Eager runtime: the dispatcher steps of node n when it launches `launches` kernels (its ATen
+// calls, views and other zero-work nodes included; its output allocations; its launches).
+int eager_host_steps(const Graph& g, NodeId n, int launches);
+// Eager runtime: the host time to dispatch node n (eager_host_steps, and cuDNN's own host work for
+// convolutions). 0 in the native runtime.
+double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt, int launches);
 // The latency of the graph's ops timed as one call repeated in eager PyTorch (the public per-op
 // measurements): host dispatch and device time overlapping as AnalysisOptions::eager_overlap_p says.
 double single_call_latency_s(const Graph& g, const struct Analysis& a, const AnalysisOptions& opt);

@@ -184,6 +184,8 @@ std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType 
     k.work = w;
     k.dtype = d;
     k.row = true;
+    k.latency_bound_row = node.kind == OpKind::softmax || node.kind == OpKind::softmax_grad || node.kind == OpKind::cross_entropy ||
+                          node.kind == OpKind::cross_entropy_grad;
     if (node.kind == OpKind::layernorm || node.kind == OpKind::layernorm_grad) {
         // PyTorch's vectorized_layer_norm_kernel and layer_norm_grad_input_kernel: one 128-thread
         // block (32 x 4) per row, whatever its length (aten/src/ATen/native/cuda/layer_norm_kernel.cu).
@@ -238,6 +240,7 @@ Kernel attention_kernels(const Graph& g, NodeId n, const Hardware& hw, const Gpu
     if (node.attrs.get_bool("causal", false)) smw.vector_flops += count_work(OpKind::causal_mask, s1, s1, Attrs{}).vector_flops;
     Kernel sm = streaming_part(node.name + ".softmax", smw, d, elements);
     sm.row = true;
+    sm.latency_bound_row = true;
     const std::int64_t rows = std::max<std::int64_t>(1, elements / std::max<std::int64_t>(1, sk));
     if (sk <= 1024) {
         sm.launch = LaunchConfig{128, 112, 0};
@@ -347,6 +350,28 @@ void eager_parts(const Graph& g, NodeId n, const Hardware&, Kernel& k) {
         row.name = node.name + ".row";
         row.work.vector_flops = std::max<std::int64_t>(0, w.vector_flops - elements);
         k.parts = {streaming_part(node.name + ".mul", mul, d, elements), row};
+    } else if (node.kind == OpKind::linear && node.inputs.size() > 2 && k.gemm) {
+        // addmm(bias, x, W^T): the bias is expanded and copied into the output (a broadcast copy
+        // kernel), then the GEMM runs with beta = 1 and reads that output back in its epilogue.
+        const TensorDesc& out = g.tensor(node.outputs[0]).desc;
+        Work copy;
+        copy.bytes_read = g.tensor(node.inputs[2]).desc.bytes();
+        copy.bytes_written = out.bytes();
+        Kernel gemm = k;
+        gemm.name = node.name + ".gemm";
+        gemm.work.bytes_read += out.bytes();
+        k.parts = {streaming_part(node.name + ".bias_copy", copy, d, out.numel()), gemm};
+    } else if (node.kind == OpKind::conv2d && node.inputs.size() > 2) {
+        // cudnn_convolution, then output.add_(bias.reshape({1, C, 1, 1})): an in-place broadcast add.
+        const TensorDesc& out = g.tensor(node.outputs[0]).desc;
+        Work add;
+        add.bytes_read = out.bytes() + g.tensor(node.inputs[2]).desc.bytes();
+        add.bytes_written = out.bytes();
+        add.vector_flops = out.numel();
+        Kernel conv = k;
+        conv.name = node.name + ".conv";
+        if (k.parts.empty()) k.parts = {conv};
+        k.parts.push_back(streaming_part(node.name + ".bias_add", add, d, out.numel()));
     } else if (node.kind == OpKind::embedding_grad) {
         const std::int64_t table = g.tensor(node.outputs[0]).desc.bytes(), rows = g.tensor(node.inputs[1]).desc.numel();
         const std::int64_t dy = g.tensor(node.inputs[0]).desc.bytes();
@@ -591,10 +616,19 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         }
         double bps = rates.level_bytes_per_s[std::min<std::size_t>(i, 7)];
         if (i == 0 && !k.gemm) {
-            // Streaming kernels: the fraction of the datasheet bandwidth they reach, never more
-            // than the chip's STREAM-type figure; row kernels lose a share of it to the reduction.
-            bps = std::min(bps, level.bytes_per_s.value * opt.streaming_efficiency);
+            // Streaming kernels: a fraction of the chip's STREAM-type figure (its achieved DRAM
+            // rate); row kernels lose a share of it to the reduction.
+            bps *= std::min(1.0, opt.streaming_efficiency);
             if (k.row) bps *= opt.row_kernel_efficiency;
+            if (k.latency_bound_row) {
+                // Little's law per SM: 1 / rate = 1 / streaming + latency-per-byte / SMs, with the
+                // row efficiency above taken at a reference chip of 9 GB/s of DRAM per SM (the
+                // middle of the public GPUs: T4 6, V100 10, A100 12.6), so that the two terms fit
+                // independently.
+                const double per_sm = rates.dram_bytes_per_s / sms, ref = 9e9;
+                bps *= std::min(1.0 / (opt.streaming_efficiency * opt.row_kernel_efficiency),
+                                (1.0 + opt.row_latency_s_per_byte * ref) / (1.0 + opt.row_latency_s_per_byte * per_sm));
+            }
             // Fewer blocks than SMs stream with fewer SMs' worth of loads in flight.
             bps *= std::min(1.0, static_cast<double>(k.blocks) / sms);
         }

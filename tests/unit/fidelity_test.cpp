@@ -28,6 +28,12 @@ Attrs int_attr(const char* name, std::int64_t v) {
     return a;
 }
 
+Attrs ints_attr(const char* name, std::vector<std::int64_t> v) {
+    Attrs a;
+    a.set(name, std::move(v));
+    return a;
+}
+
 std::vector<Hardware> gpu_specs() {
     std::vector<Hardware> out;
     for (const std::string& name : builtin_hardware_names()) {
@@ -176,8 +182,9 @@ TEST_CASE("eager runtime: ATen's kernels per op and a host that can run behind t
         CHECK(lower_to_kernel(emb, 0, hw, eager)->parts.size() == 3);  // 4096 indices > 3072: sorted first
     }
     SECTION("a chain of tiny ops is host-bound, a chain of large ones GPU-bound") {
-        // Each op costs the host eager_op_host_s to dispatch; kernels start when dispatched and
-        // when their input is ready, so the step is max(host, GPU) with queueing, not a sum.
+        // Each op costs the host its dispatcher steps (relu: the call, clamp_min, the output's
+        // allocation, the launch: 4) to dispatch; kernels start when dispatched and when their
+        // input is ready, so the step is max(host, GPU) with queueing, not a sum.
         auto chain = [](std::int64_t n) {
             Graph g;
             TensorId x = g.add_input("x", {{n}, DType::f32});
@@ -186,20 +193,49 @@ TEST_CASE("eager runtime: ATen's kernels per op and a host that can run behind t
         };
         AnalysisOptions opt;
         opt.runtime = Runtime::eager;
+        const double per_op = 4 * opt.eager_op_host_s;
+        CHECK(eager_host_s(chain(1024), 0, opt, 1) == Approx(per_op));
         const Analysis tiny = analyze(chain(1024), hw, opt);
-        CHECK(tiny.schedule.step_time_s >= 20 * opt.eager_op_host_s);
-        CHECK(tiny.schedule.step_time_s <= 20 * opt.eager_op_host_s + tiny.ops.back().modelled->time_s * 1.0001);
+        CHECK(tiny.schedule.step_time_s >= 20 * per_op);
+        CHECK(tiny.schedule.step_time_s <= 20 * per_op + tiny.ops.back().modelled->time_s * 1.0001);
         const Analysis big = analyze(chain(std::int64_t{1} << 28), hw, opt);
         double kernels = 0;
         for (const OpAnalysis& op : big.ops) kernels += op.modelled->time_s;
-        CHECK(big.schedule.step_time_s == Approx(kernels + opt.eager_op_host_s).epsilon(1e-9));
+        CHECK(big.schedule.step_time_s == Approx(kernels + per_op).epsilon(1e-9));
+    }
+    SECTION("dispatcher steps follow the profiler's trace of each call") {
+        // add: the call, its output, its launch (3); softmax -> _softmax (4); layer_norm ->
+        // native_layer_norm with mean and rstd allocated (6); nn.Linear with a bias: linear, t,
+        // transpose, as_strided, addmm, expand, as_strided, the output, two launches (bias copy,
+        // GEMM) (9); nn.Conv2d with a bias: conv2d and its four inner calls, the output, cuDNN's kernel and the bias add (8).
+        const Graph add = one_op(OpKind::add, {{{64, 64}, DType::f32}, {{64, 64}, DType::f32}});
+        CHECK(eager_host_steps(add, 0, 1) == 3);
+        const Graph sm = one_op(OpKind::softmax, {{{64, 64}, DType::f32}});
+        CHECK(eager_host_steps(sm, 0, 1) == 4);
+        const Graph ln = one_op(OpKind::layernorm, {{{64, 64}, DType::f32}, {{64}, DType::f32}, {{64}, DType::f32}});
+        CHECK(eager_host_steps(ln, 0, 1) == 6);
+        GpuModelOptions eager;
+        eager.eager = true;
+        const Graph lin = one_op(OpKind::linear, {{{256, 512}, DType::f32}, {{1024, 512}, DType::f32}, {{1024}, DType::f32}});
+        const auto k = lower_to_kernel(lin, 0, hw, eager);
+        REQUIRE(k->parts.size() == 2);  // the bias copied into the output, then the GEMM with beta = 1
+        CHECK(k->parts[1].work.bytes_read == lin.work(0).bytes_read + 256 * 1024 * 4);  // reads the output back
+        CHECK(eager_host_steps(lin, 0, 2) == 9);
+        const Graph conv = one_op(OpKind::conv2d, {{{8, 16, 32, 32}, DType::f32}, {{32, 16, 3, 3}, DType::f32}, {{32}, DType::f32}},
+                                  ints_attr("padding", {1, 1}));
+        const auto ck = lower_to_kernel(conv, 0, hw, eager);
+        REQUIRE(ck->parts.size() >= 2);
+        CHECK(ck->parts.back().work.bytes_written == 8 * 32 * 32 * 32 * 4);  // the in-place bias add over the output
+        AnalysisOptions opt;
+        opt.runtime = Runtime::eager;
+        CHECK(eager_host_s(conv, 0, opt, 2) == Approx(8 * opt.eager_op_host_s + opt.eager_cudnn_host_s));
     }
     SECTION("one call timed alone overlaps host and device") {
         AnalysisOptions opt;
         opt.runtime = Runtime::eager;
         const Graph g = one_op(OpKind::add, {{{1 << 26}, DType::f32}, {{1 << 26}, DType::f32}});
         const Analysis a = analyze(g, hw, opt);
-        const double device = a.ops[0].modelled->time_s, host = opt.eager_op_host_s + opt.eager_timing_host_s;
+        const double device = a.ops[0].modelled->time_s, host = 3 * opt.eager_op_host_s + opt.eager_timing_host_s;
         const double t = single_call_latency_s(g, a, opt);
         CHECK(t >= std::max(host, device));
         CHECK(t <= host + device);

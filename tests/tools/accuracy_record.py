@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Writes tests/data/public/neusight-accuracy-record.json, the ratchet of the accuracy tests.
+
+Usage: accuracy_record.py VALIDATION.json [OUT.json]
+VALIDATION.json is `roofline validate tests/data/public/neusight --leave-one-out gpu -o ...` (the
+ctest fixture writes it to build/tests/tmp/accuracy-validation.json). Every (GPU, family) median
+|error| and bias and every GPU's end-to-end median and bias of the validation set are kept, rounded
+to 0.1 point; the test "no GPU x family gets worse than the committed record" reads them back.
+Rewrite the record when a change improves the model, never to let a regression pass.
+"""
+import json
+import sys
+
+
+def main():
+    src = sys.argv[1]
+    out = sys.argv[2] if len(sys.argv) > 2 else "tests/data/public/neusight-accuracy-record.json"
+    with open(src) as f:
+        doc = json.load(f)
+    rec = {"about": "leave-one-GPU-out errors of the committed model on tests/data/public/neusight "
+                    "(tests/tools/accuracy_record.py); the accuracy_record test fails when one gets worse by more than 1 point",
+           "by_family": [], "end_to_end": []}
+    for r in doc["by_family"]:
+        if r["set"] == "validation":
+            rec["by_family"].append({"gpu": r["gpu"], "family": r["family"], "n": r["n"],
+                                     "median_abs_error_pct": round(r["median_abs_error_pct"], 1), "bias_pct": round(r["bias_pct"], 1)})
+    for r in doc["end_to_end"]:
+        if r["set"] == "validation":
+            rec["end_to_end"].append({"gpu": r["gpu"], "n": r["n"],
+                                      "median_abs_error_pct": round(r["median_abs_error_pct"], 1), "bias_pct": round(r["bias_pct"], 1)})
+    with open(out, "w") as f:
+        json.dump(rec, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
