@@ -26,9 +26,9 @@ int eager_host_steps(const Graph& g, NodeId n, int launches) {
     //   layer_norm -> native_layer_norm, which also allocates mean and rstd: three more;
     //   nn.Linear: linear -> t -> transpose -> as_strided, addmm with the bias expanded (expand,
     //   as_strided) and copied into the output first (its own launch, eager_parts): five more;
-    //   nn.Conv2d: conv2d -> convolution -> _convolution -> cudnn_convolution, the bias reshaped
-    //   and added in place (its own launch, eager_parts): four more (cuDNN's own host work is
-    //   eager_cudnn_host_s).
+    //   nn.Conv2d: conv2d -> convolution -> _convolution -> cudnn_convolution: three more, and
+    //   cuDNN's kernels (the public measurements' kernel lists show no separate bias kernel);
+    //   cuDNN's own host work is eager_cudnn_host_s.
     const Node& node = g.node(n);
     int steps = 1 + launches;
     if (launches > 0) steps += static_cast<int>(node.outputs.size());
@@ -37,7 +37,7 @@ int eager_host_steps(const Graph& g, NodeId n, int launches) {
         case OpKind::cross_entropy: steps += 2; break;
         case OpKind::layernorm: steps += 3; break;
         case OpKind::linear: steps += 5; break;
-        case OpKind::conv2d: steps += 4; break;
+        case OpKind::conv2d: steps += 3; break;
         default: break;
     }
     return steps;

@@ -259,14 +259,17 @@ Kernel attention_kernels(const Graph& g, NodeId n, const Hardware& hw, const Gpu
     return all;
 }
 
-// Winograd F(2x2, 3x3) convolution (Lavin & Gray 2016, "Fast Algorithms for Convolutional Neural
-// Networks"), which cuDNN runs for 3x3 stride-1 fp32 convolutions on CUDA cores (its
-// *_scudnn_winograd_128x128_* kernels, a third of the public NeuSight conv measurements): each
-// 2x2 output tile comes from a 4x4 input tile, so the multiplications become 16 batched GEMMs of
-// [N x tiles, C_in] x [C_in, C_out] (2.25x fewer MACs), between an input transform (writes 16/4 =
-// 4x the input) and an output transform (reads 4x the output). cuDNN's heuristics pick it when it
-// is faster than the implicit GEMM, as the model does.
-std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt, DType d) {
+// Winograd F(m x m, 3 x 3) convolution (Lavin & Gray 2016, "Fast Algorithms for Convolutional
+// Neural Networks"), which cuDNN runs for 3x3 stride-1 fp32 convolutions on CUDA cores. Each m x m
+// output tile comes from an a x a input tile (a = m + 2), so the multiplications become a^2 batched
+// GEMMs of [N x tiles, C_in] x [C_in, C_out] (9 m^2 / a^2 times fewer MACs than direct: 2.25x for
+// m = 2, 4x for m = 4), between an input transform (writes a^2 / m^2 x the input), a filter
+// transform (a^2 x C_in x C_out, every call) and an output transform (reads a^2 / m^2 x the
+// output). The public NeuSight measurements list both: the fused *_scudnn_winograd_128x128_*
+// kernels (F(2x2, 3x3)) and cuDNN's non-fused winogradforwarddata4x4 / winogradforwardfilter4x4 /
+// sgemm / winogradforwardoutput4x4 sequence (F(4x4, 3x3)), on every GPU. cuDNN's heuristics pick
+// the fastest algorithm, as the model does.
+std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt, DType d, std::int64_t m) {
     const Node& node = g.node(n);
     const Shape& x = g.tensor(node.inputs[0]).desc.shape;
     const Shape& wt = g.tensor(node.inputs[1]).desc.shape;
@@ -276,7 +279,8 @@ std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw
         node.attrs.get_ints("dilation", {1, 1}) != std::vector<std::int64_t>{1, 1}) {
         return std::nullopt;
     }
-    const std::int64_t tiles = out[0] * ceil_div(out[2], 2) * ceil_div(out[3], 2);
+    const std::int64_t a = m + 2, a2 = a * a;
+    const std::int64_t tiles = out[0] * ceil_div(out[2], m) * ceil_div(out[3], m);
     const std::int64_t cin = x[1], cout = out[1], elt = dtype_bytes(d);
     const Work total = g.work(n);
     Kernel all;
@@ -284,21 +288,28 @@ std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw
     all.dtype = d;
     Work in;
     in.bytes_read = g.tensor(node.inputs[0]).desc.bytes();
-    in.bytes_written = 16 * tiles * cin * elt;
-    in.vector_flops = 32 * tiles * cin;  // B^T d B: 4 x 4 additions per tile row and column
-    all.parts.push_back(streaming_part(node.name + ".winograd_in", in, d, 16 * tiles * cin));
+    in.bytes_written = a2 * tiles * cin * elt;
+    in.vector_flops = 2 * a * a2 * tiles * cin;  // B^T d B as dense a x a products (an upper bound; the transforms stream)
+    all.parts.push_back(streaming_part(node.name + ".winograd_in", in, d, a2 * tiles * cin));
+    if (m > 2) {  // the non-fused algorithm transforms the filter in its own kernel on every call
+        Work f;
+        f.bytes_read = g.tensor(node.inputs[1]).desc.bytes();
+        f.bytes_written = a2 * cin * cout * elt;
+        f.vector_flops = 2 * 3 * a2 * cin * cout;  // G g G^T
+        all.parts.push_back(streaming_part(node.name + ".winograd_filter", f, d, a2 * cin * cout));
+    }
     Work mm;
-    mm.matrix_flops = 2 * 16 * tiles * cin * cout;
-    mm.bytes_read = in.bytes_written + 16 * cin * cout * elt;
-    mm.bytes_written = 16 * tiles * cout * elt;
-    Kernel gemm = best_gemm(GemmShape{16, tiles, cout, cin, {}, 0, 1}, mm, d, hw, opt);
+    mm.matrix_flops = 2 * a2 * tiles * cin * cout;
+    mm.bytes_read = in.bytes_written + a2 * cin * cout * elt;
+    mm.bytes_written = a2 * tiles * cout * elt;
+    Kernel gemm = best_gemm(GemmShape{a2, tiles, cout, cin, {}, 0, 1}, mm, d, hw, opt);
     gemm.name = node.name + ".winograd_gemm";
     all.parts.push_back(gemm);
     Work o;
     o.bytes_read = mm.bytes_written;
     o.bytes_written = g.tensor(node.outputs[0]).desc.bytes();
-    o.vector_flops = 24 * tiles * cout;  // A^T m A
-    all.parts.push_back(streaming_part(node.name + ".winograd_out", o, d, 16 * tiles * cout));
+    o.vector_flops = 2 * m * a * a * tiles * cout;  // A^T M A
+    all.parts.push_back(streaming_part(node.name + ".winograd_out", o, d, a2 * tiles * cout));
     all.launch = gemm.launch;
     all.blocks = gemm.blocks;
     all.transformed = true;  // fewer MACs than the op's work: capped at the op's bound (Kernel::transformed)
@@ -361,17 +372,6 @@ void eager_parts(const Graph& g, NodeId n, const Hardware&, Kernel& k) {
         gemm.name = node.name + ".gemm";
         gemm.work.bytes_read += out.bytes();
         k.parts = {streaming_part(node.name + ".bias_copy", copy, d, out.numel()), gemm};
-    } else if (node.kind == OpKind::conv2d && node.inputs.size() > 2) {
-        // cudnn_convolution, then output.add_(bias.reshape({1, C, 1, 1})): an in-place broadcast add.
-        const TensorDesc& out = g.tensor(node.outputs[0]).desc;
-        Work add;
-        add.bytes_read = out.bytes() + g.tensor(node.inputs[2]).desc.bytes();
-        add.bytes_written = out.bytes();
-        add.vector_flops = out.numel();
-        Kernel conv = k;
-        conv.name = node.name + ".conv";
-        if (k.parts.empty()) k.parts = {conv};
-        k.parts.push_back(streaming_part(node.name + ".bias_add", add, d, out.numel()));
     } else if (node.kind == OpKind::embedding_grad) {
         const std::int64_t table = g.tensor(node.outputs[0]).desc.bytes(), rows = g.tensor(node.inputs[1]).desc.numel();
         const std::int64_t dy = g.tensor(node.inputs[0]).desc.bytes();
@@ -449,8 +449,10 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
             k = best_gemm(s, w, d, hw, opt, false, al.output);
         }
         if (node.kind == OpKind::conv2d && !k.tensor_cores) {
-            if (auto wino = winograd_conv(g, n, hw, opt, d); wino && gpu_kernel_cost(*wino, hw, opt).time_s < gpu_kernel_cost(k, hw, opt).time_s) {
-                k = *wino;
+            for (const std::int64_t m : {2, 4}) {
+                if (auto wino = winograd_conv(g, n, hw, opt, d, m); wino && gpu_kernel_cost(*wino, hw, opt).time_s < gpu_kernel_cost(k, hw, opt).time_s) {
+                    k = *wino;
+                }
             }
         }
     } else {
