@@ -89,6 +89,25 @@ Work binary_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs
     return w;
 }
 
+// pow(x, exponent) with the exponent a tensor (numpy broadcasting), as torch.pow(x, y) runs it in
+// one kernel (ATen's pow_tensor_tensor_kernel): exp2(y * log2(x)) per element, one multiply and
+// two transcendentals; with one input it is the unary pow above (a scalar exponent attribute).
+std::vector<TensorDesc> pow_infer(OpKind k, Inputs in, const Attrs& attrs) {
+    if (in.size() == 1) return unary_infer(k, in, attrs);
+    if (attrs.has("exponent")) throw InputError("pow takes its exponent either as a second input or as the attribute 'exponent', not both");
+    require_floating(k, in[0], "x");
+    require_floating(k, in[1], "exponent");
+    return binary_infer(k, in, attrs);
+}
+
+Work pow_work(OpKind k, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    if (in.size() == 1) return unary_work(k, in, out, attrs);
+    Work w = io_bytes(in, out);  // a broadcast operand is read once
+    w.vector_flops = out[0].numel();
+    w.transcendentals = checked_mul(out[0].numel(), 2, "transcendentals");
+    return w;
+}
+
 // dropout(x) -> (y, mask): y = x * mask / (1 - p), mask stored as u8 for the backward pass.
 std::vector<TensorDesc> dropout_infer(OpKind k, Inputs in, const Attrs& attrs) {
     require_floating(k, in[0], "x");
@@ -121,6 +140,11 @@ Work causal_mask_work(OpKind, Inputs in, std::span<const TensorDesc> out, const 
 
 const OpRule& unary_rule() {
     static const OpRule r{OpFamily::elementwise, 1, 1, {"approximate", "factor", "offset", "exponent"}, unary_infer, unary_work};
+    return r;
+}
+
+const OpRule& pow_rule() {
+    static const OpRule r{OpFamily::elementwise, 1, 2, {"exponent"}, pow_infer, pow_work};
     return r;
 }
 

@@ -110,7 +110,25 @@ Grads conv2d_grad(GradBuilder& b, const GradArgs& a) {
     return g;
 }
 
+// pow(x, e) with a tensor exponent, as PyTorch's pow_backward_self and pow_backward_exponent:
+// dx = dy * e * x^(e - 1), de = dy * x^e * log(x) (the output saved from forward), each summed to
+// its operand's shape where it was broadcast.
+Grads pow_tensor_grad(GradBuilder& b, const GradArgs& a) {
+    Grads g = none(a);
+    const TensorRef X = a.inputs[0], E = a.inputs[1], dY = dy(a);
+    if (a.needs[0]) {
+        const TensorRef p = b.one(OpKind::pow, {X, b.one(OpKind::shift, {E}, attr("offset", -1.0))});
+        g[0] = b.sum_to(b.one(OpKind::mul, {dY, b.one(OpKind::mul, {E, p})}), b.desc(X).shape);
+    }
+    if (a.needs[1]) {
+        const TensorRef t = b.one(OpKind::mul, {a.outputs[0], b.one(OpKind::log, {X})});
+        g[1] = b.sum_to(b.one(OpKind::mul, {dY, t}), b.desc(E).shape);
+    }
+    return g;
+}
+
 Grads unary_grad(GradBuilder& b, const GradArgs& a) {
+    if (a.kind == OpKind::pow && a.inputs.size() == 2) return pow_tensor_grad(b, a);
     Grads g = none(a);
     if (!a.needs[0]) return g;
     switch (a.kind) {

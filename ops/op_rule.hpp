@@ -65,6 +65,7 @@ const OpRule& linear_rule();
 const OpRule& conv2d_rule();
 const OpRule& unary_rule();
 const OpRule& binary_rule();
+const OpRule& pow_rule();  // a scalar exponent attribute or a tensor exponent (second input)
 const OpRule& dropout_rule();
 const OpRule& causal_mask_rule();
 const OpRule& softmax_rule();

@@ -84,6 +84,7 @@ double binary(OpKind k, double a, double b) {
         case OpKind::mul: return a * b;
         case OpKind::div: return a / b;
         case OpKind::maximum: return std::max(a, b);
+        case OpKind::pow: return std::pow(a, b);  // a tensor exponent
         default: throw InputError("reference: not a binary op");
     }
 }
@@ -277,6 +278,13 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
         case OpKind::relu: case OpKind::gelu: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::exp:
         case OpKind::log: case OpKind::sin: case OpKind::sqrt: case OpKind::rsqrt: case OpKind::neg: case OpKind::scale:
         case OpKind::erf: case OpKind::shift: case OpKind::pow:
+            if (k == OpKind::pow && in.size() == 2) {
+                for (std::int64_t i = 0; i < out[0].numel(); ++i) {
+                    const Coords c = unravel(i, out[0].shape);
+                    Y[at(i)] = binary(k, in[0]->data[at(bcast_offset(in[0]->desc.shape, c))], in[1]->data[at(bcast_offset(in[1]->desc.shape, c))]);
+                }
+                break;
+            }
             for (std::size_t i = 0; i < X.size(); ++i) Y[i] = unary(k, X[i], a);
             break;
         case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::maximum:

@@ -92,8 +92,8 @@ const OpRule& rule_of(OpKind k) {
         case OpKind::neg:
         case OpKind::scale:
         case OpKind::shift:
-        case OpKind::pow:
         case OpKind::erf: return unary_rule();
+        case OpKind::pow: return pow_rule();
         case OpKind::add:
         case OpKind::sub:
         case OpKind::mul:

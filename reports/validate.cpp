@@ -544,8 +544,8 @@ Graph op_graph(const ValidationCase& c) {
         n = g.add_node(op, OpKind::softmax, {in("x", {d[0], d[1]})}, {}, {});
     } else if (op == "add" || op == "mul" || op == "div") {
         n = g.add_node(op, *parse_op(op), {in("a", {d[0], d[1]}), in("b", {d[0], d[1]})}, {}, {});
-    } else if (op == "pow") {  // x ** 2, as the study's script ran it
-        n = g.add_node(op, *parse_op("pow"), {in("x", {d[0], d[1]})}, attr("exponent", 2.0), {});
+    } else if (op == "pow") {  // x ** y, two [B, H] tensors: the study's kernel is pow_tensor_tensor_kernel with three operands
+        n = g.add_node(op, *parse_op("pow"), {in("x", {d[0], d[1]}), in("y", {d[0], d[1]})}, {}, {});
     } else if (op == "gelu") {  // PyTorch's default: exact (erf)
         n = g.add_node(op, OpKind::gelu, {in("x", {d[0], d[1]})}, attr("approximate", std::string("erf")), {});
     } else {  // relu, tanh

@@ -81,13 +81,13 @@ struct AnalysisOptions {
     // the call's kernels can start. PyTorch issue #41383 (maintainer ngimel: ~2 us of C++ and
     // about as much Python per trivial op, ~5-7 us with autograd); cudaLaunchKernel costs a few
     // us. Fitted (sim/fitted.hpp) on the public per-op timings.
-    double eager_op_host_s = 4.74e-6;
+    double eager_op_host_s = 4.81e-6;
     // Host time cuDNN adds to each convolution call (the v8 API's execution-plan lookup and
     // launch, on top of the dispatcher steps). Fitted (sim/fitted.hpp).
-    double eager_cudnn_host_s = 274e-6;
+    double eager_cudnn_host_s = 276e-6;
     // A single call timed by CUDA events (the public per-op measurements) also pays recording the
     // events and waiting for them, once per timed call. Fitted (sim/fitted.hpp).
-    double eager_timing_host_s = 14.6e-6;
+    double eager_timing_host_s = 13.9e-6;
     // One call timed alone, repeatedly: host and device times overlap across calls, latency =
     // (host^p + device^p)^(1/p); p = 1 is a sum, a large p their maximum. Fitted (sim/fitted.hpp):
     // it stands for the jitter between host and device in such a loop.

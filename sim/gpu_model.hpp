@@ -144,12 +144,12 @@ struct GpuModelOptions {
     // rows of >= 1024 the softmax reaches 0.77-0.78 of the STREAM rate on T4 and P4 (6-7 GB/s of
     // DRAM per SM) but 0.64-0.65 on V100 and A100 (10-13 GB/s per SM), while layernorm (one pass,
     // the row in registers) stays near 0.6 on all four. Fitted (sim/fitted.hpp).
-    double row_latency_s_per_byte = 0.38e-9;  // s/B: DRAM latency over the bytes an SM keeps in flight
+    double row_latency_s_per_byte = 0.388e-9;  // s/B: DRAM latency over the bytes an SM keeps in flight
     // Power-limited clock: a chip whose board power cannot feed every FP32 lane at the boost clock
     // runs at power / (lanes x energy per lane-cycle), the energy scaling with the process node
     // (energy_per_lane_cycle_16nm x node / 16 nm). Fitted (sim/fitted.hpp); used only when the spec
     // has the board power, its process node and no measured sustained clock.
-    double energy_per_lane_cycle_16nm = 41.4e-12;
+    double energy_per_lane_cycle_16nm = 41.5e-12;
     // Lower ops to the kernels PyTorch eager launches for them (set by analyze for the eager
     // runtime): layernorm and softmax backward as two kernels each, embedding backward as a
     // zero-fill of the table plus the scatter.

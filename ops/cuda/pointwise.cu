@@ -248,7 +248,8 @@ struct UnaryOp {
     }
 };
 
-// add, sub, mul, div, maximum; maximum as std::max(a, b) in the reference: a < b ? b : a.
+// add, sub, mul, div, maximum, pow with a tensor exponent; maximum as std::max(a, b) in the
+// reference: a < b ? b : a.
 struct BinaryOp {
     OpKind kind;
     __device__ void operator()(std::int64_t, const float* x, float* y) const {
@@ -258,6 +259,7 @@ struct BinaryOp {
             case OpKind::sub: y[0] = a - b; break;
             case OpKind::mul: y[0] = a * b; break;
             case OpKind::div: y[0] = a / b; break;
+            case OpKind::pow: y[0] = powf(a, b); break;  // a tensor exponent
             default: y[0] = a < b ? b : a; break;  // maximum
         }
     }
@@ -278,6 +280,10 @@ struct BinaryOp {
             case OpKind::div:
 #pragma unroll
                 for (int j = 0; j < kVec; ++j) y[0][j] = x[0][j] / x[1][j];
+                return;
+            case OpKind::pow:
+#pragma unroll
+                for (int j = 0; j < kVec; ++j) y[0][j] = powf(x[0][j], x[1][j]);
                 return;
             default:
 #pragma unroll
@@ -952,6 +958,11 @@ void launch_expand(const DeviceTensor& x, const DeviceTensor& y, const Layout& L
 
 bool launch_pointwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx) {
     cudaStream_t s = ctx.stream;
+    if (k == OpKind::pow && in.size() == 2) {  // a tensor exponent: a broadcasting binary kernel
+        if (!all_float(in) || !all_float(out)) return false;
+        return launch_broadcasting(BinaryOp{k}, in, out, ctx, "pointwise_contiguous_kernel<BinaryOp>", "pointwise_rowcol_kernel<BinaryOp>",
+                                   "pointwise_broadcast_kernel<BinaryOp>");
+    }
     if (is_unary_kind(k)) {
         require_arity(k, in, 1, 1, out, 1);
         if (!all_float(in) || !all_float(out)) return false;

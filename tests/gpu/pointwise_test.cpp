@@ -161,6 +161,10 @@ TEST_CASE("binary pointwise kernels match the reference, dense and broadcast", "
             check_op(k, {random_tensor({4, 64}, d, 32), random_tensor({4, 1}, d, 33)}, attrs());
             check_op(k, {random_tensor({64}, d, 34), random_tensor({5, 64}, d, 35)}, attrs());
         }
+        // pow with a tensor exponent (torch.pow(x, y)): positive bases, dense and broadcast
+        check_op(OpKind::pow, {random_tensor({1027}, d, 42, true), random_tensor({1027}, d, 43)}, attrs());
+        check_op(OpKind::pow, {random_tensor({37, 1, 5}, d, 44, true), random_tensor({3, 1}, d, 45)}, attrs());
+        check_op(OpKind::pow, {random_tensor({4, 64}, d, 46, true), random_tensor({64}, d, 47)}, attrs());
     }
 }
 

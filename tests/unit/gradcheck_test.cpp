@@ -110,6 +110,7 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
         {OpKind::add, {m, v}, {}, {}},       {OpKind::sub, {m, f64({3, 1})}, {}, {}},
         {OpKind::mul, {m, v}, {}, {}},       {OpKind::div, {m, v}, {}, {}, true},
         {OpKind::maximum, {m, v}, {}, {}},
+        {OpKind::pow, {m, v}, {}, {}, true},  // a tensor exponent, broadcast (torch.pow(x, y)); x > 0 for log(x)
         {OpKind::softmax, {m}, attr("axis", std::int64_t{0}), {}},
         {OpKind::layernorm, {m, v, v}, {}, {}}, {OpKind::layernorm, {m}, {}, {}},
         {OpKind::rmsnorm, {m, v}, {}, {}},

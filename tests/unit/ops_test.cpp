@@ -482,6 +482,17 @@ TEST_CASE("ops_test: unary ops count their per-element formula", "[ops]") {
     }
 }
 
+TEST_CASE("ops_test: pow with a tensor exponent is one broadcasting kernel", "[ops]") {
+    // torch.pow(x, y), ATen's pow_tensor_tensor_kernel: [4,1,3] ^ [5,1] -> [4,5,3] = 60 elements,
+    // exp2(y * log2 x): one multiply and two transcendentals each; read each operand once
+    // (12 + 5) * 4 = 68 bytes, write 60 * 4 = 240.
+    const Ran r = run_op(OpKind::pow, {T({4, 1, 3}), T({5, 1})});
+    CHECK(descs(r.out) == "f32[4,5,3]");
+    check_counts(r.work, {.vf = 60, .tr = 120, .br = 68, .bw = 240}, "pow tensor");
+    CHECK_INPUT_ERROR(run_op(OpKind::pow, {T({4}), T({4})}, A({{"exponent", 2.0}})), "not both");
+    CHECK_INPUT_ERROR(run_op(OpKind::pow, {T({4}), T({4}, DType::int64)}), "exponent must be floating point");
+}
+
 TEST_CASE("ops_test: binary ops broadcast like numpy", "[ops]") {
     for (OpKind k : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div, OpKind::maximum}) {
         INFO(op_name(k));
