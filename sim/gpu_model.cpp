@@ -159,7 +159,7 @@ Alignment gemm_alignment(const Graph& g, const Node& node, DType d) {
 // 1024 elements one warp per row, 4 rows per 128-thread block, the row in registers; longer rows
 // one 512-thread block per row. Registers as ptxas reports for the project's row kernels
 // (ops/cuda/rowwise.cu: 84-128 for the register-resident rows, 64 for the streaming long rows).
-std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType d) {
+std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType d, const GpuModelOptions& opt) {
     const Node& node = g.node(n);
     switch (node.kind) {
         case OpKind::softmax: case OpKind::softmax_grad: case OpKind::layernorm: case OpKind::layernorm_grad:
@@ -184,8 +184,11 @@ std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType 
     k.work = w;
     k.dtype = d;
     k.row = true;
-    k.latency_bound_row = node.kind == OpKind::softmax || node.kind == OpKind::softmax_grad || node.kind == OpKind::cross_entropy ||
-                          node.kind == OpKind::cross_entropy_grad;
+    // PyTorch's softmax kernels (the eager runtime; the evidence is theirs): passes over the row
+    // separated by block reductions (Kernel::latency_bound_row). The project's own row kernels keep
+    // the row in registers.
+    k.latency_bound_row = opt.eager && (node.kind == OpKind::softmax || node.kind == OpKind::softmax_grad ||
+                                        node.kind == OpKind::cross_entropy || node.kind == OpKind::cross_entropy_grad);
     if (node.kind == OpKind::layernorm || node.kind == OpKind::layernorm_grad) {
         // PyTorch's vectorized_layer_norm_kernel and layer_norm_grad_input_kernel: one 128-thread
         // block (32 x 4) per row, whatever its length (aten/src/ATen/native/cuda/layer_norm_kernel.cu).
@@ -240,7 +243,7 @@ Kernel attention_kernels(const Graph& g, NodeId n, const Hardware& hw, const Gpu
     if (node.attrs.get_bool("causal", false)) smw.vector_flops += count_work(OpKind::causal_mask, s1, s1, Attrs{}).vector_flops;
     Kernel sm = streaming_part(node.name + ".softmax", smw, d, elements);
     sm.row = true;
-    sm.latency_bound_row = true;
+    sm.latency_bound_row = opt.eager;
     const std::int64_t rows = std::max<std::int64_t>(1, elements / std::max<std::int64_t>(1, sk));
     if (sk <= 1024) {
         sm.launch = LaunchConfig{128, 112, 0};
@@ -456,7 +459,7 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
             }
         }
     } else {
-        k = row_kernel(g, n, w, d).value_or(streaming_kernel(g, n, w, d));
+        k = row_kernel(g, n, w, d, opt).value_or(streaming_kernel(g, n, w, d));
         // ReLU-like selects diverge within a warp only at the branch; kernels here are written
         // branch-free (selects), so the default divergence is 0.
     }
@@ -556,7 +559,10 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         const double blocks = static_cast<double>(s.tiles * s.split_k);
         const bool stream_k = opt.stream_k == GpuModelOptions::StreamK::on ||
                               (opt.stream_k == GpuModelOptions::StreamK::auto_ && std::stod(hw.gpu->compute_capability) >= 9.0);
-        c.waves = stream_k ? blocks / slots : std::ceil(blocks / slots);
+        // Stream-K balances the last partial wave across the SMs; with fewer tiles than SMs there
+        // is no full wave to share, and each tile's K loop runs on one SM (split-K, a separate
+        // candidate, is how cuBLAS spreads such a GEMM).
+        c.waves = stream_k && blocks >= slots ? blocks / slots : std::ceil(blocks / slots);
         const double useful = static_cast<double>(s.batch * s.m * s.n);
         const double padded = static_cast<double>(s.tiles) * static_cast<double>(s.tile.m * s.tile.n);
         c.tile_efficiency = useful / padded;

@@ -46,7 +46,8 @@ struct Kernel {
     std::vector<Kernel> parts;
     double divergence = 0;          // fraction of issued lanes idle due to branch divergence
     bool row = false;               // a row-wise kernel (a reduction across each row)
-    // A softmax-type row kernel (softmax, its gradient, log-softmax of cross-entropy): its reads
+    // A softmax-type row kernel as PyTorch eager runs it (softmax, its gradient, log-softmax of
+    // cross-entropy; set in the eager runtime only, where the evidence comes from): its reads
     // come in passes separated by row reductions, so it streams at what the loads an SM keeps in
     // flight over the DRAM latency allow (GpuModelOptions::row_latency_s_per_byte).
     bool latency_bound_row = false;

@@ -161,15 +161,21 @@ TEST_CASE("split-K fills the SMs for a GEMM with few tiles and a long K", "[gpu-
     GpuModelOptions no_split;
     no_split.split_k = 1;
     const KernelCost with = gpu_kernel_cost(chosen, hw), without = gpu_kernel_cost(*lower_to_kernel(g, 0, hw, no_split), hw, no_split);
-    // On an H100 stream-K (on by default from sm_90) already spreads the K-iterations over the SMs:
-    // the same GEMM takes no longer without split-K than the A100-style split.
+    // On an H100 stream-K (on by default from sm_90) balances partial waves, but with fewer tiles
+    // than SMs there is no wave to share: the kernel suite's 1024^3 bf16 GEMM (64 tiles of 128 x
+    // 128 on 132 SMs) ran 6.3 us, a whole tile's K loop per SM, not the 2.7 us of a spread
+    // (tests/data/measured/h100-sxm-2026-11-23/suite.json). A long K is spread by split-K there too.
     const Hardware h100 = builtin_hardware("h100-sxm");
-    GpuModelOptions sk_off;
-    sk_off.stream_k = GpuModelOptions::StreamK::off;
-    sk_off.split_k = 1;
-    const KernelCost streamk = gpu_kernel_cost(*lower_to_kernel(g, 0, h100, no_split), h100, no_split);
-    const KernelCost quantized = gpu_kernel_cost(*lower_to_kernel(g, 0, h100, sk_off), h100, sk_off);
-    CHECK(streamk.compute_s < 0.2 * quantized.compute_s);
+    const Kernel h100_chosen = *lower_to_kernel(g, 0, h100);
+    CHECK(h100_chosen.gemm->split_k > 1);
+    INFO("tile " << h100_chosen.gemm->tile.m << "x" << h100_chosen.gemm->tile.n << " split " << h100_chosen.gemm->split_k << " tiles " << h100_chosen.gemm->tiles);
+    const KernelCost spread = gpu_kernel_cost(h100_chosen, h100);
+    const KernelCost one_split = gpu_kernel_cost(*lower_to_kernel(g, 0, h100, no_split), h100, no_split);
+    // Spread over 64 CTAs (16 tiles of 64 x 64, split 4) the math takes a quarter of the time and
+    // the GEMM becomes bound by its 67 MB of operands (24 us at the STREAM rate): 0.27 of the
+    // unsplit 89 us. Expected below 0.3.
+    CHECK(spread.compute_s <= 0.26 * one_split.compute_s);
+    CHECK(spread.time_s < 0.3 * one_split.time_s);
     CHECK(with.time_s < without.time_s);
     CHECK(with.time_s >= with.lower_bound_s);
     // A large square GEMM has plenty of tiles: no split.
