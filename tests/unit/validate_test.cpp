@@ -170,6 +170,25 @@ TEST_CASE("validate: statistics of a hand-made 5-row CSV", "[validate]") {
     CHECK(doc["verdicts"][2]["status"] == "pass");
     CHECK_THAT(roofline::render_validation(doc), Catch::Contains("FAIL     median |error| <= 10% in every family on every GPU"));
     CHECK(roofline::validation_quantile({3, 1, 2}, 0.5) == 2);
+
+    // --csv: every case in input order with its prediction and error; the shape holds spaces, the
+    // device name a comma-free text, so nothing is quoted here (a comma would be, RFC 4180).
+    std::vector<roofline::ValidationCase> cases;
+    (void)roofline::run_validation(roofline::load_measurements({d + "/relu.csv"}, opt), opt, &cases);
+    REQUIRE(cases.size() == 5);
+    const std::string table = roofline::validation_cases_csv(cases);
+    std::vector<std::string> lines;
+    for (std::size_t at = 0, nl; (nl = table.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(table.substr(at, nl - at));
+    REQUIRE(lines.size() == 6);
+    CHECK(lines[0] == "file,row,gpu,spec,set,source,op,family,shape,measured_s,predicted_s,error_pct");
+    CHECK_THAT(lines[2], Catch::StartsWith(d + "/relu.csv,2,Fake GPU,h100-sxm,fit,pytorch,relu,elementwise,B=1024 H=1024,"));
+    CHECK_THAT(lines[2], Catch::EndsWith(",50"));  // the row made 1.5x too slow: +50%
+    roofline::ValidationCase odd = cases[0];
+    odd.gpu = "GPU, with a comma";
+    odd.predicted_s = 0;  // not predicted: empty prediction and error
+    const std::string one = roofline::validation_cases_csv({odd});
+    CHECK_THAT(one, Catch::Contains(",\"GPU, with a comma\",h100-sxm,"));
+    CHECK_THAT(one, Catch::EndsWith(",,\n"));
 }
 
 TEST_CASE("validate --leave-one-out gpu recovers a fitted term's known value", "[validate][fit]") {
