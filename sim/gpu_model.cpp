@@ -452,9 +452,13 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
             k = best_gemm(s, w, d, hw, opt, false, al.output);
         }
         if (node.kind == OpKind::conv2d && !k.tensor_cores) {
+            double best = gpu_kernel_cost(k, hw, opt).time_s;  // costed once, each candidate once
             for (const std::int64_t m : {2, 4}) {
-                if (auto wino = winograd_conv(g, n, hw, opt, d, m); wino && gpu_kernel_cost(*wino, hw, opt).time_s < gpu_kernel_cost(k, hw, opt).time_s) {
-                    k = *wino;
+                auto wino = winograd_conv(g, n, hw, opt, d, m);
+                if (!wino) break;  // the same shape rules for every tile size
+                if (const double t = gpu_kernel_cost(*wino, hw, opt).time_s; t < best) {
+                    best = t;
+                    k = std::move(*wino);
                 }
             }
         }
@@ -634,8 +638,8 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
                 // middle of the public GPUs: T4 6, V100 10, A100 12.6), so that the two terms fit
                 // independently.
                 const double per_sm = rates.dram_bytes_per_s / sms, ref = 9e9;
-                bps *= std::min(1.0 / (opt.streaming_efficiency * opt.row_kernel_efficiency),
-                                (1.0 + opt.row_latency_s_per_byte * ref) / (1.0 + opt.row_latency_s_per_byte * per_sm));
+                bps = std::min(rates.dram_bytes_per_s,
+                               bps * (1.0 + opt.row_latency_s_per_byte * ref) / (1.0 + opt.row_latency_s_per_byte * per_sm));
             }
             // Fewer blocks than SMs stream with fewer SMs' worth of loads in flight.
             bps *= std::min(1.0, static_cast<double>(k.blocks) / sms);
