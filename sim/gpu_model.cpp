@@ -553,6 +553,12 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n) * k_per_block;
         const double per_sm = vector_ceiling(hw, k.dtype).flop_per_s / sms * rates.clock_ratio * ffma_share * opt.simt_gemm_efficiency;
         compute = std::max(per_sm_blocks * tile_flops / per_sm, roof.vector_time_s / rates.clock_ratio);
+        if (s.batch > 1) {
+            // The epilogue's store rate per SM clock (batched_simt_store_bytes_per_clock).
+            const double c_bytes = static_cast<double>(s.batch * s.m * s.n) * static_cast<double>(dtype_bytes(k.dtype));
+            const double store_bps = sms * hw.clock_hz.value * rates.clock_ratio * opt.batched_simt_store_bytes_per_clock;
+            compute = std::max(compute, c_bytes / store_bps);
+        }
     } else if (k.gemm) {
         // One threadblock (tile) per SM at a time: large tensor-core tiles use most of an SM's
         // shared memory and registers. Waves = ceil(tiles / SMs); each wave runs a full tile's

@@ -117,14 +117,22 @@ struct GpuModelOptions {
     // SIMT (CUDA-core) GEMMs: the fraction of the FP32 issue rate the main loop of a
     // register-blocked SGEMM sustains (FFMA share of issued instructions after loads, address
     // arithmetic and shared-memory traffic). Fitted (sim/fitted.hpp).
-    double simt_gemm_efficiency = 0.929;
+    double simt_gemm_efficiency = 0.996;
     // SIMT GEMMs: the issue cost of one shared-memory fragment load relative to one FFMA in the
     // register-blocked main loop. A thread computing an mr x nr micro-tile issues mr*nr FFMAs and
     // (mr + nr) fragment loads per step of K, so its FFMA share is mr*nr / (mr*nr + c (mr + nr))
     // (Volkov & Demmel 2008, "Benchmarking GPUs to tune dense linear algebra": register blocking
     // is what lets SGEMM approach peak). 1: one issue slot per load, as LDS and FFMA share the
     // dispatch port.
-    double simt_fragment_load_cost = 0.583;
+    double simt_fragment_load_cost = 0.528;
+    // Batched SIMT SGEMM (cublasSgemmStridedBatched, torch.bmm in fp32) writes its output at no
+    // more than this many bytes per SM clock: with a short K loop the kernel is bound by its
+    // epilogue's stores. The public per-op timings show a constant output rate per GPU for
+    // K < 64, whatever K: A100 240 GB/s, V100 ~280, P100 123, T4 83, P4 47, i.e. 1.3-2.5 bytes per
+    // SM-clock (0.16-0.30 of DRAM, so not a bandwidth fraction); nn.Linear (unbatched, addmm)
+    // on the same A100 writes at 660 GB/s, so it applies to batched calls only. Fitted
+    // (sim/fitted.hpp).
+    double batched_simt_store_bytes_per_clock = 1.43;
     // Tensor-core GEMMs reach this fraction of the matrix peak on chips with no published
     // measurement of their own (sim/achieved.cpp: the median of the chips that have one).
     double tensor_core_fraction = 0.811;
@@ -132,11 +140,11 @@ struct GpuModelOptions {
     // STREAM-type bandwidth (sim/achieved.cpp: a published copy/triad measurement of the chip, or
     // its memory technology's). Fitted (sim/fitted.hpp): how PyTorch's vectorised elementwise
     // kernel compares with a STREAM kernel on the same chip.
-    double streaming_efficiency = 0.976;
+    double streaming_efficiency = 0.994;
     // Row-wise kernels (softmax, layernorm, their gradients) reach this fraction of the streaming
     // bandwidth: a reduction across the row (shuffles, a block barrier) and a second pass over
     // the row separate the loads. Fitted (sim/fitted.hpp).
-    double row_kernel_efficiency = 0.665;
+    double row_kernel_efficiency = 0.614;
     // Softmax-type row kernels (Kernel::latency_bound_row): each SM streams at most
     // 1 / row_latency_s_per_byte bytes per second (the bytes it keeps in flight between the row
     // reductions over the DRAM latency, Little's law), combined with the streaming rate as
@@ -145,12 +153,12 @@ struct GpuModelOptions {
     // rows of >= 1024 the softmax reaches 0.77-0.78 of the STREAM rate on T4 and P4 (6-7 GB/s of
     // DRAM per SM) but 0.64-0.65 on V100 and A100 (10-13 GB/s per SM), while layernorm (one pass,
     // the row in registers) stays near 0.6 on all four. Fitted (sim/fitted.hpp).
-    double row_latency_s_per_byte = 0.388e-9;  // s/B: DRAM latency over the bytes an SM keeps in flight
+    double row_latency_s_per_byte = 0.499e-9;  // s/B: DRAM latency over the bytes an SM keeps in flight
     // Power-limited clock: a chip whose board power cannot feed every FP32 lane at the boost clock
     // runs at power / (lanes x energy per lane-cycle), the energy scaling with the process node
     // (energy_per_lane_cycle_16nm x node / 16 nm). Fitted (sim/fitted.hpp); used only when the spec
     // has the board power, its process node and no measured sustained clock.
-    double energy_per_lane_cycle_16nm = 41.5e-12;
+    double energy_per_lane_cycle_16nm = 38.7e-12;
     // Lower ops to the kernels PyTorch eager launches for them (set by analyze for the eager
     // runtime): layernorm and softmax backward as two kernels each, embedding backward as a
     // zero-fill of the table plus the scatter.
