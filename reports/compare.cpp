@@ -56,14 +56,15 @@ double error_pct(double predicted, double measured) {
 }
 
 // The predicted traffic of one memory level (the L1 model's when present, else the roofline's).
+// The predicted bytes at one memory level of an analyze report's op: `level` by name, or the
+// device memory (the first level listed, whatever the spec calls it: hbm, gddr or dram) when empty.
 double predicted_level_bytes(const json& op, const std::string& level) {
-    if (op.contains("model") && op["model"].contains("traffic")) {
-        for (const json& t : op["model"]["traffic"])
-            if (t.value("level", "") == level) return t.value("bytes", 0.0);
-    }
-    if (op.contains("levels")) {
-        for (const json& t : op["levels"])
-            if (t.value("level", "") == level) return t.value("bytes", 0.0);
+    for (const json* list : {op.contains("model") ? &op["model"] : nullptr, &op}) {
+        if (list == nullptr) continue;
+        const char* key = list == &op ? "levels" : "traffic";
+        if (!list->contains(key) || !(*list)[key].is_array()) continue;
+        for (const json& t : (*list)[key])
+            if (level.empty() || t.value("level", "") == level) return t.value("bytes", 0.0);
     }
     return -1;
 }
@@ -167,7 +168,7 @@ ordered_json compare_documents(const json& predicted, const std::string& po, con
         const json& work = op.contains("work") ? op["work"] : json::object();
         const double flops = num_or(work, "flops", 0);
         row["predicted_flops"] = flops;
-        const double hbm = predicted_level_bytes(op, "hbm"), l2 = predicted_level_bytes(op, "l2");
+        const double hbm = predicted_level_bytes(op, ""), l2 = predicted_level_bytes(op, "l2");
         if (hbm >= 0) row["predicted_hbm_bytes"] = hbm;
         if (l2 >= 0) row["predicted_l2_bytes"] = l2;
         if (hbm > 0) row["predicted_intensity"] = flops / hbm;

@@ -447,7 +447,7 @@ std::string render_hardware(const Hardware& hw) {
         line(l.name + " bandwidth", human_si(l.bytes_per_s.value, "B/s"), l.bytes_per_s);
     }
     if (hw.gpu) {
-        out += fmt::format("  {:<28} {:>14}\n", "compute capability", hw.gpu->compute_capability);
+        out += fmt::format("  {:<28} {:>14}\n", "compute capability", hw.gpu->compute_capability.str());
         line("SMs", fmt::format("{:.0f}", hw.gpu->sm_count.value), hw.gpu->sm_count);
         line("max threads / SM", fmt::format("{:.0f}", hw.gpu->max_threads_per_sm.value), hw.gpu->max_threads_per_sm);
         line("registers / SM", fmt::format("{:.0f}", hw.gpu->registers_per_sm.value), hw.gpu->registers_per_sm);

@@ -69,13 +69,13 @@ AchievedRates achieved_rates(const Hardware& hw, const GpuModelOptions& opt) {
     } else if (!hw.matrix_flop_per_s.empty()) {
         r.matrix_fraction = opt.tensor_core_fraction;
     }
-    for (std::size_t i = 0; i < hw.memory.size() && i < 8; ++i) {
-        const MemoryLevel& level = hw.memory[i];
+    r.level_bytes_per_s.reserve(hw.memory.size());
+    for (const MemoryLevel& level : hw.memory) {
         double bps = level.bytes_per_s.value;
-        if (i == 0) bps = r.dram_bytes_per_s;
-        else if (level.name == "l2" && hw.achieved.l2_bytes_per_s && !calibrated(level.bytes_per_s)) bps = std::min(bps, hw.achieved.l2_bytes_per_s->value);
+        if (level.role == MemoryRole::device) bps = r.dram_bytes_per_s;
+        else if (level.role == MemoryRole::l2 && hw.achieved.l2_bytes_per_s && !calibrated(level.bytes_per_s)) bps = std::min(bps, hw.achieved.l2_bytes_per_s->value);
         else if (!calibrated(level.bytes_per_s)) bps *= r.clock_ratio;  // on-chip bandwidth scales with the SM clock
-        r.level_bytes_per_s[i] = bps;
+        r.level_bytes_per_s.push_back(bps);
     }
     return r;
 }

@@ -5,6 +5,8 @@
 // spec's "achieved" section when there is one, otherwise an architecture-general rule
 // parameterised by the spec (memory technology, generation), otherwise the peak. A value the spec
 // took from `roofline calibrate` is already achieved and is used as it is.
+#include <vector>
+
 #include "sim/hardware.hpp"
 
 namespace roofline {
@@ -19,8 +21,8 @@ struct AchievedRates {
     // Tensor-core GEMM rate as a fraction of the matrix peak the best cuBLAS kernel sustains on a
     // large square problem (power-limited clock and main-loop issue efficiency together).
     double matrix_fraction = 1;
-    // Bandwidth of each memory level as kernels see it (index as hw.memory).
-    double level_bytes_per_s[8] = {};
+    // Bandwidth of each memory level as kernels see it, one per level of hw.memory, in its order.
+    std::vector<double> level_bytes_per_s;
 };
 
 AchievedRates achieved_rates(const Hardware& hw, const GpuModelOptions& opt);

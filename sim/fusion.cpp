@@ -175,7 +175,8 @@ AttentionShape attention_shape(const Graph& g, const FusionGroup& grp) {
 double sram_of(const Hardware& hw, const FusionOptions& opt) {
     if (opt.flash_sram_bytes > 0) return opt.flash_sram_bytes;
     if (hw.gpu) return hw.gpu->max_shared_memory_per_block_bytes.value;
-    return hw.memory.back().capacity_bytes.value;
+    const MemoryLevel* vmem = hw.find(MemoryRole::vector_memory);
+    return (vmem != nullptr ? *vmem : hw.device_memory()).capacity_bytes.value;
 }
 
 void finish_group(const Graph& g, FusionGroup& grp, const std::vector<int>& group_of, int gi, std::vector<bool>& on_chip) {

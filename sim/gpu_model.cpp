@@ -568,7 +568,7 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         const double slots = sms;
         const double blocks = static_cast<double>(s.tiles * s.split_k);
         const bool stream_k = opt.stream_k == GpuModelOptions::StreamK::on ||
-                              (opt.stream_k == GpuModelOptions::StreamK::auto_ && std::stod(hw.gpu->compute_capability) >= 9.0);
+                              (opt.stream_k == GpuModelOptions::StreamK::auto_ && hw.gpu->compute_capability.at_least(9));
         // Stream-K balances the last partial wave across the SMs; with fewer tiles than SMs there
         // is no full wave to share, and each tile's K loop runs on one SM (split-K, a separate
         // candidate, is how cuBLAS spreads such a GEMM).
@@ -609,7 +609,7 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         const double elt = static_cast<double>(dtype_bytes(k.dtype));
         const double c_bytes = static_cast<double>(s.batch * s.m * s.n) * elt;
         // The cluster shares the narrower tile's operand panel (TMA multicast, sm_90+).
-        const double cluster = std::stod(hw.gpu->compute_capability) >= 9.0 ? static_cast<double>(std::max<std::int64_t>(1, opt.cluster_size)) : 1.0;
+        const double cluster = hw.gpu->compute_capability.at_least(9) ? static_cast<double>(std::max<std::int64_t>(1, opt.cluster_size)) : 1.0;
         const double narrow = static_cast<double>(std::min(s.tile.m, s.tile.n)), wide = static_cast<double>(std::max(s.tile.m, s.tile.n));
         panels = static_cast<double>(s.tiles) * (wide + narrow) * static_cast<double>(s.k) * elt + c_bytes;
         l2_panels = static_cast<double>(s.tiles) * (wide + narrow / cluster) * static_cast<double>(s.k) * elt + c_bytes;
@@ -620,10 +620,10 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     for (std::size_t i = 0; i < hw.memory.size(); ++i) {
         const MemoryLevel& level = hw.memory[i];
         double bytes = compulsory;
-        if (k.gemm && i > 0) bytes = level.name == "l2" ? l2_panels : panels;
-        if (k.gemm && i == 0 && hw.level("l2") != nullptr) {
-            const MemoryLevel* l2_level = hw.level("l2");
-            const double l2 = l2_level != nullptr ? l2_level->capacity_bytes.value : 0.0;
+        const bool device = level.role == MemoryRole::device;
+        if (k.gemm && !device) bytes = level.role == MemoryRole::l2 ? l2_panels : panels;
+        if (k.gemm && device && hw.find(MemoryRole::l2) != nullptr) {
+            const double l2 = hw.find(MemoryRole::l2)->capacity_bytes.value;
             if (operands > l2) {
                 if (opt.wave_footprint_reuse) {
                     bytes = std::clamp(wave_footprint_bytes(*k.gemm, k.dtype, sms) + (compulsory - operands), compulsory, l2_panels);
@@ -632,8 +632,8 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
                 }
             }
         }
-        double bps = rates.level_bytes_per_s[std::min<std::size_t>(i, 7)];
-        if (i == 0 && !k.gemm) {
+        double bps = rates.level_bytes_per_s[i];
+        if (device && !k.gemm) {
             // Streaming kernels: a fraction of the chip's STREAM-type figure (its achieved DRAM
             // rate); row kernels lose a share of it to the reduction.
             bps *= std::min(1.0, opt.streaming_efficiency);

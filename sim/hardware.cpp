@@ -1,3 +1,4 @@
+#include <cstdio>
 #include "sim/hardware.hpp"
 
 #include <algorithm>
@@ -115,7 +116,15 @@ GpuLimits read_gpu(const SpecReader& r, const json& g) {
                     "shared_memory_allocation_unit_bytes"},
                 p);
     GpuLimits l;
-    l.compute_capability = r.string(g, "compute_capability", p);
+    const std::string cc = r.string(g, "compute_capability", p);
+    {
+        int major = -1, minor = -1;
+        char tail = 0;
+        if (std::sscanf(cc.c_str(), "%d.%d%c", &major, &minor, &tail) != 2 || major < 1 || major > 99 || minor < 0 || minor > 9) {
+            r.fail(p + "/compute_capability", "expected \"MAJOR.MINOR\" (e.g. \"9.0\"), got \"" + cc + "\"");
+        }
+        l.compute_capability = ComputeCapability{major, minor};
+    }
     l.sm_count = r.sourced(g, "sm_count", p, true);
     l.warp_size = r.sourced(g, "warp_size", p, true);
     l.max_threads_per_sm = r.sourced(g, "max_threads_per_sm", p, true);
@@ -177,7 +186,7 @@ Achieved read_achieved(const SpecReader& r, const json& a, const Hardware& h) {
     }
     if (a.contains("l2_bytes_per_s")) {
         out.l2_bytes_per_s = r.sourced(a, "l2_bytes_per_s", p);
-        const auto it = std::find_if(h.memory.begin(), h.memory.end(), [](const MemoryLevel& l) { return l.name == "l2"; });
+        const auto it = std::find_if(h.memory.begin(), h.memory.end(), [](const MemoryLevel& l) { return l.role == MemoryRole::l2; });
         if (it == h.memory.end()) r.fail(p + "/l2_bytes_per_s", "the spec has no 'l2' memory level to compare it with");
         const std::string lp = "/memory/" + std::to_string(it - h.memory.begin()) + "/bytes_per_s";
         check_against_peak(r, *out.l2_bytes_per_s, it->bytes_per_s, lp, p + "/l2_bytes_per_s");
@@ -214,12 +223,22 @@ const std::vector<std::string>& memory_technologies() {
     return known;
 }
 
-const MemoryLevel* Hardware::level(std::string_view wanted) const {
+const MemoryLevel* Hardware::find(MemoryRole role) const {
     for (const MemoryLevel& l : memory) {
-        if (l.name == wanted) return &l;
+        if (l.role == role) return &l;
     }
-    if (wanted == "dram" && !memory.empty()) return &memory.front();
     return nullptr;
+}
+
+std::string_view role_name(MemoryRole r) {
+    switch (r) {
+        case MemoryRole::device: return "device memory";
+        case MemoryRole::l2: return "l2";
+        case MemoryRole::shared: return "shared memory";
+        case MemoryRole::vector_memory: return "vmem";
+        case MemoryRole::common_memory: return "cmem";
+    }
+    return "?";
 }
 
 std::string_view kind_name(HardwareKind k) {
@@ -280,9 +299,17 @@ Hardware parse_hardware(const json& doc, const std::string& origin) {
         l.name = r.string(mem[i], "name", p);
         l.capacity_bytes = r.sourced(mem[i], "capacity_bytes", p);
         l.bytes_per_s = r.sourced(mem[i], "bytes_per_s", p);
-        static const std::set<std::string> known = {"hbm", "gddr", "dram", "l2", "smem", "vmem", "cmem"};
-        if (!known.count(l.name)) r.fail(p + "/name", "unknown memory level '" + l.name + "' (expected hbm, gddr, dram, l2, smem, vmem or cmem)");
-        if (i == 0 && l.name != "hbm" && l.name != "gddr" && l.name != "dram") r.fail(p + "/name", "the first level must be device memory (hbm, gddr or dram)");
+        static const std::map<std::string, MemoryRole> known = {
+            {"hbm", MemoryRole::device}, {"gddr", MemoryRole::device},         {"dram", MemoryRole::device},
+            {"l2", MemoryRole::l2},      {"smem", MemoryRole::shared},         {"vmem", MemoryRole::vector_memory},
+            {"cmem", MemoryRole::common_memory}};
+        const auto role = known.find(l.name);
+        if (role == known.end()) r.fail(p + "/name", "unknown memory level '" + l.name + "' (expected hbm, gddr, dram, l2, smem, vmem or cmem)");
+        l.role = role->second;
+        if ((i == 0) != (l.role == MemoryRole::device)) {
+            r.fail(p + "/name", i == 0 ? "the first level must be device memory (hbm, gddr or dram)"
+                                       : "device memory ('" + l.name + "') must be the first level and listed once");
+        }
         if (!level_names.insert(l.name).second) r.fail(p + "/name", "memory level '" + l.name + "' listed twice");
         if (mem[i].contains("memory_technology")) {
             if (i != 0) r.fail(p + "/memory_technology", "only the device-memory level (/memory/0) has a memory technology");

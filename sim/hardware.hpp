@@ -18,8 +18,20 @@ struct Sourced {
     std::string note;
 };
 
+// What a memory level is for the cost model, fixed at load from its name (the spec's names:
+// hbm/gddr/dram -> device, l2, smem -> shared, vmem, cmem). sim/ asks roles, never names or positions.
+enum class MemoryRole {
+    device,         // HBM / GDDR / DRAM: the device memory (always hw.memory.front())
+    l2,             // the GPU's L2 cache
+    shared,         // shared memory / L1, aggregate over all SMs
+    vector_memory,  // TPU VMEM
+    common_memory,  // TPU v4 CMEM
+};
+std::string_view role_name(MemoryRole r);
+
 struct MemoryLevel {
-    std::string name;  // "hbm", "gddr", "l2", "smem", "vmem", "cmem"
+    MemoryRole role = MemoryRole::device;
+    std::string name;  // as the spec writes it: "hbm", "gddr", "dram", "l2", "smem", "vmem", "cmem"
     Sourced capacity_bytes;
     Sourced bytes_per_s;
     // Device memory only ("memory_technology"): hbm2, hbm2e, hbm3, hbm3e, gddr5, gddr5x, gddr6,
@@ -45,8 +57,15 @@ struct Link {
     Sourced bytes_per_s;
 };
 
+// A CUDA compute capability, parsed once at load ("9.0" -> 9, 0).
+struct ComputeCapability {
+    int major = 0, minor = 0;
+    bool at_least(int maj, int min = 0) const { return major > maj || (major == maj && minor >= min); }
+    std::string str() const { return std::to_string(major) + "." + std::to_string(minor); }
+};
+
 struct GpuLimits {
-    std::string compute_capability;
+    ComputeCapability compute_capability;
     Sourced sm_count, warp_size, max_threads_per_sm, max_threads_per_block, max_warps_per_sm, max_blocks_per_sm,
         registers_per_sm, max_registers_per_thread, register_allocation_unit, shared_memory_per_sm_bytes,
         max_shared_memory_per_block_bytes, shared_memory_allocation_unit_bytes;
@@ -80,9 +99,8 @@ struct Hardware {
     Achieved achieved;
 
     const MemoryLevel& device_memory() const { return memory.front(); }
-    // The level with that name, or nullptr. "dram" always means the device memory, whatever the
-    // spec calls it ("hbm", "gddr" or "dram").
-    const MemoryLevel* level(std::string_view name) const;
+    // The level with that role, or nullptr (a spec lists each role at most once).
+    const MemoryLevel* find(MemoryRole role) const;
 };
 
 // Validates and converts a parsed spec; errors name origin and JSON path.

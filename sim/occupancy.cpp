@@ -25,7 +25,7 @@ std::int64_t round_up(std::int64_t v, std::int64_t unit) { return (v + unit - 1)
 }  // namespace
 
 std::int64_t reserved_shared_bytes_per_block(const GpuLimits& gpu) {
-    return std::stod(gpu.compute_capability) >= 8.0 ? 1024 : 0;
+    return gpu.compute_capability.at_least(8) ? 1024 : 0;
 }
 
 Occupancy occupancy(const GpuLimits& gpu, const LaunchConfig& l) {

@@ -8,7 +8,9 @@
 #include <set>
 #include <string>
 
+#include "model/graph.hpp"
 #include "sim/builtin_hardware.hpp"
+#include "sim/gpu_model.hpp"
 #include "sim/hardware.hpp"
 #include "sim/roofline.hpp"
 #include "support.hpp"
@@ -58,16 +60,13 @@ TEST_CASE("every GPU spec has what the GPU model needs", "[hardware][catalog]") 
         REQUIRE(hw.gpu.has_value());
         CHECK(hw.gpu->sm_count.value > 0);
         CHECK(hw.clock_hz.value > 0);
-        // Device memory, L2, shared memory, in that order (the GPU model reads memory[1] as L2).
+        // Device memory, L2 and shared memory, each by its role (the GPU model asks roles).
         REQUIRE(hw.memory.size() == 3);
-        CHECK(hw.memory[1].name == "l2");
-        CHECK(hw.memory[2].name == "smem");
-        REQUIRE(hw.level("l2") != nullptr);
-        CHECK(hw.level("l2") == &hw.memory[1]);
-        CHECK(hw.level("smem") == &hw.memory[2]);
-        CHECK(hw.level("dram") == &hw.device_memory());
-        CHECK(hw.level(hw.device_memory().name) == &hw.device_memory());
-        CHECK(hw.level("vmem") == nullptr);
+        REQUIRE(hw.find(MemoryRole::l2) != nullptr);
+        CHECK(hw.find(MemoryRole::l2)->name == "l2");
+        CHECK(hw.find(MemoryRole::shared)->name == "smem");
+        CHECK(hw.find(MemoryRole::device) == &hw.device_memory());
+        CHECK(hw.find(MemoryRole::vector_memory) == nullptr);
         // The device memory names its technology, of the family its level name says.
         const std::string& tech = hw.device_memory().technology;
         const auto& known = memory_technologies();
@@ -84,8 +83,9 @@ TEST_CASE("every GPU spec has what the GPU model needs", "[hardware][catalog]") 
         INFO(name);
         const Hardware hw = builtin_hardware(name);
         CHECK(hw.device_memory().technology.rfind("hbm2", 0) == 0);  // Google's pages: HBM2 (v4, v5e), HBM2e (v5p)
-        CHECK(hw.level("l2") == nullptr);
-        CHECK(hw.level("dram") == &hw.device_memory());
+        CHECK(hw.find(MemoryRole::l2) == nullptr);
+        CHECK(hw.find(MemoryRole::device) == &hw.device_memory());
+        CHECK(hw.find(MemoryRole::shared) == nullptr);
     }
 }
 
@@ -244,7 +244,7 @@ TEST_CASE("published measurements are where a chip has one, under its peaks", "[
         INFO(name);
         const Hardware hw = builtin_hardware(name);
         REQUIRE(hw.achieved.l2_bytes_per_s.has_value());
-        CHECK(hw.achieved.l2_bytes_per_s->value < hw.level("l2")->bytes_per_s.value);
+        CHECK(hw.achieved.l2_bytes_per_s->value < hw.find(MemoryRole::l2)->bytes_per_s.value);
     }
     // Sustained clock under a dense bf16 matmul at 700 W (stas00/ml-engineering MSMF): H200 1465 MHz.
     const Hardware h200 = builtin_hardware("h200");
@@ -257,16 +257,54 @@ TEST_CASE("published measurements are where a chip has one, under its peaks", "[
     CHECK_FALSE(builtin_hardware("h100-sxm").base_clock_hz.has_value());
 }
 
-TEST_CASE("Hardware::level finds a level by role", "[hardware][catalog]") {
+TEST_CASE("Hardware::find finds a level by role, whatever the spec names it", "[hardware][catalog]") {
     const Hardware t4 = builtin_hardware("t4");
-    CHECK(t4.level("gddr") == &t4.memory[0]);
-    CHECK(t4.level("dram") == &t4.memory[0]);
-    CHECK(t4.level("hbm") == nullptr);
-    CHECK(t4.level("l2")->capacity_bytes.value == 4194304);
-    CHECK(t4.level("cmem") == nullptr);
+    CHECK(t4.find(MemoryRole::device) == &t4.memory[0]);
+    CHECK(t4.find(MemoryRole::device)->name == "gddr");
+    CHECK(t4.find(MemoryRole::l2)->capacity_bytes.value == 4194304);
+    CHECK(t4.find(MemoryRole::common_memory) == nullptr);
     const Hardware h100 = builtin_hardware("h100-sxm");
-    CHECK(h100.level("hbm") == &h100.device_memory());
-    CHECK(h100.level("gddr") == nullptr);
+    CHECK(h100.find(MemoryRole::device)->name == "hbm");
+    CHECK(h100.gpu->compute_capability.major == 9);
+    CHECK(h100.gpu->compute_capability.minor == 0);
+    CHECK(h100.gpu->compute_capability.at_least(8, 9));
+    CHECK_FALSE(builtin_hardware("t4").gpu->compute_capability.at_least(8));
+}
+
+TEST_CASE("l4 and t4 take their L2 figures from their L2 entries, whatever the order of the levels", "[hardware][catalog]") {
+    // The bug this guards against: levels read by position gave l4 and t4 their shared-memory
+    // figures as L2. A spec with the on-chip levels swapped must model the same GEMM the same way:
+    // the L2 traffic at the L2 entry's bandwidth, the shared-memory traffic at the smem entry's.
+    for (const char* name : {"l4", "t4"}) {
+        INFO(name);
+        const Hardware hw = builtin_hardware(name);
+        nlohmann::json doc;
+        for (const BuiltinFile& f : builtin_hardware_files())
+            if (f.name == name) doc = nlohmann::json::parse(f.text);
+        REQUIRE(doc.contains("memory"));
+        std::swap(doc["memory"][1], doc["memory"][2]);
+        const Hardware swapped = parse_hardware(doc, std::string(name) + " (levels swapped)");
+        REQUIRE(swapped.memory[1].role == MemoryRole::shared);
+        Graph g;
+        const TensorId x = g.add_input("x", TensorDesc{{2048, 2048}, DType::f16});
+        const TensorId w = g.add_input("w", TensorDesc{{2048, 2048}, DType::f16});
+        g.add_node("mm", OpKind::matmul, {x, w}, {}, {});
+        const KernelCost a = gpu_kernel_cost(*lower_to_kernel(g, 0, hw), hw);
+        const KernelCost b = gpu_kernel_cost(*lower_to_kernel(g, 0, swapped), swapped);
+        CHECK(b.time_s == a.time_s);
+        auto traffic = [](const KernelCost& c, const std::string& level) {
+            for (const auto& t : c.traffic)
+                if (t.level == level) return t;
+            FAIL("no traffic at " << level);
+            return c.traffic.front();
+        };
+        const double l2_bps = hw.find(MemoryRole::l2)->bytes_per_s.value;
+        CHECK(traffic(b, "l2").time_s == traffic(a, "l2").time_s);
+        CHECK(traffic(b, "smem").time_s == traffic(a, "smem").time_s);
+        // The L2 traffic runs at no more than the L2 entry's bandwidth (not the larger smem figure).
+        CHECK(traffic(a, "l2").bytes / traffic(a, "l2").time_s <= l2_bps * (1 + 1e-9));
+        CHECK(hw.find(MemoryRole::shared)->bytes_per_s.value > l2_bps);
+    }
 }
 
 TEST_CASE("a spec without the new keys still loads", "[hardware][catalog]") {

@@ -1,5 +1,6 @@
 // The hardware catalog: every built-in spec loads, is internally consistent, and yields the
 // ridge points published for it; the loader rejects bad specs with file and JSON path.
+#include <fstream>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -97,4 +98,17 @@ TEST_CASE("the loader rejects bad specs naming file and JSON path", "[hardware][
     CHECK_THROWS_WITH(parse_hardware(doc, "x.json"), Catch::Contains("x.json: /: missing key 'sources'"));
     CHECK_THROWS_WITH(builtin_hardware("h900"), Catch::Contains("unknown hardware 'h900' (built in: "));
     CHECK(ok.name == "round-gpu");
+    // Typed at load: the compute capability as MAJOR.MINOR, device memory first and once.
+    std::ifstream in(dir + "round-gpu.json");
+    const nlohmann::json good = nlohmann::json::parse(in);
+    nlohmann::json bad_cc = good;
+    bad_cc["gpu"]["compute_capability"] = "sm90";
+    CHECK_THROWS_WITH(parse_hardware(bad_cc, "cc.json"),
+                      Catch::Contains("cc.json: /gpu/compute_capability: expected \"MAJOR.MINOR\" (e.g. \"9.0\"), got \"sm90\""));
+    nlohmann::json two_devices = good;
+    two_devices["memory"].push_back(good["memory"][0]);
+    two_devices["memory"].back()["name"] = "dram";
+    two_devices["memory"].back().erase("memory_technology");
+    CHECK_THROWS_WITH(parse_hardware(two_devices, "dev.json"),
+                      Catch::Contains("dev.json: /memory/" + std::to_string(good["memory"].size()) + "/name: device memory ('dram') must be the first level"));
 }
