@@ -85,7 +85,7 @@ public:
     void enqueue(KernelTracer* tracer, int rep) {
         for (const NodeId n : g_.topological_order()) {
             const Node& node = g_.node(n);
-            if (node.kind == OpKind::reshape) continue;  // a view: aliases its input
+            if (traits_of(node.kind).view == ViewKind::always) continue;  // a view: aliases its input
             std::vector<cuda::DeviceTensor> in, out;
             for (const TensorId t : node.inputs) in.push_back(dev_[static_cast<std::size_t>(t)]);
             for (const TensorId t : node.outputs) out.push_back(dev_[static_cast<std::size_t>(t)]);
@@ -236,7 +236,7 @@ Measurement measure_graph(const Graph& g, const MeasureOptions& opt) {
         nm.phase = std::string(phase_name(node.phase));
         nm.dtype = std::string(dtype_name(op_compute_dtype(g, n)));
         nm.notes = run.notes(n);
-        if (node.kind == OpKind::reshape) {
+        if (traits_of(node.kind).view == ViewKind::always) {
             nm.check = {"skipped", 0, 0, "a view: no kernel"};
         } else if (opt.check) {
             nm.check = check_node(g, n, run, opt.check_max_flops);

@@ -10,6 +10,7 @@
 #include "ops/error.hpp"
 #include "ops/grad.hpp"
 #include "ops/op_kind.hpp"
+#include "ops/op_traits.hpp"
 #include "ops/tensor.hpp"
 #include "ops/work.hpp"
 
@@ -33,8 +34,9 @@ struct OpRule {
     static constexpr int kVariadic = -1;
 };
 
-// The rule of an op kind (exhaustive switch in ops/registry.cpp).
+// The rule of an op kind and its traits (the registry in ops/registry.cpp: one entry per kind).
 const OpRule& rule_of(OpKind k);
+const OpTraits& traits_of(OpKind k);
 // The gradient rule of an op kind (the table in ops/gradients.cpp); nullptr for ops that are
 // not differentiated (backward and optimizer ops).
 GradFn grad_rule_of(OpKind k);

@@ -6,140 +6,104 @@
 
 namespace roofline {
 
-std::string_view op_name(OpKind k) {
-    switch (k) {
-        case OpKind::matmul: return "matmul";
-        case OpKind::linear: return "linear";
-        case OpKind::conv2d: return "conv2d";
-        case OpKind::relu: return "relu";
-        case OpKind::gelu: return "gelu";
-        case OpKind::silu: return "silu";
-        case OpKind::sigmoid: return "sigmoid";
-        case OpKind::tanh: return "tanh";
-        case OpKind::exp: return "exp";
-        case OpKind::log: return "log";
-        case OpKind::sin: return "sin";
-        case OpKind::sqrt: return "sqrt";
-        case OpKind::rsqrt: return "rsqrt";
-        case OpKind::neg: return "neg";
-        case OpKind::scale: return "scale";
-        case OpKind::shift: return "shift";
-        case OpKind::pow: return "pow";
-        case OpKind::add: return "add";
-        case OpKind::sub: return "sub";
-        case OpKind::mul: return "mul";
-        case OpKind::div: return "div";
-        case OpKind::maximum: return "maximum";
-        case OpKind::softmax: return "softmax";
-        case OpKind::layernorm: return "layernorm";
-        case OpKind::rmsnorm: return "rmsnorm";
-        case OpKind::reduce_sum: return "reduce_sum";
-        case OpKind::reduce_mean: return "reduce_mean";
-        case OpKind::reduce_max: return "reduce_max";
-        case OpKind::embedding: return "embedding";
-        case OpKind::transpose: return "transpose";
-        case OpKind::permute: return "permute";
-        case OpKind::reshape: return "reshape";
-        case OpKind::concat: return "concat";
-        case OpKind::split: return "split";
-        case OpKind::dropout: return "dropout";
-        case OpKind::causal_mask: return "causal_mask";
-        case OpKind::cross_entropy: return "cross_entropy";
-        case OpKind::attention: return "attention";
-        case OpKind::unary_grad: return "unary_grad";
-        case OpKind::maximum_grad: return "maximum_grad";
-        case OpKind::softmax_grad: return "softmax_grad";
-        case OpKind::layernorm_grad: return "layernorm_grad";
-        case OpKind::rmsnorm_grad: return "rmsnorm_grad";
-        case OpKind::dropout_grad: return "dropout_grad";
-        case OpKind::cross_entropy_grad: return "cross_entropy_grad";
-        case OpKind::embedding_grad: return "embedding_grad";
-        case OpKind::conv2d_grad_input: return "conv2d_grad_input";
-        case OpKind::conv2d_grad_weight: return "conv2d_grad_weight";
-        case OpKind::reduce_max_grad: return "reduce_max_grad";
-        case OpKind::expand: return "expand";
-        case OpKind::fill: return "fill";
-        case OpKind::cast: return "cast";
-        case OpKind::sgd_update: return "sgd_update";
-        case OpKind::adam_update: return "adam_update";
-        case OpKind::erf: return "erf";
-        case OpKind::where: return "where";
-        case OpKind::slice: return "slice";
-        case OpKind::max_pool2d: return "max_pool2d";
-        case OpKind::avg_pool2d: return "avg_pool2d";
-        case OpKind::opaque: return "opaque";
-        case OpKind::max_pool2d_grad: return "max_pool2d_grad";
-        case OpKind::avg_pool2d_grad: return "avg_pool2d_grad";
-    }
-    return "?";
+namespace {
+
+// The registry: one entry per op kind, in the order of the OpKind enum (checked below and by
+// tests/unit/ops_test.cpp): its name, its rule (shape, work; ops/*_ops.cpp) and its traits (what
+// sim/ and measure/ ask of it, ops/op_traits.hpp). Adding an op = its enum value, this row and its
+// rule; its gradient rule goes in ops/gradients.cpp, its CPU reference in ops/reference.cpp.
+struct OpDef {
+    OpKind kind;
+    std::string_view name;
+    const OpRule& (*rule)();
+    OpTraits traits;
+};
+
+const OpDef kOps[] = {
+    {OpKind::matmul, "matmul", matmul_rule, {.kernel = KernelForm::gemm, .keep_when_recomputing = true, .fusion = FusionRole::gemm}},
+    {OpKind::linear, "linear", linear_rule, {.kernel = KernelForm::linear_gemm, .eager_extra_calls = 5, .eager_split = EagerSplit::addmm_bias, .keep_when_recomputing = true}},
+    {OpKind::conv2d, "conv2d", conv2d_rule, {.kernel = KernelForm::conv_forward, .eager_extra_calls = 3, .keep_when_recomputing = true}},
+    {OpKind::relu, "relu", unary_rule, {.eager_extra_calls = 1}},
+    {OpKind::gelu, "gelu", unary_rule, {}},
+    {OpKind::silu, "silu", unary_rule, {}},
+    {OpKind::sigmoid, "sigmoid", unary_rule, {}},
+    {OpKind::tanh, "tanh", unary_rule, {}},
+    {OpKind::exp, "exp", unary_rule, {}},
+    {OpKind::log, "log", unary_rule, {}},
+    {OpKind::sin, "sin", unary_rule, {}},
+    {OpKind::sqrt, "sqrt", unary_rule, {}},
+    {OpKind::rsqrt, "rsqrt", unary_rule, {}},
+    {OpKind::neg, "neg", unary_rule, {}},
+    {OpKind::scale, "scale", unary_rule, {.fusion = FusionRole::scale}},
+    {OpKind::erf, "erf", unary_rule, {}},
+    {OpKind::add, "add", binary_rule, {}},
+    {OpKind::sub, "sub", binary_rule, {}},
+    {OpKind::mul, "mul", binary_rule, {}},
+    {OpKind::div, "div", binary_rule, {}},
+    {OpKind::maximum, "maximum", binary_rule, {}},
+    {OpKind::softmax, "softmax", softmax_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax, .eager_extra_calls = 1, .fusion = FusionRole::softmax}},
+    {OpKind::layernorm, "layernorm", layernorm_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::block_per_row, .eager_extra_calls = 3}},
+    {OpKind::rmsnorm, "rmsnorm", rmsnorm_rule, {.kernel = KernelForm::row}},
+    {OpKind::reduce_sum, "reduce_sum", reduce_rule, {.kernel = KernelForm::row, .row_axes_attr = true}},
+    {OpKind::reduce_mean, "reduce_mean", reduce_rule, {.kernel = KernelForm::row, .row_axes_attr = true}},
+    {OpKind::reduce_max, "reduce_max", reduce_rule, {.kernel = KernelForm::row, .row_axes_attr = true}},
+    {OpKind::embedding, "embedding", embedding_rule, {.keep_when_recomputing = true}},
+    {OpKind::transpose, "transpose", transpose_rule, {.view = ViewKind::unless_copy}},
+    {OpKind::permute, "permute", permute_rule, {.view = ViewKind::unless_copy}},
+    {OpKind::reshape, "reshape", reshape_rule, {.view = ViewKind::always}},
+    {OpKind::concat, "concat", concat_rule, {}},
+    {OpKind::split, "split", split_rule, {.view = ViewKind::unless_copy}},
+    {OpKind::dropout, "dropout", dropout_rule, {.fusion = FusionRole::dropout}},
+    {OpKind::causal_mask, "causal_mask", causal_mask_rule, {.fusion = FusionRole::causal_mask}},
+    {OpKind::cross_entropy, "cross_entropy", cross_entropy_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax, .eager_extra_calls = 2}},
+    {OpKind::attention, "attention", attention_rule, {.kernel = KernelForm::attention, .keep_when_recomputing = true, .fusion = FusionRole::attention}},
+    {OpKind::unary_grad, "unary_grad", unary_grad_rule, {}},
+    {OpKind::maximum_grad, "maximum_grad", maximum_grad_rule, {}},
+    {OpKind::softmax_grad, "softmax_grad", softmax_grad_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax, .eager_split = EagerSplit::softmax_grad}},
+    {OpKind::layernorm_grad, "layernorm_grad", layernorm_grad_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::block_per_row, .eager_split = EagerSplit::layernorm_grad}},
+    {OpKind::rmsnorm_grad, "rmsnorm_grad", rmsnorm_grad_rule, {.kernel = KernelForm::row}},
+    {OpKind::dropout_grad, "dropout_grad", dropout_grad_rule, {}},
+    {OpKind::cross_entropy_grad, "cross_entropy_grad", cross_entropy_grad_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax}},
+    {OpKind::embedding_grad, "embedding_grad", embedding_grad_rule, {.eager_split = EagerSplit::embedding_grad}},
+    {OpKind::conv2d_grad_input, "conv2d_grad_input", conv2d_grad_input_rule, {.kernel = KernelForm::conv_grad_input}},
+    {OpKind::conv2d_grad_weight, "conv2d_grad_weight", conv2d_grad_weight_rule, {.kernel = KernelForm::conv_grad_weight}},
+    {OpKind::reduce_max_grad, "reduce_max_grad", reduce_max_grad_rule, {}},
+    {OpKind::expand, "expand", expand_rule, {.view = ViewKind::broadcast}},
+    {OpKind::fill, "fill", fill_rule, {}},
+    {OpKind::cast, "cast", cast_rule, {.converts_dtype = true}},
+    {OpKind::sgd_update, "sgd_update", sgd_update_rule, {.optimizer_update = true, .in_place = {0, 2, -1}}},
+    {OpKind::adam_update, "adam_update", adam_update_rule, {.optimizer_update = true, .in_place = {0, 2, 3}}},
+    {OpKind::where, "where", where_rule, {}},
+    {OpKind::slice, "slice", slice_rule, {}},
+    {OpKind::max_pool2d, "max_pool2d", pool2d_rule, {}},
+    {OpKind::avg_pool2d, "avg_pool2d", pool2d_rule, {}},
+    {OpKind::opaque, "opaque", opaque_rule, {}},
+    {OpKind::max_pool2d_grad, "max_pool2d_grad", pool2d_grad_rule, {}},
+    {OpKind::avg_pool2d_grad, "avg_pool2d_grad", pool2d_grad_rule, {}},
+    {OpKind::shift, "shift", unary_rule, {}},
+    {OpKind::pow, "pow", pow_rule, {}},
+};
+
+constexpr std::size_t kOpCount = sizeof(kOps) / sizeof(kOps[0]);
+static_assert(kOpCount == std::size(kAllOpKinds), "one registry entry per op kind");
+
+const OpDef& def_of(OpKind k) {
+    const auto i = static_cast<std::size_t>(k);
+    if (i >= kOpCount || kOps[i].kind != k) throw InputError("internal: the op registry is out of order at kind " + std::to_string(i));
+    return kOps[i];
 }
 
-const OpRule& rule_of(OpKind k) {
-    switch (k) {
-        case OpKind::matmul: return matmul_rule();
-        case OpKind::linear: return linear_rule();
-        case OpKind::conv2d: return conv2d_rule();
-        case OpKind::relu:
-        case OpKind::gelu:
-        case OpKind::silu:
-        case OpKind::sigmoid:
-        case OpKind::tanh:
-        case OpKind::exp:
-        case OpKind::log:
-        case OpKind::sin:
-        case OpKind::sqrt:
-        case OpKind::rsqrt:
-        case OpKind::neg:
-        case OpKind::scale:
-        case OpKind::shift:
-        case OpKind::erf: return unary_rule();
-        case OpKind::pow: return pow_rule();
-        case OpKind::add:
-        case OpKind::sub:
-        case OpKind::mul:
-        case OpKind::div:
-        case OpKind::maximum: return binary_rule();
-        case OpKind::softmax: return softmax_rule();
-        case OpKind::layernorm: return layernorm_rule();
-        case OpKind::rmsnorm: return rmsnorm_rule();
-        case OpKind::reduce_sum:
-        case OpKind::reduce_mean:
-        case OpKind::reduce_max: return reduce_rule();
-        case OpKind::embedding: return embedding_rule();
-        case OpKind::transpose: return transpose_rule();
-        case OpKind::permute: return permute_rule();
-        case OpKind::reshape: return reshape_rule();
-        case OpKind::concat: return concat_rule();
-        case OpKind::split: return split_rule();
-        case OpKind::dropout: return dropout_rule();
-        case OpKind::causal_mask: return causal_mask_rule();
-        case OpKind::cross_entropy: return cross_entropy_rule();
-        case OpKind::attention: return attention_rule();
-        case OpKind::unary_grad: return unary_grad_rule();
-        case OpKind::maximum_grad: return maximum_grad_rule();
-        case OpKind::softmax_grad: return softmax_grad_rule();
-        case OpKind::layernorm_grad: return layernorm_grad_rule();
-        case OpKind::rmsnorm_grad: return rmsnorm_grad_rule();
-        case OpKind::dropout_grad: return dropout_grad_rule();
-        case OpKind::cross_entropy_grad: return cross_entropy_grad_rule();
-        case OpKind::embedding_grad: return embedding_grad_rule();
-        case OpKind::conv2d_grad_input: return conv2d_grad_input_rule();
-        case OpKind::conv2d_grad_weight: return conv2d_grad_weight_rule();
-        case OpKind::reduce_max_grad: return reduce_max_grad_rule();
-        case OpKind::expand: return expand_rule();
-        case OpKind::fill: return fill_rule();
-        case OpKind::cast: return cast_rule();
-        case OpKind::sgd_update: return sgd_update_rule();
-        case OpKind::adam_update: return adam_update_rule();
-        case OpKind::where: return where_rule();
-        case OpKind::slice: return slice_rule();
-        case OpKind::max_pool2d:
-        case OpKind::avg_pool2d: return pool2d_rule();
-        case OpKind::opaque: return opaque_rule();
-        case OpKind::max_pool2d_grad:
-        case OpKind::avg_pool2d_grad: return pool2d_grad_rule();
-    }
-    throw InputError("internal: op kind without a rule");
+}  // namespace
+
+std::string_view op_name(OpKind k) { return def_of(k).name; }
+const OpRule& rule_of(OpKind k) { return def_of(k).rule(); }
+const OpTraits& traits_of(OpKind k) { return def_of(k).traits; }
+
+bool is_gemm(KernelForm f) {
+    return f == KernelForm::gemm || f == KernelForm::linear_gemm || is_conv(f);
+}
+bool is_conv(KernelForm f) {
+    return f == KernelForm::conv_forward || f == KernelForm::conv_grad_input || f == KernelForm::conv_grad_weight;
 }
 
 std::optional<OpKind> parse_op(std::string_view name) {

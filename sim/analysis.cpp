@@ -32,22 +32,13 @@ int eager_host_steps(const Graph& g, NodeId n, int launches) {
     const Node& node = g.node(n);
     int steps = 1 + launches;
     if (launches > 0) steps += static_cast<int>(node.outputs.size());
-    switch (node.kind) {
-        case OpKind::relu: case OpKind::softmax: steps += 1; break;
-        case OpKind::cross_entropy: steps += 2; break;
-        case OpKind::layernorm: steps += 3; break;
-        case OpKind::linear: steps += 5; break;
-        case OpKind::conv2d: steps += 3; break;
-        default: break;
-    }
-    return steps;
+    return steps + traits_of(node.kind).eager_extra_calls;
 }
 
 double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt, int launches) {
     if (opt.runtime != Runtime::eager) return 0;
     double host = eager_host_steps(g, n, launches) * opt.eager_op_host_s;
-    const OpKind k = g.node(n).kind;
-    if (k == OpKind::conv2d || k == OpKind::conv2d_grad_input || k == OpKind::conv2d_grad_weight) host += opt.eager_cudnn_host_s;
+    if (is_conv(traits_of(g.node(n).kind).kernel)) host += opt.eager_cudnn_host_s;
     return host;
 }
 

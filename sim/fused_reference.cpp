@@ -7,6 +7,7 @@
 
 #include "model/executor.hpp"
 #include "ops/error.hpp"
+#include "ops/op_rule.hpp"
 #include "ops/pointwise_math.hpp"
 #include "sim/schedule.hpp"
 
@@ -78,7 +79,7 @@ struct FlashArgs {
 FlashArgs flash_args(const Graph& g, const FusionGroup& grp) {
     FlashArgs f;
     const Node& anchor = g.node(grp.anchor);
-    if (anchor.kind == OpKind::attention) {
+    if (traits_of(anchor.kind).fusion == FusionRole::attention) {
         f.q = anchor.inputs[0];
         f.k = anchor.inputs[1];
         f.v = anchor.inputs[2];
@@ -95,9 +96,10 @@ FlashArgs flash_args(const Graph& g, const FusionGroup& grp) {
     f.v = anchor.inputs[1];
     for (NodeId n : grp.nodes) {
         const Node& node = g.node(n);
-        if (node.kind == OpKind::scale) f.scale *= node.attrs.get_double("factor", 1.0);
-        if (node.kind == OpKind::causal_mask) f.causal = true;
-        if (node.kind == OpKind::dropout) f.dropout = node.attrs.get_double("p", 0.1);
+        const FusionRole role = traits_of(node.kind).fusion;
+        if (role == FusionRole::scale) f.scale *= node.attrs.get_double("factor", 1.0);
+        if (role == FusionRole::causal_mask) f.causal = true;
+        if (role == FusionRole::dropout) f.dropout = node.attrs.get_double("p", 0.1);
     }
     return f;
 }

@@ -26,6 +26,9 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / std
 
 enum class Role { none, elementwise, reduction, matrix };
 
+// The node's role in the attention pattern (OpTraits::fusion).
+FusionRole fusion_role(const Graph& g, NodeId n) { return traits_of(g.node(n).kind).fusion; }
+
 Role role_of(const Graph& g, NodeId n) {
     const Node& node = g.node(n);
     if (node.phase == Phase::optimizer) return Role::none;
@@ -155,14 +158,15 @@ AttentionShape attention_shape(const Graph& g, const FusionGroup& grp) {
     AttentionShape s;
     std::vector<NodeId> mm;  // the forward matrix nodes: Q K^T and P V, or the composite
     for (NodeId n : grp.nodes) {
-        if (g.node(n).kind == OpKind::matmul || g.node(n).kind == OpKind::attention) mm.push_back(n);
-        if (g.node(n).kind == OpKind::causal_mask || g.node(n).attrs.get_bool("causal", false)) s.causal = true;
+        const FusionRole role = fusion_role(g, n);
+        if (role == FusionRole::gemm || role == FusionRole::attention) mm.push_back(n);
+        if (role == FusionRole::causal_mask || g.node(n).attrs.get_bool("causal", false)) s.causal = true;
     }
     const Node& m1 = g.node(mm.front());
     const Node& m2 = g.node(mm.back());
     const Shape& q = g.tensor(m1.inputs[0]).desc.shape;
     const Shape& k = g.tensor(m1.inputs[1]).desc.shape;
-    const Shape& v = g.tensor(m2.inputs[m2.kind == OpKind::attention ? 2 : 1]).desc.shape;
+    const Shape& v = g.tensor(m2.inputs[traits_of(m2.kind).fusion == FusionRole::attention ? 2 : 1]).desc.shape;
     s.sq = q[q.size() - 2];
     s.d = q.back();
     s.sk = k[k.size() - 2];
@@ -265,11 +269,11 @@ std::int64_t flash_backward_bytes(std::int64_t heads, std::int64_t sq, std::int6
 std::vector<NodeId> attention_core(const Graph& g, NodeId softmax) {
     std::vector<NodeId> up;
     NodeId p = g.tensor(g.node(softmax).inputs[0]).producer;
-    while (p != kNoNode && (g.node(p).kind == OpKind::scale || g.node(p).kind == OpKind::causal_mask)) {
+    while (p != kNoNode && (fusion_role(g, p) == FusionRole::scale || fusion_role(g, p) == FusionRole::causal_mask)) {
         up.push_back(p);
         p = g.tensor(g.node(p).inputs[0]).producer;
     }
-    if (p == kNoNode || g.node(p).kind != OpKind::matmul || g.node(p).phase != Phase::forward) return {};
+    if (p == kNoNode || fusion_role(g, p) != FusionRole::gemm || g.node(p).phase != Phase::forward) return {};
     up.push_back(p);
     std::vector<NodeId> chain(up.rbegin(), up.rend());
     chain.push_back(softmax);
@@ -282,12 +286,12 @@ std::vector<NodeId> attention_core(const Graph& g, NodeId softmax) {
         return c;
     };
     auto fc = forward_consumers(probs);
-    if (fc.size() == 1 && g.node(fc[0]).kind == OpKind::dropout) {
+    if (fc.size() == 1 && fusion_role(g, fc[0]) == FusionRole::dropout) {
         chain.push_back(fc[0]);
         probs = g.node(fc[0]).outputs[0];
         fc = forward_consumers(probs);
     }
-    if (fc.size() != 1 || g.node(fc[0]).kind != OpKind::matmul || g.node(fc[0]).inputs[0] != probs) return {};
+    if (fc.size() != 1 || fusion_role(g, fc[0]) != FusionRole::gemm || g.node(fc[0]).inputs[0] != probs) return {};
     if (g.node(fc[0]).attrs.get_bool("transpose_a", false)) return {};
     chain.push_back(fc[0]);
     for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
@@ -308,8 +312,8 @@ FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOp
             const Node& node = g.node(n);
             if (node.phase != Phase::forward || b.group_of[static_cast<std::size_t>(n)] >= 0) continue;
             std::vector<NodeId> core;
-            if (node.kind == OpKind::attention) core = {n};
-            else if (node.kind == OpKind::softmax) core = attention_core(g, n);
+            if (fusion_role(g, n) == FusionRole::attention) core = {n};
+            else if (fusion_role(g, n) == FusionRole::softmax) core = attention_core(g, n);
             if (core.empty()) continue;
             const int fi = b.start(core.front(), FusionKind::flash_attention, core.back());
             for (std::size_t i = 1; i < core.size(); ++i) b.join(core[i], fi);
@@ -388,9 +392,10 @@ FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOp
             fwd.writes = still_written;
             // The backward kernel recomputes S and P: the forward core's FLOPs except P V.
             for (NodeId n : fwd.nodes) {
-                if (n == fwd.anchor && g.node(n).kind != OpKind::attention) continue;
+                const bool composite = fusion_role(g, n) == FusionRole::attention;
+                if (n == fwd.anchor && !composite) continue;
                 const Work w = g.work(n);
-                bwd.work.matrix_flops += g.node(n).kind == OpKind::attention ? w.matrix_flops / 2 : w.matrix_flops;
+                bwd.work.matrix_flops += composite ? w.matrix_flops / 2 : w.matrix_flops;
                 bwd.work.vector_flops += w.vector_flops;
                 bwd.work.transcendentals += w.transcendentals;
             }
@@ -415,7 +420,7 @@ Kernel fused_kernel(const Graph& g, const FusionGroup& grp, const Hardware& hw, 
         // in shared memory (FlashAttention-2's forward launch on sm_80/sm_90).
         NodeId ref = grp.anchor;
         for (NodeId n : grp.nodes) {
-            if (g.node(n).kind == OpKind::matmul || g.node(n).kind == OpKind::attention) {
+            if (fusion_role(g, n) == FusionRole::gemm || fusion_role(g, n) == FusionRole::attention) {
                 ref = n;
                 break;
             }

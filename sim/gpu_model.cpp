@@ -161,17 +161,11 @@ Alignment gemm_alignment(const Graph& g, const Node& node, DType d) {
 // (ops/cuda/rowwise.cu: 84-128 for the register-resident rows, 64 for the streaming long rows).
 std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType d, const GpuModelOptions& opt) {
     const Node& node = g.node(n);
-    switch (node.kind) {
-        case OpKind::softmax: case OpKind::softmax_grad: case OpKind::layernorm: case OpKind::layernorm_grad:
-        case OpKind::rmsnorm: case OpKind::rmsnorm_grad: case OpKind::cross_entropy: case OpKind::cross_entropy_grad:
-        case OpKind::reduce_sum: case OpKind::reduce_mean: case OpKind::reduce_max:
-            break;
-        default:
-            return std::nullopt;
-    }
+    const OpTraits& traits = traits_of(node.kind);
+    if (traits.kernel != KernelForm::row) return std::nullopt;
     const Shape& x = g.tensor(node.inputs[0]).desc.shape;
     if (x.empty()) return std::nullopt;
-    if (node.kind == OpKind::reduce_sum || node.kind == OpKind::reduce_mean || node.kind == OpKind::reduce_max) {
+    if (traits.row_axes_attr) {
         const auto axes = node.attrs.get_ints("axes", {});
         const auto last = static_cast<std::int64_t>(x.size()) - 1;
         if (axes.size() != 1 || (axes[0] != -1 && axes[0] != last)) return std::nullopt;  // not a row reduction
@@ -187,9 +181,8 @@ std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType 
     // PyTorch's softmax kernels (the eager runtime; the evidence is theirs): passes over the row
     // separated by block reductions (Kernel::latency_bound_row). The project's own row kernels keep
     // the row in registers.
-    k.latency_bound_row = opt.eager && (node.kind == OpKind::softmax || node.kind == OpKind::softmax_grad ||
-                                        node.kind == OpKind::cross_entropy || node.kind == OpKind::cross_entropy_grad);
-    if (node.kind == OpKind::layernorm || node.kind == OpKind::layernorm_grad) {
+    k.latency_bound_row = opt.eager && traits.row_launch == RowLaunch::softmax;
+    if (traits.row_launch == RowLaunch::block_per_row) {
         // PyTorch's vectorized_layer_norm_kernel and layer_norm_grad_input_kernel: one 128-thread
         // block (32 x 4) per row, whatever its length (aten/src/ATen/native/cuda/layer_norm_kernel.cu).
         k.launch = LaunchConfig{128, 64, 1024};
@@ -342,7 +335,8 @@ void eager_parts(const Graph& g, NodeId n, const Hardware&, Kernel& k) {
     const Node& node = g.node(n);
     const DType d = k.dtype;
     const Work w = k.work;
-    if (node.kind == OpKind::layernorm_grad && node.outputs.size() > 1) {
+    const EagerSplit split = traits_of(node.kind).eager_split;
+    if (split == EagerSplit::layernorm_grad && node.outputs.size() > 1) {
         const std::int64_t dy = g.tensor(node.inputs[0]).desc.bytes(), x = g.tensor(node.inputs[1]).desc.bytes();
         const std::int64_t elements = g.tensor(node.inputs[0]).desc.numel();
         Kernel dx = k;
@@ -354,7 +348,7 @@ void eager_parts(const Graph& g, NodeId n, const Hardware&, Kernel& k) {
         cols.bytes_written = w.bytes_written - dx.work.bytes_written;
         cols.vector_flops = w.vector_flops - dx.work.vector_flops;
         k.parts = {dx, streaming_part(node.name + ".dweight", cols, d, elements)};
-    } else if (node.kind == OpKind::softmax_grad && k.row) {
+    } else if (split == EagerSplit::softmax_grad && k.row) {
         const std::int64_t bytes = g.tensor(node.inputs[0]).desc.bytes(), elements = g.tensor(node.inputs[0]).desc.numel();
         Work mul;
         mul.bytes_read = 2 * bytes;
@@ -364,7 +358,7 @@ void eager_parts(const Graph& g, NodeId n, const Hardware&, Kernel& k) {
         row.name = node.name + ".row";
         row.work.vector_flops = std::max<std::int64_t>(0, w.vector_flops - elements);
         k.parts = {streaming_part(node.name + ".mul", mul, d, elements), row};
-    } else if (node.kind == OpKind::linear && node.inputs.size() > 2 && k.gemm) {
+    } else if (split == EagerSplit::addmm_bias && node.inputs.size() > 2 && k.gemm) {
         // addmm(bias, x, W^T): the bias is expanded and copied into the output (a broadcast copy
         // kernel), then the GEMM runs with beta = 1 and reads that output back in its epilogue.
         const TensorDesc& out = g.tensor(node.outputs[0]).desc;
@@ -375,7 +369,7 @@ void eager_parts(const Graph& g, NodeId n, const Hardware&, Kernel& k) {
         gemm.name = node.name + ".gemm";
         gemm.work.bytes_read += out.bytes();
         k.parts = {streaming_part(node.name + ".bias_copy", copy, d, out.numel()), gemm};
-    } else if (node.kind == OpKind::embedding_grad) {
+    } else if (split == EagerSplit::embedding_grad) {
         const std::int64_t table = g.tensor(node.outputs[0]).desc.bytes(), rows = g.tensor(node.inputs[1]).desc.numel();
         const std::int64_t dy = g.tensor(node.inputs[0]).desc.bytes();
         Work fill;
@@ -399,12 +393,13 @@ void eager_parts(const Graph& g, NodeId n, const Hardware&, Kernel& k) {
 std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt) {
     if (!hw.gpu) return std::nullopt;
     const Node& node = g.node(n);
+    const OpTraits& traits = traits_of(node.kind);
     const Work w = g.work(n);
     if (w.flops() == 0 && w.bytes() == 0) {
         // Reshape is a view. Permute, transpose and split are views at L0 (no compulsory traffic),
         // but a kernel that needs its operand contiguous in the new layout runs a copy, as eager
         // frameworks and the project's executor do: one read and one write of the tensor.
-        if (node.kind != OpKind::permute && node.kind != OpKind::transpose && node.kind != OpKind::split) return std::nullopt;
+        if (traits.view != ViewKind::unless_copy) return std::nullopt;
         Work copy;
         for (TensorId t : node.outputs) {
             copy.bytes_read += g.tensor(t).desc.bytes();
@@ -417,9 +412,9 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
     }
     const DType d = op_compute_dtype(g, n);
     Kernel k;
-    const bool conv = node.kind == OpKind::conv2d || node.kind == OpKind::conv2d_grad_input || node.kind == OpKind::conv2d_grad_weight;
-    const bool matrix = w.matrix_flops > 0 && (node.kind == OpKind::matmul || node.kind == OpKind::linear || conv);
-    if (node.kind == OpKind::attention) {
+    const bool conv = is_conv(traits.kernel);
+    const bool matrix = w.matrix_flops > 0 && is_gemm(traits.kernel);
+    if (traits.kernel == KernelForm::attention) {
         k = attention_kernels(g, n, hw, opt, d);
     } else if (matrix) {
         GemmShape s;
@@ -427,7 +422,7 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         s.n = out.back();
         s.m = out.size() >= 2 ? out[out.size() - 2] : 1;
         s.batch = g.tensor(node.outputs[0]).desc.numel() / std::max<std::int64_t>(1, s.m * s.n);
-        if (node.kind == OpKind::linear) {  // rows x out, one GEMM
+        if (traits.kernel == KernelForm::linear_gemm) {  // rows x out, one GEMM
             s.m = g.tensor(node.outputs[0]).desc.numel() / s.n;
             s.batch = 1;
         }
@@ -437,7 +432,7 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
             // has M = C_out per group and N = C_in per group x kH x kW. K follows from the FLOPs.
             const std::int64_t groups = node.attrs.get_int("groups", 1);
             s.batch = groups;
-            if (node.kind == OpKind::conv2d_grad_weight) {
+            if (traits.kernel == KernelForm::conv_grad_weight) {
                 s.m = out[0] / groups;
                 s.n = out[1] * out[2] * out[3];
             } else {
@@ -451,7 +446,7 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         if (!al.operands || !al.output) {
             k = best_gemm(s, w, d, hw, opt, false, al.output);
         }
-        if (node.kind == OpKind::conv2d && !k.tensor_cores) {
+        if (traits.kernel == KernelForm::conv_forward && !k.tensor_cores) {
             double best = gpu_kernel_cost(k, hw, opt).time_s;  // costed once, each candidate once
             for (const std::int64_t m : {2, 4}) {
                 auto wino = winograd_conv(g, n, hw, opt, d, m);

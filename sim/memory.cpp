@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/checked.hpp"
+#include "ops/op_rule.hpp"
 
 namespace roofline {
 
@@ -27,21 +28,19 @@ std::int64_t MemoryStep::total() const {
 namespace {
 
 bool is_view(const Node& n) {
-    switch (n.kind) {
-        case OpKind::reshape:
-        case OpKind::expand: return true;
-        case OpKind::transpose:
-        case OpKind::permute:
-        case OpKind::split: return !n.attrs.get_bool("copy", false);
-        default: return false;
+    switch (traits_of(n.kind).view) {
+        case ViewKind::always:
+        case ViewKind::broadcast: return true;
+        case ViewKind::unless_copy: return !n.attrs.get_bool("copy", false);
+        case ViewKind::never: return false;
     }
+    return false;
 }
 
-// For an in-place optimizer output: which input's storage it overwrites.
+// For an in-place optimizer output: which input's storage it overwrites (OpTraits::in_place).
 int in_place_input(const Node& n, std::size_t output) {
-    if (n.kind == OpKind::adam_update) return output == 0 ? 0 : static_cast<int>(output) + 1;  // p, m, v
-    if (n.kind == OpKind::sgd_update) return output == 0 ? 0 : 2;                            // p, buffer
-    return -1;
+    const auto& in_place = traits_of(n.kind).in_place;
+    return output < in_place.size() ? in_place[output] : -1;
 }
 
 }  // namespace
@@ -65,10 +64,10 @@ MemoryTimeline memory_timeline(const Graph& g, const MemoryOptions& opt) {
     // Gradients: what an optimizer node consumes as its gradient, through casts.
     std::vector<bool> is_gradient(nt, false);
     for (const Node& node : g.nodes()) {
-        if (node.kind != OpKind::adam_update && node.kind != OpKind::sgd_update) continue;
+        if (!traits_of(node.kind).optimizer_update) continue;
         TensorId gt = node.inputs[1];
         const Tensor& ten = g.tensor(gt);
-        if (ten.producer != kNoNode && g.node(ten.producer).kind == OpKind::cast && g.node(ten.producer).phase == Phase::optimizer) {
+        if (ten.producer != kNoNode && traits_of(g.node(ten.producer).kind).converts_dtype && g.node(ten.producer).phase == Phase::optimizer) {
             is_gradient[static_cast<std::size_t>(storage[static_cast<std::size_t>(g.node(ten.producer).inputs[0])])] = true;
         }
         is_gradient[static_cast<std::size_t>(storage[static_cast<std::size_t>(gt)])] = true;
@@ -129,8 +128,7 @@ MemoryTimeline memory_timeline(const Graph& g, const MemoryOptions& opt) {
         }
         MemoryStep step{static_cast<NodeId>(i), live};
         const Node& node = g.nodes()[i];
-        if (opt.workspace_bytes > 0 && (node.kind == OpKind::matmul || node.kind == OpKind::linear || node.kind == OpKind::conv2d ||
-                                        node.kind == OpKind::conv2d_grad_input || node.kind == OpKind::conv2d_grad_weight)) {
+        if (opt.workspace_bytes > 0 && is_gemm(traits_of(node.kind).kernel)) {
             step.bytes[static_cast<std::size_t>(MemoryCategory::workspace)] = opt.workspace_bytes;
         }
         if (step.total() > tl.peak_bytes || tl.steps.empty()) {

@@ -13,6 +13,7 @@
 #include "ops/checked.hpp"
 #include "ops/error.hpp"
 #include "sim/fusion.hpp"
+#include "ops/op_rule.hpp"
 
 namespace roofline {
 
@@ -71,23 +72,14 @@ void mark_run(const Graph& g, const std::vector<NodeId>& run, std::vector<bool>&
 // The attention core of a layer (sim/fusion.hpp attention_core) and composite attention ops.
 void mark_attention_core(const Graph& g, const std::vector<NodeId>& nodes, std::vector<bool>& recompute) {
     for (NodeId n : nodes) {
-        const OpKind k = g.node(n).kind;
-        if (k == OpKind::attention) recompute[static_cast<std::size_t>(n)] = true;
-        if (k != OpKind::softmax) continue;
+        const FusionRole role = traits_of(g.node(n).kind).fusion;
+        if (role == FusionRole::attention) recompute[static_cast<std::size_t>(n)] = true;
+        if (role != FusionRole::softmax) continue;
         for (NodeId c : attention_core(g, n)) recompute[static_cast<std::size_t>(c)] = true;
     }
 }
 
-bool never_recomputed(OpKind k) {
-    switch (k) {
-        case OpKind::matmul:
-        case OpKind::linear:
-        case OpKind::conv2d:
-        case OpKind::attention:
-        case OpKind::embedding: return true;
-        default: return false;
-    }
-}
+bool never_recomputed(OpKind k) { return traits_of(k).keep_when_recomputing; }
 
 }  // namespace
 

@@ -55,7 +55,7 @@ TensorId fused_input(const Graph& g, NodeId n) {
     if (rule_of(node.kind).family != OpFamily::elementwise) return -1;
     for (TensorId t : node.inputs) {
         const NodeId p = g.tensor(t).producer;
-        if (p == kNoNode || g.node(p).kind == OpKind::reshape) continue;
+        if (p == kNoNode || traits_of(g.node(p).kind).view == ViewKind::always) continue;
         const Work pw = g.work(p);
         if (pw.flops() == 0 && pw.bytes() == 0) continue;  // views fuse nothing
         const std::vector<NodeId> users = g.consumers(t);
@@ -86,13 +86,14 @@ std::optional<KernelCost> tpu_node_cost(const Graph& g, NodeId n, const Hardware
     double memory = 0;
     for (const LevelRoofline& l : roof.levels) memory = std::max(memory, l.time_s);
     c.memory_s = memory;
-    const bool gemm = (node.kind == OpKind::matmul || node.kind == OpKind::linear) && w.matrix_flops > 0 &&
+    const KernelForm form = traits_of(node.kind).kernel;
+    const bool gemm = (form == KernelForm::gemm || form == KernelForm::linear_gemm) && w.matrix_flops > 0 &&
                       hw.matrix_flop_per_s.count(d) != 0;
     if (gemm) {
         const auto& out = g.tensor(node.outputs[0]).desc;
         const std::int64_t cols_n = out.shape.back();
         std::int64_t m = out.numel() / cols_n, batch = 1;
-        if (node.kind == OpKind::matmul && out.rank() > 2) {
+        if (form == KernelForm::gemm && out.rank() > 2) {
             m = out.shape[out.shape.size() - 2];
             batch = out.numel() / (m * cols_n);
         }

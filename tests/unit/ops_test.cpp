@@ -241,6 +241,36 @@ TEST_CASE("ops_test: every op kind in kAllOpKinds has a hand-computed case", "[o
     CHECK(covered.size() == std::size(kAllOpKinds));
 }
 
+TEST_CASE("ops_test: the registry has one entry per kind and its traits agree with its rule", "[ops]") {
+    // op_name, rule_of and traits_of read one registry row per kind (ops/registry.cpp); a row out
+    // of enum order throws. The traits sim/ and measure/ ask must agree with the rule's family:
+    // GEMM forms are matrix ops, row kernels normalisations, reductions, losses or softmax, views
+    // and in-place updates are movement and optimizer ops.
+    std::set<std::string_view> names;
+    for (OpKind k : kAllOpKinds) {
+        INFO(op_name(k));
+        CHECK(parse_op(op_name(k)) == k);
+        names.insert(op_name(k));
+        const OpTraits& t = traits_of(k);
+        const OpFamily f = rule_of(k).family;
+        if (is_gemm(t.kernel)) CHECK(f == OpFamily::matrix);
+        if (t.kernel == KernelForm::attention) CHECK(f == OpFamily::attention);
+        if (t.kernel == KernelForm::row) {
+            CHECK((f == OpFamily::normalization || f == OpFamily::reduction || f == OpFamily::loss));
+        }
+        if (t.view != ViewKind::never) CHECK(f == OpFamily::movement);
+        if (t.optimizer_update) {
+            CHECK(f == OpFamily::optimizer);
+            CHECK(t.in_place[0] == 0);  // the parameter is updated in place
+        }
+        if (t.row_axes_attr) CHECK(t.kernel == KernelForm::row);
+    }
+    CHECK(names.size() == std::size(kAllOpKinds));
+    CHECK(traits_of(OpKind::linear).eager_split == EagerSplit::addmm_bias);
+    CHECK(traits_of(OpKind::reshape).view == ViewKind::always);
+    CHECK(traits_of(OpKind::conv2d_grad_weight).kernel == KernelForm::conv_grad_weight);
+}
+
 TEST_CASE("ops_test: op families", "[ops]") {
     CHECK(rule_of(OpKind::matmul).family == OpFamily::matrix);
     CHECK(rule_of(OpKind::conv2d_grad_weight).family == OpFamily::matrix);
