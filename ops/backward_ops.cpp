@@ -27,16 +27,15 @@ GradCost unary_grad_cost(const Attrs& attrs) {
         if (approx == "erf" || approx == "none") return {9, 2};  // Phi(x) + x phi(x): one erf and one exp
         throw InputError("attribute 'approximate' must be \"tanh\" or \"erf\", got \"" + approx + "\"");
     }
-    if (of == "silu") return {8, 1};                  // s(1 + x(1 - s)) dy, s = sigmoid(x)
-    if (of == "sigmoid") return {3, 0};               // dy y (1 - y), from the saved output
-    if (of == "tanh") return {3, 0};                  // dy (1 - y^2)
-    if (of == "exp") return {1, 0};                   // dy y
-    if (of == "log") return {1, 0};                   // dy / x
-    if (of == "sin") return {1, 1};                   // dy cos(x)
-    if (of == "sqrt") return {2, 0};                  // dy 0.5 / y
-    if (of == "rsqrt") return {4, 0};                 // -0.5 dy y^3
-    if (of == "erf") return {3, 1};                   // dy 2/sqrt(pi) exp(-x^2): x^2, negate folded, two products
-    throw InputError("attribute 'of' must name a differentiable unary op (relu, gelu, silu, sigmoid, tanh, exp, log, sin, sqrt, rsqrt, erf), got \"" + of + "\"");
+#define ROOFLINE_UNARY(name, domain, flops, tr, saved, gflops, gtr, ...) \
+    if (of == #name) return {gflops, gtr};
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
+    std::string known = "relu, gelu";
+#define ROOFLINE_UNARY(name, ...) known += ", " #name;
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
+    throw InputError("attribute 'of' must name a differentiable unary op (" + known + "), got \"" + of + "\"");
 }
 
 // unary_grad(dy, saved) -> dx. saved is the forward input x, or the output y for sigmoid, tanh,

@@ -38,15 +38,10 @@ UnaryCost unary_cost(OpKind k, const Attrs& attrs) {
             if (approx == "erf" || approx == "none") return {4, 1};
             throw InputError("attribute 'approximate' must be \"tanh\" or \"erf\", got \"" + approx + "\"");
         }
-        case OpKind::silu: return {3, 1};     // x / (1 + exp(-x)): neg, +1, divide; one exp
-        case OpKind::sigmoid: return {3, 1};  // 1 / (1 + exp(-x)): neg, +1, divide; one exp
-        case OpKind::tanh:
-        case OpKind::exp:
-        case OpKind::log:
-        case OpKind::sin:
-        case OpKind::sqrt:
-        case OpKind::rsqrt:
-        case OpKind::erf: return {0, 1};
+#define ROOFLINE_UNARY(name, domain, flops, tr, ...) \
+    case OpKind::name: return {flops, tr};
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
         case OpKind::neg: return {1, 0};
         case OpKind::scale: return {1, 0};  // x * factor
         case OpKind::shift: return {1, 0};  // x + offset

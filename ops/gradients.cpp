@@ -146,14 +146,17 @@ Grads unary_grad(GradBuilder& b, const GradArgs& a) {
             g[0] = b.one(OpKind::mul, {dy(a), b.one(OpKind::scale, {p}, attr("factor", e))});
             return g;
         }
-        case OpKind::sigmoid:
-        case OpKind::tanh:
-        case OpKind::exp:
-        case OpKind::sqrt:
-        case OpKind::rsqrt:  // cheapest from the saved output
-            g[0] = b.one(OpKind::unary_grad, {dy(a), a.outputs[0]}, attr("of", std::string(op_name(a.kind))));
-            return g;
         default: {
+            // The ops of ops/unary_ops.def whose derivative is cheapest from the output save it.
+            bool from_output = false;
+#define ROOFLINE_UNARY(name, domain, flops, tr, saved, ...) \
+    if (a.kind == OpKind::name) from_output = std::string_view(#saved) == "output";
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
+            if (from_output) {
+                g[0] = b.one(OpKind::unary_grad, {dy(a), a.outputs[0]}, attr("of", std::string(op_name(a.kind))));
+                return g;
+            }
             Attrs at = attr("of", std::string(op_name(a.kind)));
             if (a.kind == OpKind::gelu) at.set("approximate", a.attrs.get_string("approximate", "tanh"));
             g[0] = b.one(OpKind::unary_grad, {dy(a), a.inputs[0]}, at);
@@ -427,19 +430,13 @@ GradFn grad_rule_of(OpKind k) {
         case OpKind::conv2d: return conv2d_grad;
         case OpKind::relu:
         case OpKind::gelu:
-        case OpKind::silu:
-        case OpKind::sigmoid:
-        case OpKind::tanh:
-        case OpKind::exp:
-        case OpKind::log:
-        case OpKind::sin:
-        case OpKind::sqrt:
-        case OpKind::rsqrt:
+#define ROOFLINE_UNARY(name, ...) case OpKind::name:
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
         case OpKind::neg:
         case OpKind::scale:
         case OpKind::shift:
-        case OpKind::pow:
-        case OpKind::erf: return unary_grad;
+        case OpKind::pow: return unary_grad;
         case OpKind::add:
         case OpKind::sub:
         case OpKind::mul:

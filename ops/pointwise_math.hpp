@@ -112,17 +112,12 @@ ROOFLINE_HD inline bool unary_value(OpKind k, T x, T factor, bool tanh_form, T& 
     switch (k) {
         case OpKind::relu: y = x > T(0) ? x : T(0); return true;
         case OpKind::gelu: y = tanh_form ? gelu_tanh_value(x) : gelu_erf_value(x); return true;
-        case OpKind::silu: y = x * sigmoid_value(x); return true;
-        case OpKind::sigmoid: y = sigmoid_value(x); return true;
-        case OpKind::tanh: y = pmath::m_tanh(x); return true;
-        case OpKind::exp: y = pmath::m_exp(x); return true;
-        case OpKind::log: y = pmath::m_log(x); return true;
-        case OpKind::sin: y = pmath::m_sin(x); return true;
-        case OpKind::sqrt: y = pmath::m_sqrt(x); return true;
-        case OpKind::rsqrt: y = pmath::m_rsqrt(x); return true;
+#define ROOFLINE_UNARY(name, domain, flops, tr, saved, gflops, gtr, value, grad) \
+    case OpKind::name: y = value; return true;
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
         case OpKind::neg: y = -x; return true;
         case OpKind::scale: y = x * factor; return true;
-        case OpKind::erf: y = pmath::m_erf(x); return true;
         case OpKind::shift: y = x + factor; return true;
         // x*x and x*x*x as PyTorch's pow kernels compute squares and cubes (exact, and defined for x < 0)
         case OpKind::pow: y = factor == T(2) ? x * x : factor == T(3) ? x * x * x : pmath::m_pow(x, factor); return true;
@@ -130,27 +125,18 @@ ROOFLINE_HD inline bool unary_value(OpKind k, T x, T factor, bool tanh_form, T& 
     }
 }
 
-// dx = d of(x) / dx * dy from the saved tensor s: the forward input x for relu, gelu, silu, log
-// and sin; the forward output y for sigmoid, tanh, exp, sqrt and rsqrt. Returns false for an op
-// without a derivative here.
+// dx = d of(x) / dx * dy from the saved tensor s: the forward input x for relu and gelu, and for
+// the ops of ops/unary_ops.def what their row says (the input or the output). Returns false for an
+// op without a derivative here.
 template <class T>
 ROOFLINE_HD inline bool unary_grad_math(OpKind of, bool tanh_form, T dy, T s, T& dx) {
     switch (of) {
         case OpKind::relu: dx = s > T(0) ? dy : T(0); return true;
         case OpKind::gelu: dx = dy * (tanh_form ? gelu_tanh_grad_value(s) : gelu_erf_grad_value(s)); return true;
-        case OpKind::silu: {
-            const T sg = sigmoid_value(s);
-            dx = dy * sg * (T(1) + s * (T(1) - sg));
-            return true;
-        }
-        case OpKind::sigmoid: dx = dy * s * (T(1) - s); return true;
-        case OpKind::tanh: dx = dy * (T(1) - s * s); return true;
-        case OpKind::exp: dx = dy * s; return true;
-        case OpKind::log: dx = dy / s; return true;
-        case OpKind::sin: dx = dy * pmath::m_cos(s); return true;
-        case OpKind::sqrt: dx = dy * T(0.5) / s; return true;
-        case OpKind::rsqrt: dx = T(-0.5) * dy * s * s * s; return true;
-        case OpKind::erf: dx = dy * T(2) / pmath::m_sqrt(T(M_PI)) * pmath::m_exp(-s * s); return true;  // from x
+#define ROOFLINE_UNARY(name, domain, flops, tr, saved, gflops, gtr, value, grad) \
+    case OpKind::name: dx = grad; return true;
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
         default: return false;
     }
 }

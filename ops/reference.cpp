@@ -275,9 +275,10 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
-        case OpKind::relu: case OpKind::gelu: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::exp:
-        case OpKind::log: case OpKind::sin: case OpKind::sqrt: case OpKind::rsqrt: case OpKind::neg: case OpKind::scale:
-        case OpKind::erf: case OpKind::shift: case OpKind::pow:
+        case OpKind::relu: case OpKind::gelu: case OpKind::neg: case OpKind::scale: case OpKind::shift: case OpKind::pow:
+#define ROOFLINE_UNARY(name, ...) case OpKind::name:
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
             if (k == OpKind::pow && in.size() == 2) {
                 for (std::int64_t i = 0; i < out[0].numel(); ++i) {
                     const Coords c = unravel(i, out[0].shape);

@@ -28,12 +28,14 @@ bool launch_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& o
         case OpKind::embedding: case OpKind::embedding_grad: case OpKind::transpose: case OpKind::permute:
         case OpKind::reshape: case OpKind::concat: case OpKind::split:
             return launch_movement(k, in, a, out, ctx);
-        case OpKind::relu: case OpKind::gelu: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh:
-        case OpKind::exp: case OpKind::log: case OpKind::sin: case OpKind::sqrt: case OpKind::rsqrt:
+        case OpKind::relu: case OpKind::gelu:
+#define ROOFLINE_UNARY(name, ...) case OpKind::name:
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
         case OpKind::neg: case OpKind::scale: case OpKind::add: case OpKind::sub: case OpKind::mul:
         case OpKind::div: case OpKind::maximum: case OpKind::dropout: case OpKind::causal_mask:
         case OpKind::unary_grad: case OpKind::maximum_grad: case OpKind::dropout_grad: case OpKind::expand:
-        case OpKind::fill: case OpKind::cast: case OpKind::sgd_update: case OpKind::adam_update: case OpKind::erf:
+        case OpKind::fill: case OpKind::cast: case OpKind::sgd_update: case OpKind::adam_update:
         case OpKind::shift: case OpKind::pow:
             return launch_pointwise(k, in, a, out, ctx);
         // Imported-model ops without CUDA kernels yet: launch_op reports "no CUDA kernel for <op>",

@@ -228,14 +228,10 @@ struct UnaryOp {
                 if (tanh_form) unary8<OpKind::gelu, true>(factor, x[0], y[0]);
                 else unary8<OpKind::gelu, false>(factor, x[0], y[0]);
                 return;
-            case OpKind::silu: unary8<OpKind::silu, true>(factor, x[0], y[0]); return;
-            case OpKind::sigmoid: unary8<OpKind::sigmoid, true>(factor, x[0], y[0]); return;
-            case OpKind::tanh: unary8<OpKind::tanh, true>(factor, x[0], y[0]); return;
-            case OpKind::exp: unary8<OpKind::exp, true>(factor, x[0], y[0]); return;
-            case OpKind::log: unary8<OpKind::log, true>(factor, x[0], y[0]); return;
-            case OpKind::sin: unary8<OpKind::sin, true>(factor, x[0], y[0]); return;
-            case OpKind::sqrt: unary8<OpKind::sqrt, true>(factor, x[0], y[0]); return;
-            case OpKind::rsqrt: unary8<OpKind::rsqrt, true>(factor, x[0], y[0]); return;
+#define ROOFLINE_UNARY(name, ...) \
+    case OpKind::name: unary8<OpKind::name, true>(factor, x[0], y[0]); return;
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
             case OpKind::neg: unary8<OpKind::neg, true>(factor, x[0], y[0]); return;
             case OpKind::scale: unary8<OpKind::scale, true>(factor, x[0], y[0]); return;
             case OpKind::shift: unary8<OpKind::shift, true>(factor, x[0], y[0]); return;
@@ -313,14 +309,10 @@ struct UnaryGradOp {
                 if (tanh_form) unary_grad8<OpKind::gelu, true>(x[0], x[1], y[0]);
                 else unary_grad8<OpKind::gelu, false>(x[0], x[1], y[0]);
                 return;
-            case OpKind::silu: unary_grad8<OpKind::silu, true>(x[0], x[1], y[0]); return;
-            case OpKind::sigmoid: unary_grad8<OpKind::sigmoid, true>(x[0], x[1], y[0]); return;
-            case OpKind::tanh: unary_grad8<OpKind::tanh, true>(x[0], x[1], y[0]); return;
-            case OpKind::exp: unary_grad8<OpKind::exp, true>(x[0], x[1], y[0]); return;
-            case OpKind::log: unary_grad8<OpKind::log, true>(x[0], x[1], y[0]); return;
-            case OpKind::sin: unary_grad8<OpKind::sin, true>(x[0], x[1], y[0]); return;
-            case OpKind::sqrt: unary_grad8<OpKind::sqrt, true>(x[0], x[1], y[0]); return;
-            case OpKind::rsqrt: unary_grad8<OpKind::rsqrt, true>(x[0], x[1], y[0]); return;
+#define ROOFLINE_UNARY(name, ...) \
+    case OpKind::name: unary_grad8<OpKind::name, true>(x[0], x[1], y[0]); return;
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
             default:  // rejected on the host, kept exact all the same
 #pragma unroll
                 for (int j = 0; j < kVec; ++j) (void)unary_grad_math(of, tanh_form, x[0][j], x[1][j], y[0][j]);
@@ -897,9 +889,10 @@ void require_same_numel(OpKind k, const Tensors& in, const Tensors& out) {
 
 bool is_unary_kind(OpKind k) {
     switch (k) {
-        case OpKind::relu: case OpKind::gelu: case OpKind::silu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::exp:
-        case OpKind::log: case OpKind::sin: case OpKind::sqrt: case OpKind::rsqrt: case OpKind::neg: case OpKind::scale:
-        case OpKind::erf: case OpKind::shift: case OpKind::pow:
+        case OpKind::relu: case OpKind::gelu: case OpKind::neg: case OpKind::scale: case OpKind::shift: case OpKind::pow:
+#define ROOFLINE_UNARY(name, ...) case OpKind::name:
+#include "ops/unary_ops.def"
+#undef ROOFLINE_UNARY
             return true;
         default: return false;
     }

@@ -123,12 +123,12 @@ TEST_CASE("dropout kernels' integer threshold test equals the reference's keep()
 
 TEST_CASE("unary pointwise kernels match the reference", "[gpu]") {
     SKIP_WITHOUT_GPU();
-    const OpKind kinds[] = {OpKind::relu, OpKind::gelu, OpKind::silu, OpKind::sigmoid, OpKind::tanh, OpKind::exp,
-                            OpKind::log,  OpKind::sin,  OpKind::sqrt, OpKind::rsqrt,   OpKind::neg,  OpKind::scale};
+    // relu, gelu, neg, scale and every plain unary op of ops/unary_ops.def (its domain for the inputs).
+    std::vector<PlainUnaryOp> kinds = {{OpKind::relu, false}, {OpKind::gelu, false}, {OpKind::neg, false}, {OpKind::scale, false}};
+    kinds.insert(kinds.end(), std::begin(kPlainUnaryOps), std::end(kPlainUnaryOps));
     for (DType d : kFloatTypes) {
         for (const Shape& shape : {Shape{1027}, Shape{3, 37}, Shape{1}}) {
-            for (OpKind k : kinds) {
-                const bool positive = k == OpKind::log || k == OpKind::sqrt || k == OpKind::rsqrt;
+            for (const auto [k, positive] : kinds) {
                 const HostTensor x = random_tensor(shape, d, 1, positive);
                 if (k == OpKind::scale) check_op(k, {x}, attrs("factor", 0.37));
                 else check_op(k, {x}, attrs());
@@ -170,11 +170,12 @@ TEST_CASE("binary pointwise kernels match the reference, dense and broadcast", "
 
 TEST_CASE("unary_grad kernels match the reference", "[gpu]") {
     SKIP_WITHOUT_GPU();
-    const char* ofs[] = {"relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sin", "sqrt", "rsqrt"};
+    // relu, gelu and every plain unary op of ops/unary_ops.def (the saved tensor from its domain).
+    std::vector<PlainUnaryOp> ofs = {{OpKind::relu, false}, {OpKind::gelu, false}};
+    ofs.insert(ofs.end(), std::begin(kPlainUnaryOps), std::end(kPlainUnaryOps));
     for (DType d : kFloatTypes) {
-        for (const char* of : ofs) {
-            const std::string o = of;
-            const bool positive = o == "log" || o == "sqrt" || o == "rsqrt";
+        for (const auto [kind, positive] : ofs) {
+            const std::string o(op_name(kind));
             const HostTensor dy = random_tensor({5, 211}, d, 12), saved = random_tensor({5, 211}, d, 13, positive);
             check_op(OpKind::unary_grad, {dy, saved}, attrs("of", o));
         }

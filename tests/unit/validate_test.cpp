@@ -86,8 +86,8 @@ TEST_CASE("validate: a bad file is an InputError naming the file and the row", "
     CHECK_THAT(load_error(d + "/shape.csv"), Catch::Contains("row 1 (line 2): column 'H': 'eight' is not an integer"));
     spit(d + "/device.csv", header + "relu,0.03,Fake GPU,4,8\nrelu,0.03,Mystery GPU 9000,4,8\n");
     CHECK_THAT(load_error(d + "/device.csv"), Catch::Contains(d + "/device.csv: row 2 (line 3): unknown device 'Mystery GPU 9000'"));
-    spit(d + "/op.csv", header + "softplus,0.03,Fake GPU,4,8\n");
-    CHECK_THAT(load_error(d + "/op.csv"), Catch::Contains("row 1 (line 2): unknown op 'softplus'"));
+    spit(d + "/op.csv", header + "hardswish,0.03,Fake GPU,4,8\n");
+    CHECK_THAT(load_error(d + "/op.csv"), Catch::Contains("row 1 (line 2): unknown op 'hardswish'"));
     spit(d + "/fields.csv", header + "relu,0.03,Fake GPU,4\n");
     CHECK_THAT(load_error(d + "/fields.csv"), Catch::Contains("row 1 (line 2): 4 fields, the header has 5"));
     spit(d + "/conv.csv", "OPName,Latency_ms,Device,B,Input_Channel,Output_Channel,Kernel_Szie,Input_Size\nconv,1,Fake GPU,1,2,3,3,8\n");
@@ -127,9 +127,9 @@ TEST_CASE("validate: the CLI exits 2 naming the file and row of a bad file", "[v
     const auto h = test::run_cli("validate '" + d + "/dev.csv' --hw-map 'Quantum Accelerator'");
     CHECK(h.code == 2);
     CHECK_THAT(h.out, Catch::Contains("--hw-map: expected DEVICE=SPEC"));
-    const auto f = test::run_cli("validate '" + d + "/dev.csv' --families softplus");
+    const auto f = test::run_cli("validate '" + d + "/dev.csv' --families hardswish");
     CHECK(f.code == 2);
-    CHECK_THAT(f.out, Catch::Contains("--families: unknown family or op 'softplus'"));
+    CHECK_THAT(f.out, Catch::Contains("--families: unknown family or op 'hardswish'"));
 }
 
 TEST_CASE("validate: statistics of a hand-made 5-row CSV", "[validate]") {
