@@ -116,6 +116,8 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::sin, {X}, {}, "f32[2,3]", {.tr = 6, .br = 24, .bw = 24}},
         {OpKind::sqrt, {X}, {}, "f32[2,3]", {.tr = 6, .br = 24, .bw = 24}},
         {OpKind::rsqrt, {X}, {}, "f32[2,3]", {.tr = 6, .br = 24, .bw = 24}},
+        // softplus: x > 20 ? x : log(1 + exp(x)): compare, select, +1 (3); exp and log (2)
+        {OpKind::softplus, {X}, {}, "f32[2,3]", {.vf = 6 * 3, .tr = 6 * 2, .br = 24, .bw = 24}},
         {OpKind::neg, {X}, {}, "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
         {OpKind::scale, {X}, A({{"factor", 0.5}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
         {OpKind::shift, {X}, A({{"offset", 1.0}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},  // x + 1: one add each
@@ -881,6 +883,8 @@ TEST_CASE("ops_test: unary_grad per-element derivative costs", "[ops]") {
         {"relu", nullptr, 1, 0},  {"gelu", nullptr, 17, 1}, {"gelu", "tanh", 17, 1}, {"gelu", "erf", 9, 2},
         {"silu", nullptr, 8, 1},  {"sigmoid", nullptr, 3, 0}, {"tanh", nullptr, 3, 0}, {"exp", nullptr, 1, 0},
         {"log", nullptr, 1, 0},   {"sin", nullptr, 1, 1},  {"sqrt", nullptr, 2, 0},  {"rsqrt", nullptr, 4, 0},
+        // softplus: x > 20 ? dy : dy e^x / (e^x + 1): compare, select, +1, divide, * dy (5); one exp
+        {"softplus", nullptr, 5, 1},
     };
     for (const Case& c : cases) {
         INFO(c.of << (c.approximate ? std::string(" ") + c.approximate : std::string()));
