@@ -32,7 +32,7 @@ void add_analyze(CLI::App& app) {
     auto args = std::make_shared<GraphArgs>();
     auto hw = std::make_shared<std::string>("h100-sxm");
     auto out = std::make_shared<std::string>();
-    auto top = std::make_shared<std::size_t>(0);
+    auto top = std::make_shared<std::string>("25");
     auto quiet = std::make_shared<bool>(false);
     auto streams = std::make_shared<int>(1);
     auto trace = std::make_shared<std::string>();
@@ -57,7 +57,17 @@ void add_analyze(CLI::App& app) {
         ->check(CLI::IsMember({"native", "eager"}))
         ->capture_default_str();
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
-    cmd->add_option("--top", *top, "show only the N slowest ops in the table");
+    cmd->add_option("--top", *top, "the table shows the N slowest ops (after the summary lines), or every op in execution order with 'all'")
+        ->check([](const std::string& v) -> std::string {
+            if (v == "all") return "";
+            std::size_t used = 0;
+            try {
+                if (std::stoll(v, &used) > 0 && used == v.size()) return "";
+            } catch (const std::exception&) {
+            }
+            return "expected a positive number of ops or 'all', got '" + v + "'";
+        })
+        ->capture_default_str();
     cmd->add_flag("-q,--quiet", *quiet, "print no table");
     cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --mode training --batch 8 -o report.json\n"
                 "         roofline analyze gpt2-small --mode training --fuse --recompute selective --html report.html\n"
@@ -89,7 +99,7 @@ void add_analyze(CLI::App& app) {
             outputs->render(doc, files);
         }
         if (!trace->empty()) trace_json = chrome_trace_json(g, a.schedule);
-        if (!*quiet) print(render_table(ctx, TableOptions{*top}));
+        if (!*quiet) print(render_table(ctx, TableOptions{*top == "all" ? 0 : static_cast<std::size_t>(std::stoll(*top))}));
         if (!out->empty()) {
             write_file_atomic(*out, json);
             if (!*quiet) print("report written to " + *out + "\n");

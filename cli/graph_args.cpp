@@ -9,7 +9,7 @@
 namespace roofline::cli {
 
 void GraphArgs::add_to(CLI::App* cmd) {
-    cmd->add_option("MODEL", model, "model file (roofline-model/1 JSON) or built-in template: " + template_choices())->required();
+    cmd->add_option("MODEL", model, "a model file (roofline-model/1 JSON, a Hugging Face config.json, or .onnx) or a built-in template: " + template_choices())->required();
     cmd->add_option("--dtype", dtype, "compute and parameter dtype policy: f64, f32, tf32, f16, bf16, fp8_e4m3 or fp8_e5m2");
     cmd->add_option("--batch", batch, "override the model's batch dimension")->check(CLI::PositiveNumber);
     cmd->add_option("--seq", seq, "override the model's sequence-length dimension")->check(CLI::PositiveNumber);

@@ -1,6 +1,7 @@
 // roofline: where does the time go on this accelerator, and what would a change pay?
-// Only this file decides exit codes: 0 success, 2 bad input, 3 no usable GPU (measure,
-// calibrate), 1 internal error.
+// Only this file decides exit codes (README, "Exit codes"): 0 success; 1 internal error, or
+// `measure` found kernels that differ from the CPU reference; 2 bad input (a message names the
+// file, JSON path or node); 3 no usable GPU (measure, calibrate).
 #include <cstdio>
 #include <exception>
 
@@ -12,6 +13,16 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("roofline ") + ROOFLINE_VERSION);
     app.require_subcommand(1);
     app.fallthrough(false);
+    app.footer(
+        "MODEL (analyze, plan, measure) is one of:\n"
+        "  a built-in template           roofline analyze gpt2-small --batch 8 --seq 1024   (roofline model list)\n"
+        "  a roofline-model/1 JSON file  roofline analyze examples/two-layer-mlp.json\n"
+        "  a Hugging Face config.json    roofline analyze config.json --dtype f32 --runtime eager --mode training\n"
+        "  an ONNX file (.onnx)          roofline analyze model.onnx --allow-unknown   (when built with ONNX)\n"
+        "Hardware (--hw): a built-in name (roofline hw list) or a roofline-hardware/1 JSON file.\n"
+        "Exit codes: 0 success; 1 internal error, or measure's kernels differ from the CPU reference;\n"
+        "            2 bad input (the message names the file, JSON path or node); 3 no usable GPU.\n"
+        "Run `roofline COMMAND --help` for a command's options and examples.\n");
     roofline::cli::add_analyze(app);
     roofline::cli::add_plan(app);
     roofline::cli::add_hw(app);
@@ -27,7 +38,9 @@ int main(int argc, char** argv) {
         return false;
     };
     if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
-        std::fprintf(stderr, "roofline: unknown command '%s' (commands: analyze, measure, compare, calibrate, hw, model)\nRun with --help for usage.\n", argv[1]);
+        std::string names;
+        for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names += (names.empty() ? "" : ", ") + sub->get_name();
+        std::fprintf(stderr, "roofline: unknown command '%s' (commands: %s)\nRun with --help for usage.\n", argv[1], names.c_str());
         return 2;
     }
     try {

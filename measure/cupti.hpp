@@ -1,5 +1,6 @@
 #pragma once
-// Kernel timing and hardware counters through CUPTI 13 (notes/cupti.md).
+// Kernel timing and hardware counters through CUPTI 13 (Activity API for timing, Range Profiler
+// for counters).
 //  - KernelTracer: the Activity API. Every kernel's GPU start/end, launch configuration and the
 //    caller's tag (an external-correlation id pushed around the launches).
 //  - profile_kernels: the Range Profiler (AutoRange + KernelReplay: one range per kernel, CUPTI
@@ -109,7 +110,7 @@ inline std::vector<std::map<std::string, double>> profile_kernels(int device, co
 // empty list, or an invalid metric (naming the first one that is invalid on its own).
 int count_passes(const std::string& chip, const std::vector<std::string>& metrics);
 
-// The roofline metric set of notes/cupti.md for "GH100" (H100/H200) and "GA100" (A100): duration,
+// The roofline metric set for "GH100" (H100/H200) and "GA100" (A100): duration,
 // SM clock, DRAM/L2/L1/shared bytes, bank conflicts, FP32/FP64/FP16 instruction counts, tensor
 // ops (names differ per chip), achieved occupancy and SIMT efficiency. InputError for other chips.
 std::vector<std::string> roofline_metrics(const std::string& chip);

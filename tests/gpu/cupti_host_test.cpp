@@ -67,8 +67,7 @@ TEST_CASE("CUPTI: the roofline metric set validates offline on GH100 and GA100")
     CHECK(gh100.size() == 23);
     CHECK(ga100.size() == 23);
     // Measured with CUPTI 13.0 (CUPTI_API_VERSION 130001): the 23-metric set needs 5 passes on
-    // GH100 and on GA100 (6 with the tensor metrics in a less lucky order, the figure in
-    // notes/cupti.md). The count comes from CUPTI's scheduler and may change with a CUPTI
+    // GH100 and on GA100 (6 with the tensor metrics in a less lucky order). The count comes from CUPTI's scheduler and may change with a CUPTI
     // release: update these numbers then, not the code.
     CHECK(roofline::count_passes("GH100", gh100) == 5);
     CHECK(roofline::count_passes("GA100", ga100) == 5);

@@ -216,3 +216,29 @@ TEST_CASE("measure and calibrate without a GPU exit 3 naming the reason, and wri
     CHECK(recompute_inference.code == 2);
     CHECK(recompute_inference.out.find("training step") != std::string::npos);
 }
+
+TEST_CASE("analyze shows the 25 slowest ops by default, every op with --top all", "[cli]") {
+    // gpt2-small inference has 319 ops: the default table lists 25 rows, --top all every one in
+    // execution order (no "showing" line), and --top 0 or a word is a usage error (exit 2).
+    const auto def = test::run_cli("analyze gpt2-small --hw h100-sxm");
+    REQUIRE(def.code == 0);
+    CHECK_THAT(def.out, Catch::Contains("showing the 25 slowest of 319 ops"));
+    const auto all = test::run_cli("analyze gpt2-small --hw h100-sxm --top all");
+    REQUIRE(all.code == 0);
+    CHECK_THAT(all.out, !Catch::Contains("slowest"));
+    CHECK(std::count(all.out.begin(), all.out.end(), '\n') > std::count(def.out.begin(), def.out.end(), '\n') + 250);
+    for (const char* bad : {"0", "many", "-3"}) {
+        const auto r = test::run_cli(std::string("analyze mlp --top ") + bad);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.out, Catch::Contains("expected a positive number of ops or 'all'"));
+    }
+}
+
+TEST_CASE("--help lists every model source and the exit codes; an unknown command names them all", "[cli]") {
+    const auto h = test::run_cli("--help");
+    CHECK(h.code == 0);
+    for (const char* s : {"built-in template", "roofline-model/1 JSON", "Hugging Face config.json", "ONNX file", "Exit codes"}) CHECK_THAT(h.out, Catch::Contains(s));
+    const auto u = test::run_cli("frobnicate");
+    CHECK(u.code == 2);
+    CHECK_THAT(u.out, Catch::Contains("commands: analyze, plan, hw, model, measure, compare, calibrate, validate"));
+}
