@@ -26,7 +26,7 @@ std::map<std::string, std::string> parse_hw_map(const std::vector<std::string>& 
     return m;
 }
 
-// An output never overwrites an input (DESIGN.md, "Errors").
+// An output never overwrites an input (docs/ARCHITECTURE.md, "Errors").
 void refuse_overwriting_inputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
     namespace fs = std::filesystem;
     for (const std::string& out : outputs) {

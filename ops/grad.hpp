@@ -1,6 +1,6 @@
 #pragma once
 // Gradient rules. Each op kind's rule says which ops compute its input gradients, written against
-// this small builder interface; model/autodiff.cpp implements it on a Graph (DESIGN.md: the rule
+// this small builder interface; model/autodiff.cpp implements it on a Graph (docs/ARCHITECTURE.md: the rule
 // lives with the op, autodiff drives it). Tensors are referred to by id.
 #include <cstdint>
 #include <span>

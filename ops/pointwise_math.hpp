@@ -2,7 +2,7 @@
 // Per-element math shared by the CPU reference (ops/reference.cpp, evaluated in double) and the
 // CUDA pointwise kernels (ops/cuda/pointwise.cu, evaluated in float): the dropout hash, the unary
 // activations and their derivatives. Plain C++ for g++; nvcc compiles the same functions for the
-// device (DESIGN.md: "CUDA code that a CPU can check").
+// device (docs/ARCHITECTURE.md: "CUDA code that a CPU can check").
 #include <cmath>
 #include <cstdint>
 

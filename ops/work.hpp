@@ -1,5 +1,5 @@
 #pragma once
-// Hardware-free work of one op, counted by the conventions in DESIGN.md:
+// Hardware-free work of one op, counted by the conventions in docs/ARCHITECTURE.md:
 // a multiply-add is 2 FLOPs (GEMM M x K . K x N = 2MNK); bytes are what an ideal kernel moves to and
 // from device memory (each input read once, each output written once); transcendental operations
 // (exp, log, tanh, erf, sin, sqrt, rsqrt) are counted separately, one per result.

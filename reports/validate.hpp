@@ -1,5 +1,5 @@
 #pragma once
-// `roofline validate`: the model against measurements it can be wrong about (issue #15; DESIGN.md,
+// `roofline validate`: the model against measurements it can be wrong about (issue #15; docs/ARCHITECTURE.md,
 // "Predictions you can trust"). Three kinds of input:
 //   * per-op latency CSVs in the public NeuSight layout (linear, bmm, conv, softmax, ln, add, mul,
 //     div, pow, gelu, relu, tanh: OPName, Latency_ms, Device and the shape columns): each row is

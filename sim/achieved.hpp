@@ -1,5 +1,5 @@
 #pragma once
-// What kernels achieve on a chip, kept apart from the datasheet peaks (DESIGN.md, "Predictions you
+// What kernels achieve on a chip, kept apart from the datasheet peaks (docs/ARCHITECTURE.md, "Predictions you
 // can trust"): the peak stays the roofline ceiling; these rates are what the kernel model runs at.
 // Each comes from a named mechanism with its evidence: a published measurement of that chip in the
 // spec's "achieved" section when there is one, otherwise an architecture-general rule

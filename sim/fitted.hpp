@@ -1,6 +1,6 @@
 #pragma once
 // The terms of the cost model whose values are fitted to measurements rather than taken from a
-// datasheet or a published measurement: the last resort of DESIGN.md's "Predictions you can
+// datasheet or a published measurement: the last resort of docs/ARCHITECTURE.md's "Predictions you can
 // trust", each labelled as such where it is used and listed here, so that `roofline validate
 // --leave-one-out gpu` can refit every one of them on the other GPUs and predict the GPU left out.
 // Each is a physical quantity (an efficiency of a named mechanism, a per-op host cost), never a

@@ -1,5 +1,5 @@
 #pragma once
-// L1 GPU kernel model (DESIGN.md, "Cost model, in levels"): an op is lowered to a kernel with a
+// L1 GPU kernel model (docs/ARCHITECTURE.md, "Cost model, in levels"): an op is lowered to a kernel with a
 // launch shape chosen the way production libraries choose it, and the kernel is costed from
 // occupancy, waves and the tail effect, GEMM tile and wave quantization, tensor-core eligibility,
 // SIMT efficiency and per-level traffic. A pure function (Kernel, Hardware, Options) -> Cost.

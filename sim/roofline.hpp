@@ -1,5 +1,5 @@
 #pragma once
-// L0 of the cost model: the hierarchical roofline (DESIGN.md, "Cost model, in levels").
+// L0 of the cost model: the hierarchical roofline (docs/ARCHITECTURE.md, "Cost model, in levels").
 // For each memory level, attainable FLOP/s = min(compute peak, intensity x level bandwidth); the
 // lower-bound time of an op is the largest of its compute time and its traffic time at every level.
 // Traffic at L0 is the compulsory traffic of an ideal kernel (Work::bytes) at every level: what

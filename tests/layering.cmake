@@ -1,5 +1,5 @@
 cmake_minimum_required(VERSION 3.25)
-# Checks the one-way layering of DESIGN.md: ops <- model <- sim <- reports <- cli, and
+# Checks the one-way layering of docs/ARCHITECTURE.md: ops <- model <- sim <- reports <- cli, and
 # measure <- (ops, model). A file may include headers of its own layer and of layers below it.
 set(allowed_ops "ops")
 set(allowed_model "ops;model")

@@ -1,7 +1,7 @@
 // ONNX import (model/onnx_*.cpp): real exports (tests/tools/export_onnx.py: torchvision resnet50
 // and vit_b_16, a small GPT, a BERT-like encoder, exported without weights) must give the op counts,
 // parameter counts and FLOPs computed by hand below; hand-built graphs check each mapping; bad
-// files give one clear message and exit 2. FLOP convention (DESIGN.md): a multiply-add is 2 FLOPs.
+// files give one clear message and exit 2. FLOP convention (docs/ARCHITECTURE.md): a multiply-add is 2 FLOPs.
 #include <catch2/catch.hpp>
 
 #include <filesystem>

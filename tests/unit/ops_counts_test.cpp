@@ -1,4 +1,4 @@
-// Every op kind's shape inference and work counts on hand-computed cases (DESIGN.md conventions:
+// Every op kind's shape inference and work counts on hand-computed cases (docs/ARCHITECTURE.md conventions:
 // a multiply-add is 2 FLOPs; bytes are what an ideal kernel reads and writes once; views move
 // nothing; transcendentals are counted apart). Each expected value shows its arithmetic.
 #include <catch2/catch.hpp>
