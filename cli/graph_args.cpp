@@ -50,17 +50,7 @@ Graph GraphArgs::build(TrainingOptions* t) const {
         std::fprintf(stderr, "warning: %zu op(s) without a mapping counted as zero work (--allow-unknown): %s\n", opaque, names.c_str());
     }
     if (training()) {
-        // An exported ONNX inference graph has no loss: train on the mean of its first output, a
-        // stand-in whose cost is one reduction (README, "ONNX models").
-        const bool onnx = g.origin.size() >= 5 && g.origin.compare(g.origin.size() - 5, 5, ".onnx") == 0;
-        if (onnx && !g.outputs().empty()) {
-            const Tensor& first = g.tensor(g.outputs().front());
-            if (is_floating(first.desc.dtype) && first.desc.rank() != 0) {
-                const TensorId in = g.outputs().front();
-                const NodeId n = g.add_node("training.loss", OpKind::reduce_mean, {in}, {}, {});
-                g.mark_output(g.node(n).outputs[0], true);
-            }
-        }
+        add_stand_in_loss(g);  // an exported ONNX inference graph has no loss (model/autodiff.hpp)
         TrainingOptions opt;
         opt.optimizer = optimizer == "sgd"    ? Optimizer::sgd
                         : optimizer == "adam" ? Optimizer::adam

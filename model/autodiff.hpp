@@ -26,4 +26,10 @@ struct TrainingOptions {
 
 Graph build_training_step(const Graph& forward, const TrainingOptions& opt);
 
+// An exported ONNX inference graph has no loss: training it trains on the mean of its first
+// output, a stand-in whose cost is one reduction (README, "ONNX models"). Adds that node and marks
+// it as the loss when the graph came from a .onnx file and its first output is a floating tensor
+// of rank >= 1; otherwise leaves the graph as it is.
+void add_stand_in_loss(Graph& g);
+
 }  // namespace roofline

@@ -1,5 +1,6 @@
 #include "reports/plan_report.hpp"
 
+#include <cstdio>
 #include <fmt/format.h>
 
 #include "reports/report.hpp"
@@ -11,7 +12,28 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-ojson option_json(const PlanOption& o, std::size_t rank) {
+std::string tflop(double flops) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g TFLOP", flops / 1e12);
+    return buf;
+}
+
+// One line saying what an option changes against the baseline.
+std::string describe(const PlanOption& o, const PlanOption& base) {
+    std::string s;
+    if (o.recomputed_ops > 0) {
+        s += "recomputes " + std::to_string(o.recomputed_ops) + " ops in backward (+" + tflop(static_cast<double>(o.extra_flops)) + ")";
+    }
+    if (o.fuse) {
+        if (!s.empty()) s += "; ";
+        s += std::to_string(o.fused_groups) + " fusion groups: " + std::to_string(o.kernels) + " kernels instead of " +
+             std::to_string(base.kernels + o.recomputed_ops);
+    }
+    if (s.empty()) s = "nothing: the graph as built";
+    return s;
+}
+
+ojson option_json(const PlanOption& o, const PlanOption& base, std::size_t rank) {
     ojson j;
     j["rank"] = rank;
     j["name"] = o.name;
@@ -34,7 +56,7 @@ ojson option_json(const PlanOption& o, std::size_t rank) {
     j["fusion_groups"] = o.fused_groups;
     j["fits"] = o.fits;
     j["pareto"] = o.pareto;
-    j["changes"] = o.changes;
+    j["changes"] = describe(o, base);
     return j;
 }
 
@@ -60,7 +82,7 @@ ojson plan_json(const PlanReportContext& ctx) {
                      {"saved_activation_bytes", p.baseline.saved_activation_bytes},
                      {"fits", p.baseline.peak_bytes <= p.budget_bytes}};
     ojson options = ojson::array();
-    for (std::size_t i = 0; i < p.options.size(); ++i) options.push_back(option_json(p.options[i], i + 1));
+    for (std::size_t i = 0; i < p.options.size(); ++i) options.push_back(option_json(p.options[i], p.baseline, i + 1));
     j["options"] = options;
     ojson frontier = ojson::array();
     for (std::size_t i : p.frontier) {
@@ -133,7 +155,7 @@ std::string render_plan_table(const PlanReportContext& ctx, std::size_t top) {
         std::string name = o.name.size() > 44 ? o.name.substr(0, 41) + "..." : o.name;
         out += fmt::format("{:>4}  {:<44} {:>10} {:>+8.1f}% {:>11} {:>11} {:>4} {:>6}  {}\n", i + 1, name, human_time(o.step_time_s), rel,
                            human_bytes(static_cast<double>(o.peak_bytes)), human_si(static_cast<double>(o.extra_flops), "FLOP"),
-                           o.fits ? "yes" : "no", o.pareto ? "*" : "", o.changes);
+                           o.fits ? "yes" : "no", o.pareto ? "*" : "", describe(o, p.baseline));
     }
     if (n < p.options.size()) out += fmt::format("      ... {} more options in the JSON report\n", p.options.size() - n);
     if (!p.groups.empty()) {

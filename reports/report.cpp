@@ -14,6 +14,17 @@
 namespace roofline {
 namespace {
 
+// The words for a kernel's bound in reports ("" for a fused member without a kernel of its own).
+std::string_view kernel_bound_name(KernelBound b) {
+    switch (b) {
+        case KernelBound::none: return "";
+        case KernelBound::compute: return "compute";
+        case KernelBound::memory: return "memory";
+        case KernelBound::launch: return "launch";
+    }
+    return "";
+}
+
 using ojson = nlohmann::ordered_json;
 
 ojson sourced_json(const Sourced& s) {
@@ -105,7 +116,7 @@ ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
         mj["time_s"] = m.time_s;
         mj["compute_s"] = m.compute_s;
         mj["memory_s"] = m.memory_s;
-        mj["bound"] = m.bound;
+        mj["bound"] = kernel_bound_name(m.bound);
         // The roofline bound of the work this kernel does (for a layout copy or an XLA-fused TPU
         // op it differs from the op's L0 bound above), over the modelled time.
         mj["lower_bound_s"] = m.lower_bound_s;

@@ -658,12 +658,12 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     }
     c.memory_s = memory + reduction;
     c.time_s = (opt.overlap ? std::max(compute, memory) : compute + memory) + reduction;
-    c.bound = compute >= memory ? "compute" : "memory";
+    c.bound = compute >= memory ? KernelBound::compute : KernelBound::memory;
     if (opt.launch_floor) {
         // The latency is not hidden behind the kernel's own streaming: the first loads wait for
         // DRAM and the last stores drain while no other work of the kernel runs.
         c.floor_s = opt.min_kernel_s;
-        if (c.time_s < c.floor_s) c.bound = "launch";
+        if (c.time_s < c.floor_s) c.bound = KernelBound::launch;
         c.time_s += c.floor_s;
     }
     // Invariant (issue #15): no kernel runs below its own roofline lower bound. It holds by

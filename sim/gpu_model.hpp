@@ -171,6 +171,11 @@ struct LevelTraffic {
     double time_s = 0;
 };
 
+// What binds a kernel's modelled time: its compute, its traffic at some memory level, or (for a
+// kernel shorter than its launch floor) the launch; none for a node without a kernel of its own
+// (a member of a fused group: the group's kernel carries the bound). reports/ names it.
+enum class KernelBound { none, compute, memory, launch };
+
 struct KernelCost {
     std::vector<LevelTraffic> traffic;  // bytes moved at each memory level, outermost first
     double time_s = 0;
@@ -182,7 +187,7 @@ struct KernelCost {
     double tail_efficiency = 1;  // useful block slots / occupied block slots
     double tile_efficiency = 1;  // useful GEMM work / padded tile work
     double lower_bound_s = 0;    // the L0 roofline time of the same work
-    std::string bound;           // "compute", "memory", "launch"
+    KernelBound bound = KernelBound::none;
 };
 
 // Lowers one node to its kernel (views and other no-work ops lower to nothing).

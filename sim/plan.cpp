@@ -53,26 +53,6 @@ PlanOption summarise(const Evaluated& e, const std::string& name, bool fuse, con
     return o;
 }
 
-std::string tflop(double flops) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g TFLOP", flops / 1e12);
-    return buf;
-}
-
-std::string describe(const PlanOption& o, const PlanOption& base) {
-    std::string s;
-    if (o.recomputed_ops > 0) {
-        s += "recomputes " + std::to_string(o.recomputed_ops) + " ops in backward (+" + tflop(static_cast<double>(o.extra_flops)) + ")";
-    }
-    if (o.fuse) {
-        if (!s.empty()) s += "; ";
-        s += std::to_string(o.fused_groups) + " fusion groups: " + std::to_string(o.kernels) + " kernels instead of " +
-             std::to_string(base.kernels + o.recomputed_ops);
-    }
-    if (s.empty()) s = "nothing: the graph as built";
-    return s;
-}
-
 }  // namespace
 
 std::vector<std::size_t> pareto_frontier(const std::vector<std::pair<std::int64_t, double>>& points) {
@@ -233,7 +213,6 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
         o.fits = o.peak_bytes <= p.budget_bytes;
         o.time_overhead_s = o.step_time_s - p.baseline.step_time_s;
         o.memory_saved_bytes = p.baseline.peak_bytes - o.peak_bytes;
-        o.changes = describe(o, p.baseline);
     }
     std::stable_sort(p.options.begin(), p.options.end(), [](const PlanOption& a, const PlanOption& b) {
         if (a.fits != b.fits) return a.fits;

@@ -34,7 +34,6 @@ struct PlanOption {
     std::int64_t fused_groups = 0;
     bool fits = true;                     // peak <= budget (or device capacity)
     bool pareto = false;                  // on the (peak memory, step time) frontier
-    std::string changes;                  // one line saying what it changes
 };
 
 struct GroupSaving {

@@ -114,7 +114,7 @@ std::optional<KernelCost> tpu_node_cost(const Graph& g, NodeId n, const Hardware
     }
     c.compute_s = std::max(c.compute_s, roof.compute_time_s);
     c.time_s = opt.overlap ? std::max(c.compute_s, memory) : c.compute_s + memory;
-    c.bound = c.compute_s >= memory ? "compute" : "memory";
+    c.bound = c.compute_s >= memory ? KernelBound::compute : KernelBound::memory;
     return c;
 }
 

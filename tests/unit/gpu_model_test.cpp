@@ -131,7 +131,7 @@ TEST_CASE("tiny kernels take at least the device latency floor, and their launch
     const TensorId x = g.add_input("x", {{16}, DType::f32});
     g.add_node("r", OpKind::relu, {x}, {}, {});
     const KernelCost c = gpu_kernel_cost(*lower_to_kernel(g, 0, hw), hw);
-    CHECK(c.bound == "launch");
+    CHECK(c.bound == KernelBound::launch);
     // The latency, plus 128 bytes of traffic streamed by the one block's SM: a 132nd of the
     // streaming bandwidth (72% of 3.352 TB/s, GpuModelOptions::streaming_efficiency).
     const double tiny = GpuModelOptions{}.min_kernel_s + 128.0 / (3.352e12 * GpuModelOptions{}.streaming_efficiency / 132);
