@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 # Debian packages the build needs.
 PACKAGES := cmake g++ ninja-build nlohmann-json3-dev libboost-graph-dev catch2 libbenchmark-dev libcli11-dev libfmt-dev \
             libonnx-dev libprotobuf-dev protobuf-compiler \
-            chromium
+            chromium clang-format
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 FUZZ_BUILD ?= build-fuzz

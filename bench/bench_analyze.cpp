@@ -50,7 +50,6 @@ BENCHMARK_CAPTURE(BM_Analyze, gpt3_175b, "gpt3-175b")->Unit(benchmark::kMillisec
 BENCHMARK_CAPTURE(BM_AnalyzeEndToEnd, gpt2_small, "gpt2-small")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AnalyzeEndToEnd, gpt3_175b, "gpt3-175b")->Unit(benchmark::kMillisecond);
 
-
 namespace {
 
 // Issue "Training steps": autodiff + memory model for the gpt3-175b training step.

@@ -47,7 +47,8 @@ void add_analyze(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--trace", *trace, "write the schedule as a Chrome trace (Perfetto, chrome://tracing)");
     outputs->add_to(cmd, true, false);
-    cmd->add_option("--dataflow", *dataflow, "TPU specs: systolic dataflow of the MXUs, ws (weight-), os (output-) or is (input-stationary)")
+    cmd->add_option("--dataflow", *dataflow,
+                    "TPU specs: systolic dataflow of the MXUs, ws (weight-), os (output-) or is (input-stationary)")
         ->check(CLI::IsMember({"ws", "os", "is"}))
         ->capture_default_str();
     cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
@@ -63,15 +64,16 @@ void add_analyze(CLI::App& app) {
             std::size_t used = 0;
             try {
                 if (std::stoll(v, &used) > 0 && used == v.size()) return "";
-            } catch (const std::exception&) {
-            }
+            } catch (const std::exception&) {}
             return "expected a positive number of ops or 'all', got '" + v + "'";
         })
         ->capture_default_str();
     cmd->add_flag("-q,--quiet", *quiet, "print no table");
-    cmd->footer("Example: roofline analyze gpt2-small --hw h100-sxm --mode training --batch 8 -o report.json\n"
-                "         roofline analyze gpt2-small --mode training --fuse --recompute selective --html report.html\n"
-                "         roofline analyze tests/data/public/neusight/configs/gpt2_large.json --hw v100-pcie-32gb --dtype f32 --runtime eager --mode training --optimizer none\n");
+    cmd->footer(
+        "Example: roofline analyze gpt2-small --hw h100-sxm --mode training --batch 8 -o report.json\n"
+        "         roofline analyze gpt2-small --mode training --fuse --recompute selective --html report.html\n"
+        "         roofline analyze tests/data/public/neusight/configs/gpt2_large.json --hw v100-pcie-32gb --dtype f32 --runtime eager "
+        "--mode training --optimizer none\n");
     cmd->callback([=] {
         const Hardware h = resolve_hardware(*hw);
         TrainingOptions t;
@@ -79,12 +81,16 @@ void add_analyze(CLI::App& app) {
         AnalysisOptions aopt;
         aopt.schedule.streams = *streams;
         aopt.runtime = *runtime == "eager" ? Runtime::eager : Runtime::native;
-        aopt.tpu.dataflow = *dataflow == "os" ? Dataflow::output_stationary : *dataflow == "is" ? Dataflow::input_stationary : Dataflow::weight_stationary;
+        aopt.tpu.dataflow = *dataflow == "os"   ? Dataflow::output_stationary
+                            : *dataflow == "is" ? Dataflow::input_stationary
+                                                : Dataflow::weight_stationary;
         // One chosen plan (--fuse, --recompute S): the transformed graph is what is analysed.
         std::optional<Evaluated> chosen;
         std::optional<Analysis> plain;
-        if (plan_args->any()) chosen = plan_args->evaluate(built, h, aopt);
-        else plain = analyze(built, h, aopt);
+        if (plan_args->any())
+            chosen = plan_args->evaluate(built, h, aopt);
+        else
+            plain = analyze(built, h, aopt);
         const Graph& g = chosen ? *chosen->graph : built;
         const Analysis& a = chosen ? chosen->analysis : *plain;
         ReportContext ctx{g, h, a, args->mode, args->training() ? &t : nullptr};
@@ -146,8 +152,10 @@ void add_model(CLI::App& app) {
     exp->callback([=] {
         if (!is_template_name(*name)) throw InputError("unknown template '" + *name + "' (templates: " + template_choices() + ")");
         const std::string text = expand_template(*name, nlohmann::json::object(), "template '" + *name + "'").dump(2) + "\n";
-        if (out->empty()) print(text);
-        else write_file_atomic(*out, text);
+        if (out->empty())
+            print(text);
+        else
+            write_file_atomic(*out, text);
     });
 }
 

@@ -8,11 +8,11 @@ namespace roofline::cli {
 void add_analyze(CLI::App& app);
 void add_hw(CLI::App& app);
 void add_model(CLI::App& app);
-void add_measure(CLI::App& app);    // measure_commands.cpp: needs a GPU (exit 3 without one)
-void add_compare(CLI::App& app);    // offline
+void add_measure(CLI::App& app);  // measure_commands.cpp: needs a GPU (exit 3 without one)
+void add_compare(CLI::App& app);  // offline
 void add_calibrate(CLI::App& app);
-void add_plan(CLI::App& app);       // plan_command.cpp  // needs a GPU
-void add_validate(CLI::App& app);   // validate_command.cpp: offline
+void add_plan(CLI::App& app);      // plan_command.cpp  // needs a GPU
+void add_validate(CLI::App& app);  // validate_command.cpp: offline
 
 // Exit code and message of the subcommand that ran (set by its callback).
 struct Outcome {

@@ -9,7 +9,10 @@
 namespace roofline::cli {
 
 void GraphArgs::add_to(CLI::App* cmd) {
-    cmd->add_option("MODEL", model, "a model file (roofline-model/1 JSON, a Hugging Face config.json, or .onnx) or a built-in template: " + template_choices())->required();
+    cmd->add_option(
+           "MODEL", model,
+           "a model file (roofline-model/1 JSON, a Hugging Face config.json, or .onnx) or a built-in template: " + template_choices())
+        ->required();
     cmd->add_option("--dtype", dtype, "compute and parameter dtype policy: f64, f32, tf32, f16, bf16, fp8_e4m3 or fp8_e5m2");
     cmd->add_option("--batch", batch, "override the model's batch dimension")->check(CLI::PositiveNumber);
     cmd->add_option("--seq", seq, "override the model's sequence-length dimension")->check(CLI::PositiveNumber);
@@ -23,10 +26,13 @@ void GraphArgs::add_to(CLI::App* cmd) {
         ->capture_default_str();
     cmd->add_option("--loss-scale", loss_scale, "training: static loss scale (seed the loss gradient with S, unscale in the optimizer)")
         ->check(CLI::NonNegativeNumber);
-    cmd->add_option("--master-weights", master, "training: on (fp32 master weights and optimizer state for 16-bit parameters) or off; default: the model's dtype_policy (on)")
+    cmd->add_option(
+           "--master-weights", master,
+           "training: on (fp32 master weights and optimizer state for 16-bit parameters) or off; default: the model's dtype_policy (on)")
         ->check(CLI::IsMember({"on", "off"}));
-    cmd->add_flag("--allow-unknown", allow_unknown,
-                  "ONNX models: keep ops roofline cannot map as opaque ops counted as zero work (marked 'opaque' in reports) instead of failing");
+    cmd->add_flag(
+        "--allow-unknown", allow_unknown,
+        "ONNX models: keep ops roofline cannot map as opaque ops counted as zero work (marked 'opaque' in reports) instead of failing");
 }
 
 Graph GraphArgs::build(TrainingOptions* t) const {
@@ -35,7 +41,9 @@ Graph GraphArgs::build(TrainingOptions* t) const {
     if (seq > 0) ov.seq = seq;
     if (!dtype.empty()) {
         auto d = parse_dtype(dtype);
-        if (!d || !is_floating(*d)) throw InputError("--dtype: expected a floating-point dtype (f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2), got '" + dtype + "'");
+        if (!d || !is_floating(*d))
+            throw InputError("--dtype: expected a floating-point dtype (f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2), got '" + dtype +
+                             "'");
         ov.dtype = d;
     }
     ov.allow_unknown = allow_unknown;

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
     };
     if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
         std::string names;
-        for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names += (names.empty() ? "" : ", ") + sub->get_name();
+        for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+            names += (names.empty() ? "" : ", ") + sub->get_name();
         std::fprintf(stderr, "roofline: unknown command '%s' (commands: %s)\nRun with --help for usage.\n", argv[1], names.c_str());
         return 2;
     }

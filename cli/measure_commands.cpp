@@ -34,7 +34,8 @@ void require_device(int device) {
     const DeviceQuery q = query_cuda_devices();
     if (q.devices.empty()) throw DeviceUnavailable(q.problem);
     if (device < 0 || device >= static_cast<int>(q.devices.size())) {
-        throw InputError("--device " + std::to_string(device) + ": this machine has " + std::to_string(q.devices.size()) + " CUDA device(s)");
+        throw InputError("--device " + std::to_string(device) + ": this machine has " + std::to_string(q.devices.size()) +
+                         " CUDA device(s)");
     }
 }
 #else
@@ -62,29 +63,37 @@ void add_measure(CLI::App& app) {
     args->add_to(cmd);
     cmd->add_option("-o,--output", *out, "write the measurement (schema roofline-measurement/1) to this file")->required();
     cmd->add_option("--recompute", *recompute,
-                    "training: run the step rebuilt with this recomputation strategy, as `analyze --recompute` models it: none, selective, full, sqrt or mincut")
+                    "training: run the step rebuilt with this recomputation strategy, as `analyze --recompute` models it: none, selective, "
+                    "full, sqrt or mincut")
         ->check(CLI::IsMember({"none", "selective", "full", "sqrt", "mincut"}))
         ->capture_default_str();
-    cmd->add_option("--memory", *memory,
-                    "keep-all: every tensor its own device memory (needed by --check); reuse: memory freed after a tensor's last reader and reused, "
-                    "so the arena is the step's peak memory (what recomputation saves)")
+    cmd->add_option(
+           "--memory", *memory,
+           "keep-all: every tensor its own device memory (needed by --check); reuse: memory freed after a tensor's last reader and reused, "
+           "so the arena is the step's peak memory (what recomputation saves)")
         ->check(CLI::IsMember({"keep-all", "reuse"}))
         ->capture_default_str();
     outputs->add_to(cmd, false, true);
-    cmd->add_option("--repetitions", *reps, "timed runs of the whole graph; times are medians")->check(CLI::Range(1, 100000))->capture_default_str();
+    cmd->add_option("--repetitions", *reps, "timed runs of the whole graph; times are medians")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
     cmd->add_option("--warmup", *warmup, "untimed runs first")->check(CLI::Range(0, 1000))->capture_default_str();
     cmd->add_flag("--flash", *flash, "attention as one fused flash-style kernel instead of QK^T, softmax, xV");
-    cmd->add_option("--counters", *counters, "on: read hardware counters per kernel in a separate replayed run (falls back to timing only, saying why, where counters are not permitted); off: timing only")
+    cmd->add_option("--counters", *counters,
+                    "on: read hardware counters per kernel in a separate replayed run (falls back to timing only, saying why, where "
+                    "counters are not permitted); off: timing only")
         ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
-    cmd->add_option("--check", *check, "on: check every node's outputs against the CPU reference (nodes over 2 GFLOP are skipped); off: do not")
+    cmd->add_option("--check", *check,
+                    "on: check every node's outputs against the CPU reference (nodes over 2 GFLOP are skipped); off: do not")
         ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
     cmd->add_option("--device", *device, "CUDA device index")->capture_default_str();
     cmd->add_flag("-q,--quiet", *quiet, "print no summary");
-    cmd->footer("Example: roofline measure gpt2-small --mode training --batch 4 --seq 512 --check off -o measured.json\n"
-                "         roofline measure gpt2-small --mode training --recompute selective --memory reuse --check off --counters off -o sel.json\n"
-                "Exit 3 when there is no usable GPU (no driver, no device), naming the reason.\n");
+    cmd->footer(
+        "Example: roofline measure gpt2-small --mode training --batch 4 --seq 512 --check off -o measured.json\n"
+        "         roofline measure gpt2-small --mode training --recompute selective --memory reuse --check off --counters off -o sel.json\n"
+        "Exit 3 when there is no usable GPU (no driver, no device), naming the reason.\n");
     cmd->callback([=] {
         TrainingOptions t;
         Graph g = args->build(&t);  // bad input is reported before looking for a GPU
@@ -110,9 +119,9 @@ void add_measure(CLI::App& app) {
         write_file_atomic(*out, text);
         const std::string written = write_outputs(files);
         if (!*quiet) {
-            say(g.name + " (" + args->mode + ") on " + m.device.at("name") + ": step " + human_time(m.step_median_s) +
-                " (p10 " + human_time(m.step_p10_s) + ", p90 " + human_time(m.step_p90_s) + "), kernels " +
-                human_time(m.kernel_sum_s) + ", arena " + human_bytes(static_cast<double>(m.arena_bytes)) + "\n");
+            say(g.name + " (" + args->mode + ") on " + m.device.at("name") + ": step " + human_time(m.step_median_s) + " (p10 " +
+                human_time(m.step_p10_s) + ", p90 " + human_time(m.step_p90_s) + "), kernels " + human_time(m.kernel_sum_s) + ", arena " +
+                human_bytes(static_cast<double>(m.arena_bytes)) + "\n");
             say(m.counters_problem.empty() ? "counters: collected\n" : "counters: not collected: " + m.counters_problem + "\n");
             say("checks against the CPU reference: " + std::to_string(m.failed_checks) + " failed\n");
             say("measurement written to " + *out + "\n" + written);
@@ -124,7 +133,8 @@ void add_measure(CLI::App& app) {
         }
 #else
         // Keep every option's storage alive: CLI11 writes through pointers to them.
-        (void)g, (void)outputs, (void)out, (void)reps, (void)warmup, (void)flash, (void)counters, (void)check, (void)device, (void)quiet, (void)recompute, (void)memory;
+        (void)g, (void)outputs, (void)out, (void)reps, (void)warmup, (void)flash, (void)counters, (void)check, (void)device, (void)quiet,
+            (void)recompute, (void)memory;
         no_cuda();
 #endif
     });
@@ -144,7 +154,8 @@ void add_compare(CLI::App& app) {
     cmd->add_option("-o,--output", *out, "write the comparison (schema roofline-comparison/1) to this file");
     outputs->add_to(cmd);
     cmd->add_option("--top", *top, "worst offenders to list")->capture_default_str();
-    cmd->add_option("--min-us", *min_us, "leave kernels measured below this many microseconds out of the statistics")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--min-us", *min_us, "leave kernels measured below this many microseconds out of the statistics")
+        ->check(CLI::NonNegativeNumber);
     cmd->add_flag("-q,--quiet", *quiet, "print no summary");
     cmd->footer("Example: roofline compare predicted.json measured.json -o cmp.json\n");
     cmd->callback([=] {
@@ -173,12 +184,14 @@ void add_calibrate(CLI::App& app) {
     auto quick = std::make_shared<bool>(false);
     auto device = std::make_shared<int>(0);
     cmd->add_option("-o,--output", *out, "write the calibrated hardware spec (roofline-hardware/1) here")->required();
-    cmd->add_option("--base", *base, "spec whose unmeasured values (capacities, limits, links) are kept; default: the built-in spec of this GPU");
+    cmd->add_option("--base", *base,
+                    "spec whose unmeasured values (capacities, limits, links) are kept; default: the built-in spec of this GPU");
     cmd->add_option("--raw", *raw, "also write the raw microbenchmark results (roofline-calibration/1)");
     cmd->add_flag("--quick", *quick, "smaller sizes and fewer repetitions (seconds instead of a minute)");
     cmd->add_option("--device", *device, "CUDA device index")->capture_default_str();
-    cmd->footer("Example: roofline calibrate -o my-h100.json && roofline analyze gpt2-small --hw my-h100.json\n"
-                "Exit 3 when there is no usable GPU, naming the reason.\n");
+    cmd->footer(
+        "Example: roofline calibrate -o my-h100.json && roofline analyze gpt2-small --hw my-h100.json\n"
+        "Exit 3 when there is no usable GPU, naming the reason.\n");
     cmd->callback([=] {
 #ifdef ROOFLINE_WITH_CUDA
         require_device(*device);

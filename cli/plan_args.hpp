@@ -12,7 +12,7 @@ namespace roofline::cli {
 
 struct PlanArgs {
     bool fuse = false;
-    std::string recompute;  // empty: none
+    std::string recompute;                // empty: none
     std::vector<std::string> fuse_kinds;  // --fuse-kinds: only these group kinds (empty: all)
 
     void add_to(CLI::App* cmd, bool for_plan);

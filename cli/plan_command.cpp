@@ -26,8 +26,8 @@ std::int64_t parse_bytes(const std::string& text, const std::string& flag) {
     std::string unit = text.substr(used);
     while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
     static const std::pair<const char*, double> units[] = {
-        {"", 1},           {"B", 1},           {"KB", 1e3},           {"MB", 1e6},           {"GB", 1e9},          {"TB", 1e12},
-        {"KiB", 1024.0},   {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+        {"", 1},      {"B", 1},        {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+        {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
     for (const auto& [name, scale] : units) {
         if (used > 0 && unit == name && value > 0 && std::isfinite(value)) return static_cast<std::int64_t>(std::llround(value * scale));
     }
@@ -36,7 +36,8 @@ std::int64_t parse_bytes(const std::string& text, const std::string& flag) {
 }
 
 void PlanArgs::add_to(CLI::App* cmd, bool for_plan) {
-    cmd->add_flag("--fuse", fuse, for_plan ? "only options with kernel fusion" : "fuse kernels (sim/fusion.hpp groups) and analyze the fused graph");
+    cmd->add_flag("--fuse", fuse,
+                  for_plan ? "only options with kernel fusion" : "fuse kernels (sim/fusion.hpp groups) and analyze the fused graph");
     cmd->add_option("--recompute", recompute,
                     for_plan ? "only this recomputation strategy: none, selective, full, sqrt or mincut"
                              : "training: recompute activations in backward with this strategy: none, selective, full, sqrt or mincut")
@@ -68,7 +69,8 @@ Evaluated PlanArgs::evaluate(const Graph& g, const Hardware& hw, const AnalysisO
 }
 
 void add_plan(CLI::App& app) {
-    auto* cmd = app.add_subcommand("plan", "what fusion and activation recomputation would pay: ranked options, memory/time frontier, batch sweep");
+    auto* cmd =
+        app.add_subcommand("plan", "what fusion and activation recomputation would pay: ranked options, memory/time frontier, batch sweep");
     auto args = std::make_shared<GraphArgs>();
     args->mode = "training";
     auto plan_args = std::make_shared<PlanArgs>();
@@ -120,7 +122,8 @@ void add_plan(CLI::App& app) {
                 },
                 h, opt);
         }
-        const PlanReportContext ctx{g, h, p, *sweep ? &series : nullptr, args->mode, args->training() ? std::string(optimizer_name(t.optimizer)) : ""};
+        const PlanReportContext ctx{
+            g, h, p, *sweep ? &series : nullptr, args->mode, args->training() ? std::string(optimizer_name(t.optimizer)) : ""};
         // Build every text before touching the file system.
         const nlohmann::ordered_json doc = plan_json(ctx);
         OutputFiles files;
@@ -130,8 +133,10 @@ void add_plan(CLI::App& app) {
             // The schedule of the best option that fits (the first ranked).
             const PlanOption& best = p.options.front();
             std::optional<RecomputePlan> rp;
-            if (best.recompute == "layers") rp = plan_layers(g, find_layers(g), best.layers);
-            else if (best.recompute != "none") rp = plan_strategy(g, *parse_strategy(best.recompute));
+            if (best.recompute == "layers")
+                rp = plan_layers(g, find_layers(g), best.layers);
+            else if (best.recompute != "none")
+                rp = plan_strategy(g, *parse_strategy(best.recompute));
             const Evaluated e = evaluate_option(g, h, rp, best.fuse, opt.analysis);
             trace = chrome_trace_json(*e.graph, e.analysis.schedule);
         }

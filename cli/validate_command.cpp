@@ -54,13 +54,18 @@ void add_validate(CLI::App& app) {
     auto html = std::make_shared<std::string>();
     auto csv = std::make_shared<std::string>();
     auto quiet = std::make_shared<bool>(false);
-    cmd->add_option("PATH", *paths, "a directory in the public layout (all its CSVs), one CSV (per-op or end_to_end.csv), or a `roofline measure` JSON")
+    cmd->add_option("PATH", *paths,
+                    "a directory in the public layout (all its CSVs), one CSV (per-op or end_to_end.csv), or a `roofline measure` JSON")
         ->required();
-    cmd->add_option("--hw-map", *hw_map, "DEVICE=SPEC: predict the rows of this device on this hardware spec (built-in name or file); repeatable");
-    cmd->add_option("--configs", *configs, "directory of the end-to-end models' configs (<model>.json); default: configs/ beside end_to_end.csv");
-    cmd->add_option("--leave-one-out", *loo, "gpu: refit the fitted terms without each fitting GPU and predict it with them")->check(CLI::IsMember({"gpu"}));
+    cmd->add_option("--hw-map", *hw_map,
+                    "DEVICE=SPEC: predict the rows of this device on this hardware spec (built-in name or file); repeatable");
+    cmd->add_option("--configs", *configs,
+                    "directory of the end-to-end models' configs (<model>.json); default: configs/ beside end_to_end.csv");
+    cmd->add_option("--leave-one-out", *loo, "gpu: refit the fitted terms without each fitting GPU and predict it with them")
+        ->check(CLI::IsMember({"gpu"}));
     cmd->add_flag("--fit", *fit, "also fit the terms on every fitting GPU and print the values (to set the compiled-in defaults from)");
-    cmd->add_option("--families", *families, "only these families (matmul, conv, softmax, layernorm, elementwise, other, e2e) or ops (linear, bmm, ...)")
+    cmd->add_option("--families", *families,
+                    "only these families (matmul, conv, softmax, layernorm, elementwise, other, e2e) or ops (linear, bmm, ...)")
         ->delimiter(',');
     cmd->add_option("--max-rows", *max_rows, "at most N rows per file and device, evenly spaced (deterministic)");
     cmd->add_option("--threads", *threads, "prediction threads (default: all cores); the results do not depend on it");
@@ -68,9 +73,10 @@ void add_validate(CLI::App& app) {
     cmd->add_option("--html", *html, "also write a self-contained HTML report (inline SVG, no network) to this file");
     cmd->add_option("--csv", *csv, "also write every case (measured, predicted, error) as CSV to this file");
     cmd->add_flag("-q,--quiet", *quiet, "print no tables");
-    cmd->footer("Example: roofline validate tests/data/public/neusight --leave-one-out gpu --html validation.html\n"
-                "         roofline validate tests/data/public/h100-torch-2026-11-24 --configs tests/data/public/neusight/configs\n"
-                "Exit 2 for a bad file (missing column, non-numeric value, non-positive latency, unknown device), naming the file and row.\n");
+    cmd->footer(
+        "Example: roofline validate tests/data/public/neusight --leave-one-out gpu --html validation.html\n"
+        "         roofline validate tests/data/public/h100-torch-2026-11-24 --configs tests/data/public/neusight/configs\n"
+        "Exit 2 for a bad file (missing column, non-numeric value, non-positive latency, unknown device), naming the file and row.\n");
     cmd->callback([=] {
         ValidateOptions opt;
         opt.hw_map = parse_hw_map(*hw_map);

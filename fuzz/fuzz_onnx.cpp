@@ -17,8 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         try {
             const roofline::Graph g = roofline::load_onnx_bytes(bytes, "fuzz.onnx", ov);
             for (roofline::NodeId n = 0; n < static_cast<roofline::NodeId>(g.nodes().size()); ++n) (void)g.work(n);
-        } catch (const roofline::InputError&) {
-        }
+        } catch (const roofline::InputError&) {}
     }
     return 0;
 }

@@ -33,12 +33,12 @@ using cuda::check;
 using cuda::check_launch;
 using cuda::CudaError;
 
-constexpr int kBlock = 256;        // threads per block of every benchmark kernel
-constexpr int kUnroll = 4;         // 16-byte loads in flight per thread (memory kernels)
-constexpr int kFmaAcc = 8;         // independent accumulators per thread (FMA kernels)
-constexpr int kFmaSteps = 32;      // unrolled FMA steps per loop iteration (x kFmaAcc FMAs)
-constexpr int kSmemVecs = 1024;    // uint4 per block in the shared-memory kernel (16 KiB)
-constexpr int kSmemUnroll = 16;    // shared loads per thread per loop iteration
+constexpr int kBlock = 256;                                         // threads per block of every benchmark kernel
+constexpr int kUnroll = 4;                                          // 16-byte loads in flight per thread (memory kernels)
+constexpr int kFmaAcc = 8;                                          // independent accumulators per thread (FMA kernels)
+constexpr int kFmaSteps = 32;                                       // unrolled FMA steps per loop iteration (x kFmaAcc FMAs)
+constexpr int kSmemVecs = 1024;                                     // uint4 per block in the shared-memory kernel (16 KiB)
+constexpr int kSmemUnroll = 16;                                     // shared loads per thread per loop iteration
 constexpr std::size_t kGemmWorkspaceBytes = std::size_t{32} << 20;  // cuBLAS's Hopper recommendation
 
 // ---------------------------------------------------------------------------------------------
@@ -110,8 +110,8 @@ __global__ void __launch_bounds__(kBlock) read_kernel(const uint4* __restrict__ 
 // Each block streams `steps` chunks of kUnroll * blockDim uint4 through the (L2-resident) buffer of
 // n uint4, circularly, starting at blockIdx * start_stride; loads bypass L1 (ld.global.cg).
 // n and start_stride are multiples of the chunk.
-__global__ void __launch_bounds__(kBlock) l2_read_kernel(const uint4* __restrict__ buf, long long n, long long start_stride,
-                                                         int steps, unsigned* out) {
+__global__ void __launch_bounds__(kBlock)
+    l2_read_kernel(const uint4* __restrict__ buf, long long n, long long start_stride, int steps, unsigned* out) {
     const long long chunk = static_cast<long long>(kUnroll) * blockDim.x;
     long long base = (static_cast<long long>(blockIdx.x) * start_stride) % n;
     unsigned acc = 0;
@@ -132,10 +132,9 @@ __global__ void __launch_bounds__(kBlock) l2_read_kernel(const uint4* __restrict
 __global__ void __launch_bounds__(kBlock) smem_kernel(int iters, unsigned seed, unsigned* out) {
     __shared__ uint4 tile[kSmemVecs];
     for (int i = threadIdx.x; i < kSmemVecs; i += blockDim.x) {
-        const std::uint64_t key = (static_cast<std::uint64_t>(seed) << 40) ^ (static_cast<std::uint64_t>(blockIdx.x) << 16) ^
-                                  static_cast<std::uint64_t>(i);
-        tile[i] = make_uint4(hash_u32(4 * key) | 1u, hash_u32(4 * key + 1) | 1u, hash_u32(4 * key + 2) | 1u,
-                             hash_u32(4 * key + 3) | 1u);
+        const std::uint64_t key =
+            (static_cast<std::uint64_t>(seed) << 40) ^ (static_cast<std::uint64_t>(blockIdx.x) << 16) ^ static_cast<std::uint64_t>(i);
+        tile[i] = make_uint4(hash_u32(4 * key) | 1u, hash_u32(4 * key + 1) | 1u, hash_u32(4 * key + 2) | 1u, hash_u32(4 * key + 3) | 1u);
     }
     __syncthreads();
     const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(tile));
@@ -158,9 +157,7 @@ __global__ void __launch_bounds__(kBlock) smem_kernel(int iters, unsigned seed, 
 __device__ __forceinline__ float fma_op(float a, float b, float c) { return fmaf(a, b, c); }
 __device__ __forceinline__ double fma_op(double a, double b, double c) { return fma(a, b, c); }
 __device__ __forceinline__ __half2 fma_op(__half2 a, __half2 b, __half2 c) { return __hfma2(a, b, c); }
-__device__ __forceinline__ __nv_bfloat162 fma_op(__nv_bfloat162 a, __nv_bfloat162 b, __nv_bfloat162 c) {
-    return __hfma2(a, b, c);
-}
+__device__ __forceinline__ __nv_bfloat162 fma_op(__nv_bfloat162 a, __nv_bfloat162 b, __nv_bfloat162 c) { return __hfma2(a, b, c); }
 __device__ __forceinline__ void from_float(float& d, float x) { d = x; }
 __device__ __forceinline__ void from_float(double& d, float x) { d = static_cast<double>(x); }
 __device__ __forceinline__ void from_float(__half2& d, float x) { d = __floats2half2_rn(x, 0.5f * x); }
@@ -181,14 +178,14 @@ __device__ __forceinline__ long long global_timer_ns() {
 // clock64() cycles and %globaltimer nanoseconds over the loop to clock_out[0..1] (if non-null).
 // Full occupancy: at most 2048 / kBlock blocks' worth of registers (<= 32 per thread).
 template <class T>
-__global__ void __launch_bounds__(kBlock, 2048 / kBlock) fma_kernel(float b, float c, int iters, float* out,
-                                                                     long long* clock_out) {
+__global__ void __launch_bounds__(kBlock, 2048 / kBlock) fma_kernel(float b, float c, int iters, float* out, long long* clock_out) {
     T tb, tc;
     from_float(tb, b);
     from_float(tc, c);
     T acc[kFmaAcc];
 #pragma unroll
-    for (int j = 0; j < kFmaAcc; ++j) from_float(acc[j], 0.5f + 0.01f * static_cast<float>(j) + 1e-4f * static_cast<float>(threadIdx.x & 15u));
+    for (int j = 0; j < kFmaAcc; ++j)
+        from_float(acc[j], 0.5f + 0.01f * static_cast<float>(j) + 1e-4f * static_cast<float>(threadIdx.x & 15u));
     const bool timer = clock_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0;
     long long t0 = 0, c0 = 0;
     if (timer) {
@@ -307,8 +304,7 @@ struct Plan {
 // Seconds per unit of work: enqueue(count) enqueues `count` units on s. After a warm-up (lazy
 // module loading, clocks), the batch size is fixed so a batch lasts plan.batch_s (or is
 // fixed_count when > 0); one untimed batch, then plan.reps timed ones (cudaEvents).
-std::vector<double> time_units(cudaStream_t s, const Plan& plan, const std::function<void(long long)>& enqueue,
-                               long long fixed_count = 0) {
+std::vector<double> time_units(cudaStream_t s, const Plan& plan, const std::function<void(long long)>& enqueue, long long fixed_count = 0) {
     Event e0, e1;
     auto timed = [&](long long count) {
         check(cudaEventRecord(e0.get(), s), "cudaEventRecord");
@@ -333,8 +329,7 @@ std::vector<double> time_units(cudaStream_t s, const Plan& plan, const std::func
     return out;
 }
 
-CalibrationPoint rate_point(std::string quantity, double amount, const std::vector<double>& seconds, std::string unit,
-                            std::string method) {
+CalibrationPoint rate_point(std::string quantity, double amount, const std::vector<double>& seconds, std::string unit, std::string method) {
     std::vector<double> rates;
     rates.reserve(seconds.size());
     for (double s : seconds) rates.push_back(s > 0 ? amount / s : 0.0);
@@ -370,8 +365,7 @@ struct Ctx {
 template <class Kernel>
 int blocks_per_sm(Kernel k, std::size_t dynamic_smem = 0) {
     int n = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, kBlock, dynamic_smem),
-          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, kBlock, dynamic_smem), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     return std::max(n, 1);
 }
 
@@ -388,7 +382,7 @@ void measure_hbm(const Ctx& c, std::vector<CalibrationPoint>& points) {
     check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
     const long long l2 = c.l2_bytes > 0 ? c.l2_bytes : (64LL << 20);
     const long long want = std::min(8 * l2, static_cast<long long>(free_b / 4));  // bytes per buffer
-    const long long n = std::max((want / 16 + chunk - 1) / chunk, 1LL) * chunk;    // uint4 per buffer, >= want
+    const long long n = std::max((want / 16 + chunk - 1) / chunk, 1LL) * chunk;   // uint4 per buffer, >= want
     const std::size_t bytes = static_cast<std::size_t>(n) * 16;
     DeviceBuffer src(bytes), dst(bytes), sink(sizeof(unsigned));
     fill(c, src.get(), n * 4, fill_words, 1);
@@ -404,8 +398,7 @@ void measure_hbm(const Ctx& c, std::vector<CalibrationPoint>& points) {
     points.push_back(rate_point("hbm_bytes_per_s", 2.0 * static_cast<double>(bytes), copy_s, "B/s",
                                 format("copy kernel, 16-byte loads/stores (4 in flight per thread), 2 buffers of %.0f MiB "
                                        "(%.1fx L2), grid %.0f x 256 (persistent), bytes = read + write",
-                                       static_cast<double>(bytes) / kMiB, static_cast<double>(bytes) / static_cast<double>(l2),
-                                       grid)));
+                                       static_cast<double>(bytes) / kMiB, static_cast<double>(bytes) / static_cast<double>(l2), grid)));
 
     const auto read_s = time_units(c.stream, c.plan, [&](long long count) {
         for (long long i = 0; i < count; ++i) {
@@ -533,8 +526,8 @@ void measure_launch(const Ctx& c, std::vector<CalibrationPoint>& points) {
         const auto t1 = std::chrono::steady_clock::now();
         if (r >= 5) lat.push_back(std::chrono::duration<double>(t1 - t0).count());
     }
-    points.push_back(value_point("launch_latency_s", std::move(lat), "s",
-                                 "one empty-kernel launch + cudaStreamSynchronize, host steady_clock"));
+    points.push_back(
+        value_point("launch_latency_s", std::move(lat), "s", "one empty-kernel launch + cudaStreamSynchronize, host steady_clock"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -574,8 +567,7 @@ public:
         lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
                  "cublasLtMatmulPreferenceSetAttribute");
         int found = 0;
-        const cublasStatus_t st =
-            cublasLtMatmulAlgoGetHeuristic(h, op, a_.get(), b_.get(), c_.get(), c_.get(), pref, 1, &result_, &found);
+        const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, op, a_.get(), b_.get(), c_.get(), c_.get(), pref, 1, &result_, &found);
         available_ = st == CUBLAS_STATUS_SUCCESS && found > 0 && result_.state == CUBLAS_STATUS_SUCCESS;
         if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) lt_check(st, "cublasLtMatmulAlgoGetHeuristic");
     }
@@ -587,8 +579,8 @@ public:
         const bool int_scale = t_.scale == CUDA_R_32I;
         const void* alpha = int_scale ? static_cast<const void*>(&one_i) : static_cast<const void*>(&one_f);
         const void* beta = int_scale ? static_cast<const void*>(&zero_i) : static_cast<const void*>(&zero_f);
-        lt_check(cublasLtMatmul(h_, op_.get(), alpha, a, a_.get(), b, b_.get(), beta, c, c_.get(), c, c_.get(),
-                                &result_.algo, ws, kGemmWorkspaceBytes, s),
+        lt_check(cublasLtMatmul(h_, op_.get(), alpha, a, a_.get(), b, b_.get(), beta, c, c_.get(), c, c_.get(), &result_.algo, ws,
+                                kGemmWorkspaceBytes, s),
                  "cublasLtMatmul");
     }
 
@@ -616,8 +608,8 @@ struct GemmBuffers {
 };
 
 // Seconds per GEMM; throws when cuBLASLt has no algorithm (allow_missing: returns empty instead).
-std::vector<double> time_gemm(const Ctx& c, cublasLtHandle_t h, GemmBuffers& buf, const GemmType& t, long long m,
-                              long long n, long long k, bool allow_missing) {
+std::vector<double> time_gemm(const Ctx& c, cublasLtHandle_t h, GemmBuffers& buf, const GemmType& t, long long m, long long n, long long k,
+                              bool allow_missing) {
     const LtGemm g(h, t, m, n, k);
     if (!g.available()) {
         if (allow_missing) return {};
@@ -641,11 +633,12 @@ void measure_gemms(const Ctx& c, Calibration& cal) {
     const long long elems = big * big;  // every shape below fits: A, B, C have at most big^2 elements
     LtHandle lt;
     GemmBuffers buf(static_cast<std::size_t>(elems));
-    const char* method = "cuBLASLt GEMM %.0f^3 (TN, heuristic's first algorithm, 32 MiB workspace) on hash-random data "
-                         "in [-1, 1); 2*M*N*K per GEMM";
+    const char* method =
+        "cuBLASLt GEMM %.0f^3 (TN, heuristic's first algorithm, 32 MiB workspace) on hash-random data "
+        "in [-1, 1); 2*M*N*K per GEMM";
 
-    const std::vector<long long> squares = c.quick ? std::vector<long long>{256, 1024, 4096}
-                                                   : std::vector<long long>{256, 512, 1024, 2048, 4096, 8192};
+    const std::vector<long long> squares =
+        c.quick ? std::vector<long long>{256, 1024, 4096} : std::vector<long long>{256, 512, 1024, 2048, 4096, 8192};
     const std::vector<std::array<long long, 3>> skinny = {{big, big, 128}, {128, big, big}};
     for (const GemmType* t : {&kGemmF16, &kGemmBf16}) {
         fill_gemm_inputs(c, buf, *t, elems);
@@ -672,8 +665,8 @@ void measure_gemms(const Ctx& c, Calibration& cal) {
 
     fill_gemm_inputs(c, buf, kGemmTf32, elems);
     const double flop = 2.0 * static_cast<double>(big) * static_cast<double>(big) * static_cast<double>(big);
-    cal.points.push_back(rate_point("matrix_flop_per_s.tf32", flop, time_gemm(c, lt.get(), buf, kGemmTf32, big, big, big, false),
-                                    "FLOP/s", format(method, static_cast<double>(big)) + ", f32 data, CUBLAS_COMPUTE_32F_FAST_TF32"));
+    cal.points.push_back(rate_point("matrix_flop_per_s.tf32", flop, time_gemm(c, lt.get(), buf, kGemmTf32, big, big, big, false), "FLOP/s",
+                                    format(method, static_cast<double>(big)) + ", f32 data, CUBLAS_COMPUTE_32F_FAST_TF32"));
 
     fill_gemm_inputs(c, buf, kGemmI8, elems);
     std::vector<double> s;

@@ -76,10 +76,8 @@ bool means_unavailable(CUptiResult r) {
         case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED:
         case CUPTI_ERROR_INVALID_CHIP_NAME:
         case CUPTI_ERROR_HARDWARE_BUSY:
-        case CUPTI_ERROR_DISABLED:
-            return true;
-        default:
-            return false;
+        case CUPTI_ERROR_DISABLED: return true;
+        default: return false;
     }
 }
 
@@ -92,12 +90,9 @@ std::string unavailable_hint(CUptiResult r) {
         case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
         case CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED:
             return "another profiler (Nsight Compute, Nsight Systems, ...) is attached to this process";
-        case CUPTI_ERROR_HARDWARE_BUSY:
-            return "another process is profiling this GPU";
-        case CUPTI_ERROR_INVALID_CHIP_NAME:
-            return "this CUPTI release does not know the GPU's chip";
-        default:
-            return "the profiler does not support this device or configuration (vGPU, MIG, WSL, ...)";
+        case CUPTI_ERROR_HARDWARE_BUSY: return "another process is profiling this GPU";
+        case CUPTI_ERROR_INVALID_CHIP_NAME: return "this CUPTI release does not know the GPU's chip";
+        default: return "the profiler does not support this device or configuration (vGPU, MIG, WSL, ...)";
     }
 }
 
@@ -156,8 +151,7 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
     *max_records = 0;
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer, std::size_t /*size*/,
-                               std::size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer, std::size_t /*size*/, std::size_t valid) {
     if (buffer == nullptr) return;
     std::vector<RawKernel> kernels;
     std::vector<std::pair<std::uint32_t, std::uint64_t>> tags;
@@ -195,8 +189,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t
                     if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) tags.emplace_back(e->correlationId, e->externalId);
                     break;
                 }
-                default:
-                    break;  // API records: enabled only so that external-correlation records exist
+                default: break;  // API records: enabled only so that external-correlation records exist
             }
         }
     } catch (...) {  // out of memory: never let an exception into CUPTI's thread
@@ -292,8 +285,7 @@ CUptiResult add_metrics(CUpti_Profiler_Host_Object* host, std::vector<const char
 }
 
 // The first metric that a fresh host object for `chip` refuses on its own ("" when none does).
-std::string first_refused_metric(const std::string& chip, const std::uint8_t* availability,
-                                 const std::vector<std::string>& metrics) {
+std::string first_refused_metric(const std::string& chip, const std::uint8_t* availability, const std::vector<std::string>& metrics) {
     for (const std::string& m : metrics) {
         HostObject host;
         check_cupti(host_initialize(chip, availability, host), "cuptiProfilerHostInitialize(" + chip + ")");
@@ -404,8 +396,7 @@ void check_device_supported(CUdevice dev, int device) {
     note(p.cmp, "a CMP device");
     note(p.wsl, "WSL");
     throw CountersUnavailable("hardware counters are unavailable: the CUPTI Range Profiler does not support device " +
-                              std::to_string(device) + " (" + (why.empty() ? "reason not reported" : why) +
-                              "); measuring timing only");
+                              std::to_string(device) + " (" + (why.empty() ? "reason not reported" : why) + "); measuring timing only");
 }
 
 std::vector<std::uint8_t> counter_availability(CUcontext ctx) {
@@ -426,8 +417,8 @@ struct SessionResult {
 // One Range Profiler session: enable on ctx, counter data for `max_ranges` ranges, SetConfig
 // (AutoRange + KernelReplay), Start / workload / Stop until every pass is submitted, decode,
 // evaluate every range, disable.
-SessionResult run_session(CUcontext ctx, CUpti_Profiler_Host_Object* host, const ConfigImage& config,
-                          std::vector<const char*>& names, std::size_t max_ranges, const std::function<void()>& workload) {
+SessionResult run_session(CUcontext ctx, CUpti_Profiler_Host_Object* host, const ConfigImage& config, std::vector<const char*>& names,
+                          std::size_t max_ranges, const std::function<void()>& workload) {
     std::vector<std::uint8_t> counter_data;  // outlives the guard below: CUPTI writes it until disabled
     RangeProfilerGuard rp;
     {
@@ -475,8 +466,8 @@ SessionResult run_session(CUcontext ctx, CUpti_Profiler_Host_Object* host, const
     bool all_submitted = false;
     for (std::size_t run = 0; !all_submitted; ++run) {
         if (run > config.passes)
-            throw CuptiError("the Range Profiler still wanted passes after " + std::to_string(run) +
-                             " runs of the workload (" + std::to_string(config.passes) + " passes expected)");
+            throw CuptiError("the Range Profiler still wanted passes after " + std::to_string(run) + " runs of the workload (" +
+                             std::to_string(config.passes) + " passes expected)");
         auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
         start.pRangeProfilerObject = rp.object;
         check_counters(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
@@ -508,8 +499,8 @@ SessionResult run_session(CUcontext ctx, CUpti_Profiler_Host_Object* host, const
     bool numbered = true;
     std::vector<double> values(names.size());
     for (std::size_t i = 0; i < num_ranges; ++i) {
-        auto info = params<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(
-            CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
+        auto info =
+            params<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
         info.pCounterDataImage = counter_data.data();
         info.counterDataImageSize = counter_data.size();
         info.rangeIndex = i;
@@ -535,8 +526,7 @@ SessionResult run_session(CUcontext ctx, CUpti_Profiler_Host_Object* host, const
         for (std::size_t j = 0; j < names.size(); ++j) m[names[j]] = values[j];
         ranges.emplace_back(launch, std::move(m));
     }
-    if (numbered)
-        std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (numbered) std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     out.ranges.reserve(ranges.size());
     for (auto& r : ranges) out.ranges.push_back(std::move(r.second));
     return out;
@@ -553,7 +543,8 @@ std::vector<std::map<std::string, double>> profile_impl(int device, const std::v
         throw DeviceUnavailable("no CUDA device " + std::to_string(device) + " to profile (cudaSetDevice: " + cudaGetErrorName(e) + ")");
     check_cuda(cudaFree(nullptr), "cudaFree(0) (creating the primary context)");
     CUcontext ctx = nullptr;
-    if (const CUresult r = driver_function<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent", kDriverAbi)(&ctx); r != CUDA_SUCCESS || ctx == nullptr)
+    if (const CUresult r = driver_function<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent", kDriverAbi)(&ctx);
+        r != CUDA_SUCCESS || ctx == nullptr)
         throw CuptiError("cuCtxGetCurrent failed (CUresult " + std::to_string(static_cast<int>(r)) + ")");
     CUdevice dev = 0;
     if (const CUresult r = driver_function<PFN_cuDeviceGet_v2000>("cuDeviceGet", kDriverAbi)(&dev, device); r != CUDA_SUCCESS)
@@ -590,8 +581,7 @@ std::vector<std::map<std::string, double>> profile_impl(int device, const std::v
         // Fewer ranges than room and none dropped: every kernel was profiled.
         if (s.dropped == 0 && s.ranges.size() < max_ranges) return std::move(s.ranges);
         if (max_ranges >= kMaxRanges)
-            throw CuptiError("the workload launched more than " + std::to_string(kMaxRanges) +
-                             " kernels: too many to profile in one call");
+            throw CuptiError("the workload launched more than " + std::to_string(kMaxRanges) + " kernels: too many to profile in one call");
         max_ranges = std::min(kMaxRanges, std::max(max_ranges * 4, (s.ranges.size() + s.dropped) * 2));
     }
 }
@@ -728,8 +718,7 @@ std::vector<KernelRecord> KernelTracer::stop() {
     check_cupti(flush, "cuptiActivityFlushAll");
     check_cupti(disable, "cuptiActivityDisable");
     check_cupti(pop, "cuptiActivityPopExternalCorrelationId");
-    if (dropped > 0)
-        throw CuptiError("CUPTI dropped " + std::to_string(dropped) + " activity records: the kernel trace is incomplete");
+    if (dropped > 0) throw CuptiError("CUPTI dropped " + std::to_string(dropped) + " activity records: the kernel trace is incomplete");
     if (unreadable > 0)
         throw CuptiError(std::to_string(unreadable) + " CUPTI activity buffers could not be read: the kernel trace is incomplete");
 
@@ -766,8 +755,7 @@ std::vector<KernelRecord> KernelTracer::stop() {
 // ============================================================================ counters
 
 std::vector<std::map<std::string, double>> profile_kernels(int device, const std::vector<std::string>& metrics,
-                                                           const std::function<void()>& workload,
-                                                           std::string* problem) {
+                                                           const std::function<void()>& workload, std::string* problem) {
     if (problem != nullptr) problem->clear();
     if (metrics.empty()) throw InputError("profile_kernels: no metrics requested");
     if (!workload) throw InputError("profile_kernels: no workload");
@@ -799,9 +787,9 @@ int count_passes(const std::string& chip, const std::vector<std::string>& metric
 }
 
 std::vector<std::string> roofline_metrics(const std::string& chip) {
-    std::vector<std::string> m = {kDuration, kSmClock, kDramRead, kDramWrite, kL2Bytes, kL1Bytes, kSharedBytes,
-                                  kSharedConflicts, kFfma, kFadd, kFmul, kDfma, kDadd, kDmul, kHfma, kHadd, kHmul,
-                                  kOccupancy, kSimtRatio};
+    std::vector<std::string> m = {kDuration, kSmClock,   kDramRead, kDramWrite, kL2Bytes, kL1Bytes, kSharedBytes, kSharedConflicts,
+                                  kFfma,     kFadd,      kFmul,     kDfma,      kDadd,    kDmul,    kHfma,        kHadd,
+                                  kHmul,     kOccupancy, kSimtRatio};
     if (chip == "GH100")
         m.insert(m.end(), std::begin(kTensorGH100), std::end(kTensorGH100));
     else if (chip == "GA100")

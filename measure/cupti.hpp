@@ -29,11 +29,11 @@ public:
 // ---------------------------------------------------------------- activity tracing
 
 struct KernelRecord {
-    std::string name;                // demangled where the name demangles, else as recorded
-    std::uint64_t start_ns = 0;      // GPU timestamps (CUPTI clock, ns)
+    std::string name;            // demangled where the name demangles, else as recorded
+    std::uint64_t start_ns = 0;  // GPU timestamps (CUPTI clock, ns)
     std::uint64_t end_ns = 0;
     std::uint32_t correlation_id = 0;
-    std::uint64_t tag = 0;           // innermost tag pushed around the launch; 0 when none
+    std::uint64_t tag = 0;  // innermost tag pushed around the launch; 0 when none
     std::uint32_t stream_id = 0;
     int grid[3] = {0, 0, 0};
     int block[3] = {0, 0, 0};
@@ -95,11 +95,9 @@ struct CounterRequest {
 // Take timings from a KernelTracer run of its own, not from this one (replays, serialisation),
 // and do not call this while a KernelTracer is active.
 std::vector<std::map<std::string, double>> profile_kernels(int device, const std::vector<std::string>& metrics,
-                                                           const std::function<void()>& workload,
-                                                           std::string* problem);
+                                                           const std::function<void()>& workload, std::string* problem);
 inline std::vector<std::map<std::string, double>> profile_kernels(int device, const CounterRequest& request,
-                                                                  const std::function<void()>& workload,
-                                                                  std::string* problem) {
+                                                                  const std::function<void()>& workload, std::string* problem) {
     return profile_kernels(device, request.metrics, workload, problem);
 }
 
@@ -124,10 +122,10 @@ std::string chip_name(int device);
 struct KernelCounters {
     double dram_read_bytes = 0, dram_write_bytes = 0;
     double l2_bytes = 0, l1_bytes = 0, shared_bytes = 0;
-    double fp32_flops = 0;   // 2*ffma + fadd + fmul (thread instructions, predicated on)
-    double fp16_flops = 0;   // 4*hfma + 2*hadd + 2*hmul (packed half2, as Nsight Compute counts)
-    double fp64_flops = 0;   // 2*dfma + dadd + dmul
-    double tensor_ops = 0;   // sum of the sm__ops_path_tensor_* metrics present (uncalibrated)
+    double fp32_flops = 0;          // 2*ffma + fadd + fmul (thread instructions, predicated on)
+    double fp16_flops = 0;          // 4*hfma + 2*hadd + 2*hmul (packed half2, as Nsight Compute counts)
+    double fp64_flops = 0;          // 2*dfma + dadd + dmul
+    double tensor_ops = 0;          // sum of the sm__ops_path_tensor_* metrics present (uncalibrated)
     double achieved_occupancy = 0;  // fraction 0..1 (metric is a percentage)
     double simt_efficiency = 0;     // fraction 0..1: average active threads per warp instruction / 32
     double sm_clock_hz = 0;

@@ -15,8 +15,7 @@ DeviceQuery query_cuda_devices() {
     for (int i = 0; i < count; ++i) {
         cudaDeviceProp p{};
         if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-        q.devices.push_back(CudaDevice{i, p.name, p.major, p.minor, p.multiProcessorCount,
-                                       static_cast<long long>(p.totalGlobalMem)});
+        q.devices.push_back(CudaDevice{i, p.name, p.major, p.minor, p.multiProcessorCount, static_cast<long long>(p.totalGlobalMem)});
     }
     if (q.devices.empty()) q.problem = "no CUDA device (the runtime reports none)";
     return q;

@@ -70,9 +70,7 @@ struct Arena {
 };
 
 // Tag of a launch for the Activity records: repetition in the high half, node + 1 in the low.
-std::uint64_t tag_of(int rep, NodeId n) {
-    return (static_cast<std::uint64_t>(rep) << 32) | static_cast<std::uint64_t>(n + 1);
-}
+std::uint64_t tag_of(int rep, NodeId n) { return (static_cast<std::uint64_t>(rep) << 32) | static_cast<std::uint64_t>(n + 1); }
 
 class GraphRun {
 public:
@@ -215,7 +213,8 @@ Measurement measure_graph(const Graph& g, const MeasureOptions& opt) {
     m.date_utc = utc_now();
     m.device = device_facts(opt.device);
     if (opt.reuse_memory && opt.check) {
-        throw InputError("checking against the CPU reference needs every tensor kept (--memory keep-all); use --check off with --memory reuse");
+        throw InputError(
+            "checking against the CPU reference needs every tensor kept (--memory keep-all); use --check off with --memory reuse");
     }
     GraphRun run(g, opt);
     m.arena_bytes = run.arena_bytes();
@@ -329,7 +328,13 @@ Measurement measure_graph(const Graph& g, const MeasureOptions& opt) {
     if (opt.counters) {
         m.metrics = roofline_metrics(m.device["chip"]);
         std::string problem;
-        const auto values = profile_kernels(opt.device, m.metrics, [&] { run.enqueue(nullptr, 1); run.synchronize_and_release(); }, &problem);
+        const auto values = profile_kernels(
+            opt.device, m.metrics,
+            [&] {
+                run.enqueue(nullptr, 1);
+                run.synchronize_and_release();
+            },
+            &problem);
         m.counters_problem = problem;
         if (problem.empty()) {
             std::size_t i = 0;
@@ -371,11 +376,18 @@ nlohmann::json measurement_to_json(const Graph& g, const Measurement& m, const s
             if (!k.counters.empty()) {
                 kj["counters"] = k.counters;
                 const KernelCounters c = derive_counters(k.counters);
-                kj["derived"] = {{"dram_read_bytes", c.dram_read_bytes}, {"dram_write_bytes", c.dram_write_bytes},
-                                 {"l2_bytes", c.l2_bytes}, {"l1_bytes", c.l1_bytes}, {"shared_bytes", c.shared_bytes},
-                                 {"fp32_flops", c.fp32_flops}, {"fp16_flops", c.fp16_flops}, {"fp64_flops", c.fp64_flops},
-                                 {"tensor_ops", c.tensor_ops}, {"achieved_occupancy", c.achieved_occupancy},
-                                 {"simt_efficiency", c.simt_efficiency}, {"sm_clock_hz", c.sm_clock_hz}};
+                kj["derived"] = {{"dram_read_bytes", c.dram_read_bytes},
+                                 {"dram_write_bytes", c.dram_write_bytes},
+                                 {"l2_bytes", c.l2_bytes},
+                                 {"l1_bytes", c.l1_bytes},
+                                 {"shared_bytes", c.shared_bytes},
+                                 {"fp32_flops", c.fp32_flops},
+                                 {"fp16_flops", c.fp16_flops},
+                                 {"fp64_flops", c.fp64_flops},
+                                 {"tensor_ops", c.tensor_ops},
+                                 {"achieved_occupancy", c.achieved_occupancy},
+                                 {"simt_efficiency", c.simt_efficiency},
+                                 {"sm_clock_hz", c.sm_clock_hz}};
             }
             kernels.push_back(std::move(kj));
         }
@@ -386,31 +398,45 @@ nlohmann::json measurement_to_json(const Graph& g, const Measurement& m, const s
         } else {
             check["reason"] = n.check.reason;
         }
-        nodes.push_back({{"node", n.node}, {"name", n.name}, {"op", n.op}, {"phase", n.phase}, {"dtype", n.dtype},
-                         {"median_s", n.median_s}, {"p10_s", n.p10_s}, {"p90_s", n.p90_s}, {"kernels", std::move(kernels)},
-                         {"notes", n.notes}, {"check", std::move(check)}});
+        nodes.push_back({{"node", n.node},
+                         {"name", n.name},
+                         {"op", n.op},
+                         {"phase", n.phase},
+                         {"dtype", n.dtype},
+                         {"median_s", n.median_s},
+                         {"p10_s", n.p10_s},
+                         {"p90_s", n.p90_s},
+                         {"kernels", std::move(kernels)},
+                         {"notes", n.notes},
+                         {"check", std::move(check)}});
     }
     json dims = json::object();
     for (const auto& [k, v] : g.dims) dims[k] = v;
-    return json{{"schema", "roofline-measurement/1"},
-                {"tool", {{"name", "roofline"}}},
-                {"date_utc", m.date_utc},
-                {"device", m.device},
-                {"model", {{"name", g.name}, {"origin", g.origin}, {"mode", mode}, {"dims", dims},
-                           {"dtype", dtype_name(g.compute_dtype)}}},
-                {"options", {{"warmup", m.options.warmup}, {"repetitions", m.options.repetitions},
-                             {"flash_attention", m.options.flash_attention}, {"check", m.options.check},
-                             {"memory", m.options.reuse_memory ? "reuse" : "keep-all"}, {"recompute", m.options.recompute},
-                             {"seed", m.options.seed}}},
-                {"counters", {{"collected", m.counters_problem.empty()}, {"problem", m.counters_problem}, {"metrics", m.metrics},
-                              // sm__ops_path_tensor_* counts FLOPs: checked on GH100 (2026-11-23) against a
-                              // cuBLASLt 4096^3 GEMM, 2 x 4096^3 ops exactly.
-                              {"tensor_flops_per_op", 1.0}}},
-                {"step", {{"median_s", m.step_median_s}, {"p10_s", m.step_p10_s}, {"p90_s", m.step_p90_s},
-                          {"kernel_sum_s", m.kernel_sum_s}}},
-                {"memory", {{"arena_bytes", m.arena_bytes}, {"live_peak_bytes", m.live_peak_bytes}, {"scratch_peak_bytes", m.scratch_peak_bytes}}},
-                {"checks", {{"failed", m.failed_checks}}},
-                {"nodes", std::move(nodes)}};
+    return json{
+        {"schema", "roofline-measurement/1"},
+        {"tool", {{"name", "roofline"}}},
+        {"date_utc", m.date_utc},
+        {"device", m.device},
+        {"model", {{"name", g.name}, {"origin", g.origin}, {"mode", mode}, {"dims", dims}, {"dtype", dtype_name(g.compute_dtype)}}},
+        {"options",
+         {{"warmup", m.options.warmup},
+          {"repetitions", m.options.repetitions},
+          {"flash_attention", m.options.flash_attention},
+          {"check", m.options.check},
+          {"memory", m.options.reuse_memory ? "reuse" : "keep-all"},
+          {"recompute", m.options.recompute},
+          {"seed", m.options.seed}}},
+        {"counters",
+         {{"collected", m.counters_problem.empty()},
+          {"problem", m.counters_problem},
+          {"metrics", m.metrics},
+          // sm__ops_path_tensor_* counts FLOPs: checked on GH100 (2026-11-23) against a
+          // cuBLASLt 4096^3 GEMM, 2 x 4096^3 ops exactly.
+          {"tensor_flops_per_op", 1.0}}},
+        {"step", {{"median_s", m.step_median_s}, {"p10_s", m.step_p10_s}, {"p90_s", m.step_p90_s}, {"kernel_sum_s", m.kernel_sum_s}}},
+        {"memory", {{"arena_bytes", m.arena_bytes}, {"live_peak_bytes", m.live_peak_bytes}, {"scratch_peak_bytes", m.scratch_peak_bytes}}},
+        {"checks", {{"failed", m.failed_checks}}},
+        {"nodes", std::move(nodes)}};
 }
 
 }  // namespace roofline

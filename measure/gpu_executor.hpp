@@ -24,11 +24,11 @@ struct MeasureOptions {
     int warmup = 3;        // untimed runs of the whole graph first (module load, cuBLASLt heuristics)
     int repetitions = 20;  // timed runs; per-kernel times are the median over them
     bool flash_attention = false;
-    bool reuse_memory = false;     // arena slots reused after a tensor's last reader (needs check off)
+    bool reuse_memory = false;       // arena slots reused after a tensor's last reader (needs check off)
     std::string recompute = "none";  // the recomputation strategy the graph was built with (a record)
-    bool counters = true;          // Range Profiler counters (a separate, replayed run)
-    bool check = true;             // compare each node with the CPU reference
-    double check_max_flops = 2e9;  // nodes with more work are not checked (the reference is a naive CPU loop)
+    bool counters = true;            // Range Profiler counters (a separate, replayed run)
+    bool check = true;               // compare each node with the CPU reference
+    double check_max_flops = 2e9;    // nodes with more work are not checked (the reference is a naive CPU loop)
     std::uint64_t seed = 1;
     int device = 0;
 };
@@ -65,7 +65,7 @@ struct Measurement {
     std::string counters_problem;  // why counters were not collected (empty when they were)
     std::vector<std::string> metrics;
     double step_median_s = 0, step_p10_s = 0, step_p90_s = 0;  // whole graph, device events
-    double kernel_sum_s = 0;                                    // sum of node medians
+    double kernel_sum_s = 0;                                   // sum of node medians
     std::int64_t arena_bytes = 0, scratch_peak_bytes = 0;
     std::int64_t live_peak_bytes = 0;  // the largest sum of tensors alive at once (the arena without fragmentation)
     std::vector<NodeMeasurement> nodes;

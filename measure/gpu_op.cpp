@@ -30,9 +30,17 @@ T get(const void* p, std::size_t i) {
 
 void check_device_dtype(DType d) {
     switch (d) {
-        case DType::f32: case DType::f16: case DType::bf16: case DType::int8: case DType::u8: case DType::int32:
+        case DType::f32:
+        case DType::f16:
+        case DType::bf16:
+        case DType::int8:
+        case DType::u8:
+        case DType::int32:
         case DType::int64: return;
-        case DType::f64: case DType::tf32: case DType::fp8_e4m3: case DType::fp8_e5m2: break;
+        case DType::f64:
+        case DType::tf32:
+        case DType::fp8_e4m3:
+        case DType::fp8_e5m2: break;
     }
     throw InputError("the CUDA executor has no " + std::string(dtype_name(d)) + " tensors (f32, f16, bf16, int8, u8, int32, int64)");
 }
@@ -87,8 +95,8 @@ HostTensor decode_tensor(const TensorDesc& desc, const void* bytes) {
     return t;
 }
 
-GpuOpResult run_op_on_gpu(OpKind k, const std::vector<const HostTensor*>& in, const Attrs& attrs,
-                          const std::vector<TensorDesc>& out, bool flash_attention) {
+GpuOpResult run_op_on_gpu(OpKind k, const std::vector<const HostTensor*>& in, const Attrs& attrs, const std::vector<TensorDesc>& out,
+                          bool flash_attention) {
     CudaSession session;
     std::vector<std::unique_ptr<DeviceBuffer>> buffers;
     std::vector<cuda::DeviceTensor> din, dout;

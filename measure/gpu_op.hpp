@@ -24,8 +24,8 @@ struct GpuOpResult {
 // Uploads the inputs, runs roofline::cuda::launch_op once on a fresh stream, synchronises and
 // downloads the outputs. Outputs are poisoned (NaN bytes) before the launch, so an element no
 // kernel writes shows up. Throws CudaError/InputError.
-GpuOpResult run_op_on_gpu(OpKind k, const std::vector<const HostTensor*>& in, const Attrs& attrs,
-                          const std::vector<TensorDesc>& out, bool flash_attention = false);
+GpuOpResult run_op_on_gpu(OpKind k, const std::vector<const HostTensor*>& in, const Attrs& attrs, const std::vector<TensorDesc>& out,
+                          bool flash_attention = false);
 
 // ||a - b|| / ||b|| over all elements (0 when both are zero; infinity if any NaN).
 double relative_error(const HostTensor& a, const HostTensor& b);

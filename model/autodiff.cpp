@@ -76,8 +76,9 @@ void add_optimizer_step(Graph& g, TensorId param, TensorId grad, const TrainingO
         const TensorId v = g.add_optimizer_state(n + ".adam_v", state_desc);
         updated = node("opt." + n + ".adam", OpKind::adam_update, {weights, gradient, m, v}, a);
     }
-    if (master) node("opt." + n + ".to_" + std::string(dtype_name(p.desc.dtype)), OpKind::cast, {updated[0]},
-                     attr("dtype", std::string(dtype_name(p.desc.dtype))));
+    if (master)
+        node("opt." + n + ".to_" + std::string(dtype_name(p.desc.dtype)), OpKind::cast, {updated[0]},
+             attr("dtype", std::string(dtype_name(p.desc.dtype))));
 }
 
 }  // namespace
@@ -141,8 +142,7 @@ Graph build_training_step(const Graph& forward, const TrainingOptions& opt) {
         const GradFn rule = grad_rule_of(node.kind);
         if (!rule) throw InputError("node '" + node.name + "': " + std::string(op_name(node.kind)) + " has no gradient rule");
         builder.set_current(id);
-        const GradArgs args{node.kind, node.attrs, node.inputs, node.outputs, out_grads,
-                            std::span<const bool>(needs.get(), n_in)};
+        const GradArgs args{node.kind, node.attrs, node.inputs, node.outputs, out_grads, std::span<const bool>(needs.get(), n_in)};
         std::vector<TensorRef> in_grads;
         try {
             in_grads = rule(builder, args);

@@ -17,11 +17,11 @@ std::string_view optimizer_name(Optimizer o);
 struct TrainingOptions {
     Optimizer optimizer = Optimizer::adamw;
     double lr = 1e-4;
-    double momentum = 0.9;        // sgd
-    double weight_decay = 0.01;   // adamw: decoupled; adam and sgd: L2 in the gradient
-    double loss_scale = 0;        // 0: none; otherwise the loss gradient is seeded with this value
-                                  // and the optimizer unscales (static loss scaling, fp16 training)
-    bool master_weights = true;   // 16-bit parameters get fp32 master copies and fp32 state
+    double momentum = 0.9;       // sgd
+    double weight_decay = 0.01;  // adamw: decoupled; adam and sgd: L2 in the gradient
+    double loss_scale = 0;       // 0: none; otherwise the loss gradient is seeded with this value
+                                 // and the optimizer unscales (static loss scaling, fp16 training)
+    bool master_weights = true;  // 16-bit parameters get fp32 master copies and fp32 state
 };
 
 Graph build_training_step(const Graph& forward, const TrainingOptions& opt);

@@ -35,13 +35,13 @@ HostTensor deterministic_value(const Graph& g, TensorId t, std::uint64_t seed) {
     const std::int64_t bound = index ? index_bound(g, t) : 0;
     for (std::size_t i = 0; i < h.data.size(); ++i) {
         const double u = uniform(seed, static_cast<std::uint64_t>(t), i);
-        h.data[i] = index ? static_cast<double>(static_cast<std::int64_t>(u * static_cast<double>(bound))) : round_to(2 * u - 1, ten.desc.dtype);
+        h.data[i] =
+            index ? static_cast<double>(static_cast<std::int64_t>(u * static_cast<double>(bound))) : round_to(2 * u - 1, ten.desc.dtype);
     }
     return h;
 }
 
-std::vector<HostTensor> execute(const Graph& g, const std::map<TensorId, HostTensor>& given, RefPrecision precision,
-                                std::uint64_t seed) {
+std::vector<HostTensor> execute(const Graph& g, const std::map<TensorId, HostTensor>& given, RefPrecision precision, std::uint64_t seed) {
     std::vector<HostTensor> values(g.tensors().size());
     for (std::size_t t = 0; t < g.tensors().size(); ++t) {
         const Tensor& ten = g.tensors()[t];

@@ -229,7 +229,8 @@ void verify(const Graph& g) {
             if (ten.producer != kNoNode) {
                 ++expected_edges;
                 if (ten.producer >= id) {
-                    throw InputError(where(g, id) + ": input '" + ten.name + "' is produced later (the graph has a cycle or is out of order)");
+                    throw InputError(where(g, id) + ": input '" + ten.name +
+                                     "' is produced later (the graph has a cycle or is out of order)");
                 }
             } else if (ten.role == TensorRole::activation) {
                 throw InputError(where(g, id) + ": activation '" + ten.name + "' has no producer");
@@ -257,8 +258,7 @@ void verify(const Graph& g) {
         if (!tensor_names.insert(t.name).second) throw InputError("tensor name '" + t.name + "' is defined twice");
     }
     if (g.edge_count() != expected_edges) {
-        throw InputError("edge list has " + std::to_string(g.edge_count()) + " edges, node inputs imply " +
-                         std::to_string(expected_edges));
+        throw InputError("edge list has " + std::to_string(g.edge_count()) + " edges, node inputs imply " + std::to_string(expected_edges));
     }
     if (!g.edges_acyclic()) throw InputError("the graph has a cycle");
 }

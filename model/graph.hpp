@@ -65,10 +65,10 @@ public:
     Graph& operator=(Graph&&) noexcept;
 
     std::string name;
-    std::string origin;                          // file or template it was loaded from
-    std::map<std::string, std::int64_t> dims;    // symbolic dimensions used (batch, seq, ...)
-    DType compute_dtype = DType::f32;            // the dtype policy's compute dtype
-    PrecisionPolicy precision;                   // the dtype policy's training settings
+    std::string origin;                        // file or template it was loaded from
+    std::map<std::string, std::int64_t> dims;  // symbolic dimensions used (batch, seq, ...)
+    DType compute_dtype = DType::f32;          // the dtype policy's compute dtype
+    PrecisionPolicy precision;                 // the dtype policy's training settings
 
     TensorId add_input(const std::string& name, TensorDesc desc);
     TensorId add_parameter(const std::string& name, TensorDesc desc);

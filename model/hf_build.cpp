@@ -14,8 +14,8 @@ namespace roofline::hf {
 //   quick_gelu: x * sigmoid(1.702 * x), 3 ops
 //   gelu_python: x * 0.5 * (1 + erf(x / sqrt(2))), 5 ops
 // gelu (nn.functional.gelu) and gelu_pytorch_tanh (its approximate="tanh" form) are one kernel.
-std::string activation(DocBuilder& b, const ConfigReader& r, const std::string& key, const std::string& act,
-                       const std::string& name, const std::string& x) {
+std::string activation(DocBuilder& b, const ConfigReader& r, const std::string& key, const std::string& act, const std::string& name,
+                       const std::string& x) {
     if (act == "gelu") return b.node(name, "gelu", {x}, {{"approximate", "erf"}});
     if (act == "gelu_pytorch_tanh") return b.node(name, "gelu", {x}, {{"approximate", "tanh"}});
     if (act == "gelu_new" || act == "gelu_accurate") {
@@ -50,14 +50,14 @@ std::string activation(DocBuilder& b, const ConfigReader& r, const std::string& 
     }
     if (act == "silu" || act == "swish") return b.node(name, "silu", {x});
     if (act == "relu" || act == "tanh" || act == "sigmoid") return b.node(name, act.c_str(), {x});
-    r.fail(key, "unsupported activation '" + act +
-                    "' (supported: gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate, gelu_python, quick_gelu, silu, swish, relu, "
-                    "tanh, sigmoid)");
+    r.fail(key,
+           "unsupported activation '" + act +
+               "' (supported: gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate, gelu_python, quick_gelu, silu, swish, relu, "
+               "tanh, sigmoid)");
 }
 
 // [batch, seq, heads * dh] -> [batch, heads, seq, dh]: view + transpose(1, 2), both views.
-std::string to_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t heads,
-                     std::int64_t dh) {
+std::string to_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t heads, std::int64_t dh) {
     b.node(name + ".view", "reshape", {x}, {{"shape", {"batch", seq, heads, dh}}});
     return b.node(name + ".heads", "permute", {name + ".view"}, {{"perm", {0, 2, 1, 3}}});
 }
@@ -71,8 +71,8 @@ std::string merge_heads(DocBuilder& b, const std::string& name, const std::strin
 // softmax(q k^T * scale [+ causal mask]) [dropout] v. Without dropout on the probabilities this is
 // the composite attention op (what sdpa computes); with it, transformers' eager path spelled out
 // (the composite has no dropout).
-std::string attention(DocBuilder& b, const std::string& p, const std::string& q, const std::string& k,
-                      const std::string& v, std::int64_t dh, bool causal, double p_drop) {
+std::string attention(DocBuilder& b, const std::string& p, const std::string& q, const std::string& k, const std::string& v,
+                      std::int64_t dh, bool causal, double p_drop) {
     const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
     if (p_drop == 0.0) return b.node(p + "sdpa", "attention", {q, k, v}, {{"causal", causal}, {"scale", scale}});
     b.node(p + "scores", "matmul", {q, k}, {{"transpose_b", true}});
@@ -106,12 +106,13 @@ std::int64_t num_labels(const ConfigReader& r, const json& cfg) {
 
 // The first entry of "architectures", checked against what this loader builds for the model type;
 // the first entry of `supported` (the pre-training head) when the config names none.
-Head read_architecture(const ConfigReader& r, const json& cfg, const std::string& model_type,
-                       const std::vector<std::string>& supported, const std::string& bare) {
+Head read_architecture(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::vector<std::string>& supported,
+                       const std::string& bare) {
     Head h{supported.front(), true};
     if (r.has("architectures")) {
         const json& a = cfg.at("architectures");
-        if (!a.is_array() || a.empty() || !a[0].is_string()) r.fail("architectures", "expected a non-empty list of class names, got " + a.dump());
+        if (!a.is_array() || a.empty() || !a[0].is_string())
+            r.fail("architectures", "expected a non-empty list of class names, got " + a.dump());
         h.architecture = a[0].get<std::string>();
         bool known = false;
         std::string list;
@@ -119,7 +120,9 @@ Head read_architecture(const ConfigReader& r, const json& cfg, const std::string
             known = known || s == h.architecture;
             list += (list.empty() ? "" : ", ") + s;
         }
-        if (!known) r.fail("architectures/0", "unsupported architecture '" + h.architecture + "' for model_type '" + model_type + "' (supported: " + list + ")");
+        if (!known)
+            r.fail("architectures/0",
+                   "unsupported architecture '" + h.architecture + "' for model_type '" + model_type + "' (supported: " + list + ")");
     }
     h.has_head = h.architecture != bare;
     return h;

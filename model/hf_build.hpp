@@ -38,9 +38,7 @@ public:
     void set_context(const std::string& model_type) { context_ = " (required for model_type '" + model_type + "')"; }
 
     std::int64_t positive(const std::string& key) const { return to_positive(key, get(key)); }
-    std::int64_t positive_or(const std::string& key, std::int64_t dflt) const {
-        return has(key) ? to_positive(key, cfg_.at(key)) : dflt;
-    }
+    std::int64_t positive_or(const std::string& key, std::int64_t dflt) const { return has(key) ? to_positive(key, cfg_.at(key)) : dflt; }
     std::int64_t non_negative_or(const std::string& key, std::int64_t dflt) const {
         if (!has(key)) return dflt;
         const json& v = cfg_.at(key);
@@ -96,16 +94,15 @@ private:
 using roofline::DocBuilder;  // model/doc_builder.hpp
 
 // transformers' ACT2FN names (activations.py) -> an op; `key` names the config key in messages.
-std::string activation(DocBuilder& b, const ConfigReader& r, const std::string& key, const std::string& act,
-                       const std::string& name, const std::string& x);
+std::string activation(DocBuilder& b, const ConfigReader& r, const std::string& key, const std::string& act, const std::string& name,
+                       const std::string& x);
 // [batch, seq, heads * dh] -> [batch, heads, seq, dh]: view + transpose(1, 2), both views.
-std::string to_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t heads,
-                     std::int64_t dh);
+std::string to_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t heads, std::int64_t dh);
 // [batch, heads, seq, dh] -> [batch, seq, heads * dh]: transpose(1, 2).contiguous() copies, then a view.
 std::string merge_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t width);
 // softmax(q k^T / sqrt(dh) [+ causal mask]) [dropout] v over [batch, heads, seq, dh].
-std::string attention(DocBuilder& b, const std::string& p, const std::string& q, const std::string& k,
-                      const std::string& v, std::int64_t dh, bool causal, double p_drop);
+std::string attention(DocBuilder& b, const std::string& p, const std::string& q, const std::string& k, const std::string& v,
+                      std::int64_t dh, bool causal, double p_drop);
 // The checkpoint's dtype as a roofline dtype name.
 std::string dtype_of(const ConfigReader& r);
 // HF's num_labels (len(id2label), "num_labels", or 2).
@@ -117,8 +114,8 @@ struct Head {
 };
 
 // The first entry of "architectures", checked against `supported`; supported.front() without one.
-Head read_architecture(const ConfigReader& r, const json& cfg, const std::string& model_type,
-                       const std::vector<std::string>& supported, const std::string& bare);
+Head read_architecture(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::vector<std::string>& supported,
+                       const std::string& bare);
 // name, description, dims and dtype policy of the document.
 void set_header(DocBuilder& b, const std::string& name, const std::string& description, const std::string& dtype, json dims);
 // hidden_states[:, 0] of [batch, seq, d] as a row gather (input cls_index holds rows b * seq).

@@ -30,32 +30,74 @@ const std::map<std::string, json>& presets() {
     static const std::map<std::string, json> p = [] {
         std::map<std::string, json> m;
         // huggingface.co/meta-llama/Llama-2-7b-hf, config.json
-        m["llama-2-7b"] = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", 4096},
-                           {"intermediate_size", 11008}, {"max_position_embeddings", 4096}, {"num_attention_heads", 32},
-                           {"num_hidden_layers", 32}, {"num_key_value_heads", 32}, {"rms_norm_eps", 1e-5},
-                           {"tie_word_embeddings", false}, {"torch_dtype", "float16"}, {"vocab_size", 32000}};
+        m["llama-2-7b"] = {{"architectures", {"LlamaForCausalLM"}},
+                           {"model_type", "llama"},
+                           {"hidden_size", 4096},
+                           {"intermediate_size", 11008},
+                           {"max_position_embeddings", 4096},
+                           {"num_attention_heads", 32},
+                           {"num_hidden_layers", 32},
+                           {"num_key_value_heads", 32},
+                           {"rms_norm_eps", 1e-5},
+                           {"tie_word_embeddings", false},
+                           {"torch_dtype", "float16"},
+                           {"vocab_size", 32000}};
         // huggingface.co/meta-llama/Meta-Llama-3-8B, config.json
-        m["llama-3-8b"] = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", 4096},
-                           {"intermediate_size", 14336}, {"max_position_embeddings", 8192}, {"num_attention_heads", 32},
-                           {"num_hidden_layers", 32}, {"num_key_value_heads", 8}, {"rms_norm_eps", 1e-5},
-                           {"tie_word_embeddings", false}, {"torch_dtype", "bfloat16"}, {"vocab_size", 128256}};
+        m["llama-3-8b"] = {{"architectures", {"LlamaForCausalLM"}},
+                           {"model_type", "llama"},
+                           {"hidden_size", 4096},
+                           {"intermediate_size", 14336},
+                           {"max_position_embeddings", 8192},
+                           {"num_attention_heads", 32},
+                           {"num_hidden_layers", 32},
+                           {"num_key_value_heads", 8},
+                           {"rms_norm_eps", 1e-5},
+                           {"tie_word_embeddings", false},
+                           {"torch_dtype", "bfloat16"},
+                           {"vocab_size", 128256}};
         // huggingface.co/mistralai/Mistral-7B-v0.1, config.json
-        m["mistral-7b"] = {{"architectures", {"MistralForCausalLM"}}, {"model_type", "mistral"}, {"hidden_size", 4096},
-                           {"intermediate_size", 14336}, {"max_position_embeddings", 32768}, {"num_attention_heads", 32},
-                           {"num_hidden_layers", 32}, {"num_key_value_heads", 8}, {"rms_norm_eps", 1e-5},
-                           {"sliding_window", 4096}, {"tie_word_embeddings", false}, {"torch_dtype", "bfloat16"},
+        m["mistral-7b"] = {{"architectures", {"MistralForCausalLM"}},
+                           {"model_type", "mistral"},
+                           {"hidden_size", 4096},
+                           {"intermediate_size", 14336},
+                           {"max_position_embeddings", 32768},
+                           {"num_attention_heads", 32},
+                           {"num_hidden_layers", 32},
+                           {"num_key_value_heads", 8},
+                           {"rms_norm_eps", 1e-5},
+                           {"sliding_window", 4096},
+                           {"tie_word_embeddings", false},
+                           {"torch_dtype", "bfloat16"},
                            {"vocab_size", 32000}};
         // huggingface.co/bert-base-uncased, config.json
-        m["bert-base-uncased"] = {{"architectures", {"BertForMaskedLM"}}, {"model_type", "bert"}, {"attention_probs_dropout_prob", 0.1},
-                                  {"hidden_act", "gelu"}, {"hidden_dropout_prob", 0.1}, {"hidden_size", 768},
-                                  {"intermediate_size", 3072}, {"layer_norm_eps", 1e-12}, {"max_position_embeddings", 512},
-                                  {"num_attention_heads", 12}, {"num_hidden_layers", 12}, {"type_vocab_size", 2},
+        m["bert-base-uncased"] = {{"architectures", {"BertForMaskedLM"}},
+                                  {"model_type", "bert"},
+                                  {"attention_probs_dropout_prob", 0.1},
+                                  {"hidden_act", "gelu"},
+                                  {"hidden_dropout_prob", 0.1},
+                                  {"hidden_size", 768},
+                                  {"intermediate_size", 3072},
+                                  {"layer_norm_eps", 1e-12},
+                                  {"max_position_embeddings", 512},
+                                  {"num_attention_heads", 12},
+                                  {"num_hidden_layers", 12},
+                                  {"type_vocab_size", 2},
                                   {"vocab_size", 30522}};
         // huggingface.co/google/vit-base-patch16-224, config.json (id2label has the 1000 ImageNet classes)
-        m["vit-b16"] = {{"architectures", {"ViTForImageClassification"}}, {"model_type", "vit"}, {"attention_probs_dropout_prob", 0.0},
-                        {"hidden_act", "gelu"}, {"hidden_dropout_prob", 0.0}, {"hidden_size", 768}, {"image_size", 224},
-                        {"intermediate_size", 3072}, {"layer_norm_eps", 1e-12}, {"num_attention_heads", 12},
-                        {"num_channels", 3}, {"num_hidden_layers", 12}, {"num_labels", 1000}, {"patch_size", 16},
+        m["vit-b16"] = {{"architectures", {"ViTForImageClassification"}},
+                        {"model_type", "vit"},
+                        {"attention_probs_dropout_prob", 0.0},
+                        {"hidden_act", "gelu"},
+                        {"hidden_dropout_prob", 0.0},
+                        {"hidden_size", 768},
+                        {"image_size", 224},
+                        {"intermediate_size", 3072},
+                        {"layer_norm_eps", 1e-12},
+                        {"num_attention_heads", 12},
+                        {"num_channels", 3},
+                        {"num_hidden_layers", 12},
+                        {"num_labels", 1000},
+                        {"patch_size", 16},
                         {"qkv_bias", true}};
         return m;
     }();
@@ -80,7 +122,8 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
     if (model_type == "vit") return hf::build_vit(r, cfg, name);
     if (model_type == "opt") return hf::build_opt(r, cfg, name);
     if (model_type == "switch_transformers") return hf::build_switch_transformers(r, cfg, name);
-    r.fail("model_type", "unsupported model_type '" + model_type + "' (supported: gpt2, llama, mistral, bert, vit, opt, switch_transformers)");
+    r.fail("model_type",
+           "unsupported model_type '" + model_type + "' (supported: gpt2, llama, mistral, bert, vit, opt, switch_transformers)");
 }
 
 bool is_hf_preset(const std::string& name) { return presets().count(name) != 0; }

@@ -32,8 +32,7 @@ bool is_hf_config(const nlohmann::json& doc);
 
 // Expands a parsed config.json. origin names it in messages (the file path); path_prefix is put
 // before every JSON path ("" for a config.json, "/config" for a template file's config).
-nlohmann::json expand_hf_config(const nlohmann::json& config, const std::string& origin,
-                                const std::string& path_prefix = "");
+nlohmann::json expand_hf_config(const nlohmann::json& config, const std::string& origin, const std::string& path_prefix = "");
 
 // Built-in published configs usable as template names (llama-2-7b, bert-base-uncased, ...).
 bool is_hf_preset(const std::string& name);

@@ -23,8 +23,9 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name)
     const std::int64_t dh = d / heads;
 
     DocBuilder b;
-    set_header(b, name, "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, n_embd " + std::to_string(d) + ", " +
-               std::to_string(heads) + " heads, vocab " + std::to_string(vocab) + "; dropout as in training",
+    set_header(b, name,
+               "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, n_embd " + std::to_string(d) + ", " +
+                   std::to_string(heads) + " heads, vocab " + std::to_string(vocab) + "; dropout as in training",
                dtype_of(r), {{"batch", 1}, {"seq", positions}});
     b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("position_ids", {"seq"}, "int64");
@@ -58,8 +59,10 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name)
         return b.doc();
     }
     b.input("labels", {"batch", "seq"}, "int64");
-    if (tied) b.node("lm_head", "matmul", {x, wte}, {{"transpose_b", true}});
-    else b.linear("lm_head", x, d, vocab, false);
+    if (tied)
+        b.node("lm_head", "matmul", {x, wte}, {{"transpose_b", true}});
+    else
+        b.linear("lm_head", x, d, vocab, false);
     b.node("loss", "cross_entropy", {"lm_head", "labels"});
     b.doc()["outputs"] = {"loss"};
     return b.doc();
@@ -87,8 +90,8 @@ std::string rotary(DocBuilder& b, const std::string& name, const std::string& x,
 // HF's repeat_kv: [batch, kv_heads, seq, dh] -> [batch, kv_heads * n_rep, seq, dh] by
 // x[:, :, None].expand(...).reshape(...). Modelled as views (as a GQA-aware attention kernel
 // reads K and V); the eager path's reshape copies.
-std::string repeat_kv(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t kv_heads,
-                      std::int64_t n_rep, std::int64_t dh) {
+std::string repeat_kv(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t kv_heads, std::int64_t n_rep,
+                      std::int64_t dh) {
     if (n_rep == 1) return x;
     b.node(name + ".unsqueeze", "reshape", {x}, {{"shape", {"batch", kv_heads, 1, "seq", dh}}});
     b.node(name + ".expand", "expand", {name + ".unsqueeze"}, {{"shape", {"batch", kv_heads, n_rep, "seq", dh}}});
@@ -111,7 +114,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     }
     const std::int64_t dh = r.positive_or("head_dim", d / heads);
     if (heads % kv_heads != 0) {
-        r.fail("num_key_value_heads", "num_key_value_heads " + std::to_string(kv_heads) + " does not divide num_attention_heads " + std::to_string(heads));
+        r.fail("num_key_value_heads",
+               "num_key_value_heads " + std::to_string(kv_heads) + " does not divide num_attention_heads " + std::to_string(heads));
     }
     if (dh % 2 != 0) r.fail("head_dim", "rotary embeddings need an even head dimension, got " + std::to_string(dh));
     const std::string act = r.string_or("hidden_act", "silu");
@@ -160,8 +164,10 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         return b.doc();
     }
     b.input("labels", {"batch", "seq"}, "int64");
-    if (tied) b.node("lm_head", "matmul", {x, embed}, {{"transpose_b", true}});
-    else b.linear("lm_head", x, d, vocab, false);
+    if (tied)
+        b.node("lm_head", "matmul", {x, embed}, {{"transpose_b", true}});
+    else
+        b.linear("lm_head", x, d, vocab, false);
     b.node("loss", "cross_entropy", {"lm_head", "labels"});
     b.doc()["outputs"] = {"loss"};
     return b.doc();
@@ -197,9 +203,10 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& name) 
     const double eps = 1e-5;  // nn.LayerNorm's default: OPT has no eps key
 
     DocBuilder b;
-    set_header(b, name, "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
-               std::to_string(heads) + " heads, FFN " + std::to_string(ffn) + ", vocab " + std::to_string(vocab) +
-               (before ? "; pre-LN" : "; post-LN") + "; eager attention as transformers 4.38; dropout as in training",
+    set_header(b, name,
+               "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
+                   std::to_string(heads) + " heads, FFN " + std::to_string(ffn) + ", vocab " + std::to_string(vocab) +
+                   (before ? "; pre-LN" : "; post-LN") + "; eager attention as transformers 4.38; dropout as in training",
                dtype_of(r), {{"batch", 1}, {"seq", positions}});
     auto layernorm = [&](const std::string& n, const std::string& x) {
         if (affine) return b.layernorm(n, x, d, eps);
@@ -231,7 +238,8 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& name) 
         b.node(at + "scores", "matmul", {qh, k}, {{"transpose_b", true}});
         b.node(at + "causal_mask", "causal_mask", {at + "scores"});
         b.node(at + "clamp", "maximum", {at + "causal_mask", "attention_floor"});
-        const std::string probs = b.dropout(at + "attn_dropout", b.node(at + "softmax", "softmax", {at + "clamp"}, {{"axis", -1}}), attn_drop);
+        const std::string probs =
+            b.dropout(at + "attn_dropout", b.node(at + "softmax", "softmax", {at + "clamp"}, {{"axis", -1}}), attn_drop);
         const std::string ctx = b.node(at + "context", "matmul", {probs, v});
         std::string o = b.linear(at + "out_proj", merge_heads(b, at + "attn", ctx, "seq", d), d, d, bias);
         o = b.dropout(p + "dropout", o, drop);
@@ -251,8 +259,10 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& name) 
         return b.doc();
     }
     b.input("labels", {"batch", "seq"}, "int64");
-    if (tied) b.node("lm_head", "matmul", {x, embed}, {{"transpose_b", true}});
-    else b.linear("lm_head", x, proj, vocab, false);
+    if (tied)
+        b.node("lm_head", "matmul", {x, embed}, {{"transpose_b", true}});
+    else
+        b.linear("lm_head", x, proj, vocab, false);
     b.node("loss", "cross_entropy", {"lm_head", "labels"});
     b.doc()["outputs"] = {"loss"};
     return b.doc();

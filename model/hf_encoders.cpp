@@ -58,7 +58,8 @@ EncoderDims encoder_dims(const ConfigReader& r, double drop_default, bool qkv_bi
     e.heads = r.positive("num_attention_heads");
     e.inter = r.positive("intermediate_size");
     if (e.d % e.heads != 0) {
-        r.fail("num_attention_heads", "num_attention_heads " + std::to_string(e.heads) + " does not divide hidden_size " + std::to_string(e.d));
+        r.fail("num_attention_heads",
+               "num_attention_heads " + std::to_string(e.heads) + " does not divide hidden_size " + std::to_string(e.d));
     }
     e.eps = r.positive_number_or("layer_norm_eps", 1e-12);
     e.hidden_drop = r.probability_or("hidden_dropout_prob", drop_default);
@@ -86,9 +87,9 @@ EncoderDims encoder_dims(const ConfigReader& r, double drop_default, bool qkv_bi
 // shifts labels by one: one position fewer, not modelled, as for gpt2).
 // The attention mask of padded batches is not modelled (every token attends to every token).
 json build_bert(const ConfigReader& r, const json& cfg, const std::string& name) {
-    const Head head = read_architecture(r, cfg, "bert",
-                                        {"BertForMaskedLM", "BertModel", "BertForSequenceClassification", "BertLMHeadModel", "BertForPreTraining"},
-                                        "BertModel");
+    const Head head = read_architecture(
+        r, cfg, "bert", {"BertForMaskedLM", "BertModel", "BertForSequenceClassification", "BertLMHeadModel", "BertForPreTraining"},
+        "BertModel");
     const std::int64_t vocab = r.positive("vocab_size"), layers = r.positive("num_hidden_layers");
     const std::int64_t positions = r.positive("max_position_embeddings"), types = r.positive_or("type_vocab_size", 2);
     EncoderDims e = encoder_dims(r, 0.1, true);
@@ -103,9 +104,11 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& name)
     const double classifier_drop = r.probability_or("classifier_dropout", e.hidden_drop);
 
     DocBuilder b;
-    set_header(b, name, "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(e.d) + ", " +
-               std::to_string(e.heads) + " heads, vocab " + std::to_string(vocab) + (e.causal ? "; causal self-attention (is_decoder)" : "; bidirectional self-attention") +
-               "; no padding mask; dropout as in training",
+    set_header(b, name,
+               "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(e.d) + ", " +
+                   std::to_string(e.heads) + " heads, vocab " + std::to_string(vocab) +
+                   (e.causal ? "; causal self-attention (is_decoder)" : "; bidirectional self-attention") +
+                   "; no padding mask; dropout as in training",
                dtype_of(r), {{"batch", 1}, {"seq", positions}});
     b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("token_type_ids", {"batch", "seq"}, "int64");
@@ -124,8 +127,11 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& name)
         const std::string t = "cls.predictions.transform.";
         const std::string h = b.linear(t + "dense", x, e.d, e.d, true);
         const std::string n = b.layernorm(t + "LayerNorm", activation(b, r, "hidden_act", e.act, t + "act", h), e.d, e.eps);
-        if (tied) b.node("cls.predictions.decoder", "matmul", {n, words}, {{"transpose_b", true}});
-        else b.node("cls.predictions.decoder", "matmul", {n, b.param("cls.predictions.decoder.weight", {vocab, e.d})}, {{"transpose_b", true}});
+        if (tied)
+            b.node("cls.predictions.decoder", "matmul", {n, words}, {{"transpose_b", true}});
+        else
+            b.node("cls.predictions.decoder", "matmul", {n, b.param("cls.predictions.decoder.weight", {vocab, e.d})},
+                   {{"transpose_b", true}});
         return b.node("cls.predictions.logits", "add", {"cls.predictions.decoder", b.param("cls.predictions.bias", {vocab})});
     };
     if (lm) {
@@ -172,9 +178,11 @@ json build_vit(const ConfigReader& r, const json& cfg, const std::string& name) 
     const std::int64_t labels = head.has_head ? num_labels(r, cfg) : 0;
 
     DocBuilder b;
-    set_header(b, name, "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(e.d) + ", " +
-               std::to_string(e.heads) + " heads, " + std::to_string(image) + "px images in " + std::to_string(patch) + "px patches (" +
-               std::to_string(tokens) + " tokens)", dtype_of(r), {{"batch", 1}});
+    set_header(b, name,
+               "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(e.d) + ", " +
+                   std::to_string(e.heads) + " heads, " + std::to_string(image) + "px images in " + std::to_string(patch) + "px patches (" +
+                   std::to_string(tokens) + " tokens)",
+               dtype_of(r), {{"batch", 1}});
     b.input("pixel_values", {"batch", channels, image, image});
     const std::string pe = "vit.embeddings.";
     const std::string proj = pe + "patch_embeddings.projection";

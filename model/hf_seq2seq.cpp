@@ -28,8 +28,8 @@ std::string t5_layernorm(DocBuilder& b, const std::string& n, const std::string&
 // SwitchTransformersAttention: q, k, v, o without bias, inner dimension heads * d_kv, no scaling of
 // the scores (the initialisation absorbs it), scores += position_bias, softmax, dropout, P V,
 // transpose + contiguous (a copy), o. kv is the encoder output for cross-attention.
-std::string t5_attention(DocBuilder& b, const std::string& p, const std::string& x, const std::string& kv,
-                         const std::string& bias, const SwitchDims& s) {
+std::string t5_attention(DocBuilder& b, const std::string& p, const std::string& x, const std::string& kv, const std::string& bias,
+                         const SwitchDims& s) {
     const std::string q = to_heads(b, p + "query", b.linear(p + "q", x, s.d, s.inner, false), "seq", s.heads, s.d_kv);
     const std::string k = to_heads(b, p + "key", b.linear(p + "k", kv, s.d, s.inner, false), "seq", s.heads, s.d_kv);
     const std::string v = to_heads(b, p + "value", b.linear(p + "v", kv, s.d, s.inner, false), "seq", s.heads, s.d_kv);
@@ -70,8 +70,8 @@ std::string sparse_mlp(DocBuilder& b, const ConfigReader& r, const std::string& 
     json outs = json::array();
     for (std::int64_t e = 0; e < s.experts; ++e) {
         const std::string ep = p + "experts.expert_" + std::to_string(e) + ".";
-        const std::string tokens = b.node(ep + "gather", "slice", {groups},
-                                          {{"starts", {0, e}}, {"ends", {s.capacity, e + 1}}, {"axes", {1, 2}}});
+        const std::string tokens =
+            b.node(ep + "gather", "slice", {groups}, {{"starts", {0, e}}, {"ends", {s.capacity, e + 1}}, {"axes", {1, 2}}});
         outs.push_back(dense_act_dense(b, r, ep, tokens, s));
     }
     const std::string routed = b.node(p + "scatter", "concat", outs, {{"axis", 2}});
@@ -126,8 +126,9 @@ std::int64_t sparse_step(const ConfigReader& r, const std::string& key, const st
 // decoder_attention_mask [batch, 1, 1, seq] are the additive padding masks (zeros without padding),
 // cross_attention_zeros [1, heads, seq, seq] the torch.zeros the cross-attention bias starts from.
 json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& name) {
-    const Head head = read_architecture(r, cfg, "switch_transformers", {"SwitchTransformersForConditionalGeneration", "SwitchTransformersModel"},
-                                        "SwitchTransformersModel");
+    const Head head =
+        read_architecture(r, cfg, "switch_transformers", {"SwitchTransformersForConditionalGeneration", "SwitchTransformersModel"},
+                          "SwitchTransformersModel");
     SwitchDims s;
     const std::int64_t vocab = r.positive("vocab_size");
     s.d = r.positive("d_model");
@@ -149,7 +150,8 @@ json build_switch_transformers(const ConfigReader& r, const json& cfg, const std
     s.router_bias = r.bool_or("router_bias", false);
     s.act = r.string_or("dense_act_fn", "relu");
     r.reject_if(r.bool_or("is_gated_act", false), "is_gated_act", "gated feed-forward layers (SwitchTransformersDenseActDense has none)");
-    r.reject_if(r.has("is_encoder_decoder") && !r.bool_or("is_encoder_decoder", true), "is_encoder_decoder", "an encoder-only switch_transformers model");
+    r.reject_if(r.has("is_encoder_decoder") && !r.bool_or("is_encoder_decoder", true), "is_encoder_decoder",
+                "an encoder-only switch_transformers model");
     const bool tied = r.bool_or("tie_word_embeddings", true);
     std::int64_t enc_sparse = 0, dec_sparse = 0;
     for (std::int64_t i = 0; i < enc_layers; ++i) enc_sparse += sparse_layer(i, enc_step) ? 1 : 0;
@@ -202,8 +204,8 @@ json build_switch_transformers(const ConfigReader& r, const json& cfg, const std
             std::int64_t ff = 1;
             if (decoder) {
                 const std::string n1 = t5_layernorm(b, p + "layer.1.layer_norm", x, s);
-                const std::string c =
-                    b.dropout(p + "layer.1.dropout", t5_attention(b, p + "layer.1.EncDecAttention.", n1, encoder_out, cross_bias, s), s.drop);
+                const std::string c = b.dropout(p + "layer.1.dropout",
+                                                t5_attention(b, p + "layer.1.EncDecAttention.", n1, encoder_out, cross_bias, s), s.drop);
                 x = b.node(p + "layer.1.residual", "add", {x, c});
                 ff = 2;
             }

@@ -10,8 +10,7 @@ void json_fail(const std::string& origin, const std::string& path, const std::st
     throw InputError(origin + ": " + (path.empty() ? "/" : path) + ": " + msg);
 }
 
-void json_only_keys(const nlohmann::json& obj, const std::set<std::string>& allowed, const std::string& origin,
-                    const std::string& path) {
+void json_only_keys(const nlohmann::json& obj, const std::set<std::string>& allowed, const std::string& origin, const std::string& path) {
     for (const auto& [k, v] : obj.items()) {
         if (!allowed.count(k)) {
             std::string list;

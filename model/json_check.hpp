@@ -9,7 +9,6 @@ namespace roofline {
 
 [[noreturn]] void json_fail(const std::string& origin, const std::string& path, const std::string& msg);
 // Rejects any key of obj not in allowed, listing the allowed ones.
-void json_only_keys(const nlohmann::json& obj, const std::set<std::string>& allowed, const std::string& origin,
-                    const std::string& path);
+void json_only_keys(const nlohmann::json& obj, const std::set<std::string>& allowed, const std::string& origin, const std::string& path);
 
 }  // namespace roofline

@@ -23,19 +23,15 @@ namespace {
 using nlohmann::json;
 
 // Every message names the document and the JSON path (model/json_check.hpp).
-[[noreturn]] void fail(const std::string& origin, const std::string& path, const std::string& msg) {
-    json_fail(origin, path, msg);
-}
+[[noreturn]] void fail(const std::string& origin, const std::string& path, const std::string& msg) { json_fail(origin, path, msg); }
 
 std::string type_of(const json& j) { return j.type_name(); }
 
-void only_keys(const json& obj, const std::set<std::string>& allowed, const std::string& origin,
-               const std::string& path) {
+void only_keys(const json& obj, const std::set<std::string>& allowed, const std::string& origin, const std::string& path) {
     json_only_keys(obj, allowed, origin, path);
 }
 
-const json& require(const json& obj, const std::string& key, json::value_t type, const std::string& origin,
-                    const std::string& path) {
+const json& require(const json& obj, const std::string& key, json::value_t type, const std::string& origin, const std::string& path) {
     auto it = obj.find(key);
     if (it == obj.end()) fail(origin, path, "missing key '" + key + "'");
     const bool ok = it->type() == type || (type == json::value_t::number_integer && it->is_number_unsigned());
@@ -67,13 +63,12 @@ std::int64_t to_int(const json& j, const Context& c, const std::string& path, bo
         if (it == c.dims.end()) {
             std::string known;
             for (const auto& [k, v] : c.dims) known += (known.empty() ? "" : ", ") + k;
-            fail(c.origin, path, "unknown dimension '" + j.get<std::string>() + "' (dims defines: " +
-                                     (known.empty() ? "none" : known) + ")");
+            fail(c.origin, path,
+                 "unknown dimension '" + j.get<std::string>() + "' (dims defines: " + (known.empty() ? "none" : known) + ")");
         }
         return it->second;
     }
-    fail(c.origin, path, std::string("expected an integer") + (allow_symbols ? " or a dimension name" : "") +
-                             ", got " + type_of(j));
+    fail(c.origin, path, std::string("expected an integer") + (allow_symbols ? " or a dimension name" : "") + ", got " + type_of(j));
 }
 
 Shape to_shape(const json& j, const Context& c, const std::string& path) {
@@ -131,8 +126,7 @@ std::vector<TensorDecl> read_tensors(const json& doc, const std::string& key, bo
         TensorDecl d;
         d.name = require(t, "name", json::value_t::string, c.origin, p).get<std::string>();
         d.desc.shape = to_shape(require(t, "shape", json::value_t::array, c.origin, p), c, p + "/shape");
-        d.desc.dtype = t.contains("dtype") ? to_dtype(t["dtype"], c.origin, p + "/dtype")
-                                           : (parameters ? c.parameters : c.compute);
+        d.desc.dtype = t.contains("dtype") ? to_dtype(t["dtype"], c.origin, p + "/dtype") : (parameters ? c.parameters : c.compute);
         out.push_back(std::move(d));
     }
     return out;
@@ -194,8 +188,7 @@ std::size_t output_count(const NodeDecl& d) {
 
 // Orders nodes so that producers come first, keeping file order where it already is one.
 // A cycle is reported with the names of the nodes on it (Boost strong_components).
-std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const std::set<std::string>& sources,
-                                     const Context& c) {
+std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const std::set<std::string>& sources, const Context& c) {
     std::map<std::string, std::size_t> producer;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         std::size_t count = 0;
@@ -221,8 +214,7 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const s
             auto it = producer.find(in);
             if (it == producer.end()) {
                 fail(c.origin, nodes[i].path + "/inputs/" + std::to_string(k),
-                     "node '" + nodes[i].name + "' uses tensor '" + in +
-                         "', which no input, parameter or node output defines");
+                     "node '" + nodes[i].name + "' uses tensor '" + in + "', which no input, parameter or node output defines");
             }
             boost::add_edge(it->second, i, adj);
             users[it->second].push_back(i);
@@ -244,8 +236,7 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const s
     }
     if (order.size() != nodes.size()) {
         std::vector<std::size_t> component(nodes.size());
-        boost::strong_components(adj, boost::make_iterator_property_map(component.begin(),
-                                                                         boost::get(boost::vertex_index, adj)));
+        boost::strong_components(adj, boost::make_iterator_property_map(component.begin(), boost::get(boost::vertex_index, adj)));
         std::map<std::size_t, std::vector<std::size_t>> members;
         for (std::size_t i = 0; i < nodes.size(); ++i) {
             if (indegree[i] > 0) members[component[i]].push_back(i);
@@ -266,17 +257,19 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const s
 }
 
 Graph build_graph(const json& doc, Context& c) {
-    only_keys(doc, {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs"},
-              c.origin, "");
+    only_keys(doc, {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs"}, c.origin, "");
     Graph g;
     g.name = doc.contains("name") ? require(doc, "name", json::value_t::string, c.origin, "").get<std::string>()
                                   : std::filesystem::path(c.origin).stem().string();
     std::set<std::string> sources;
     for (bool params : {false, true}) {
         for (const auto& t : read_tensors(doc, params ? "parameters" : "inputs", params, c)) {
-            if (!sources.insert(t.name).second) fail(c.origin, params ? "/parameters" : "/inputs", "tensor name '" + t.name + "' is defined twice");
-            if (params) g.add_parameter(t.name, t.desc);
-            else g.add_input(t.name, t.desc);
+            if (!sources.insert(t.name).second)
+                fail(c.origin, params ? "/parameters" : "/inputs", "tensor name '" + t.name + "' is defined twice");
+            if (params)
+                g.add_parameter(t.name, t.desc);
+            else
+                g.add_input(t.name, t.desc);
         }
     }
     const json& nodes_json = require(doc, "nodes", json::value_t::array, c.origin, "");
@@ -298,7 +291,9 @@ Graph build_graph(const json& doc, Context& c) {
         std::vector<TensorId> ins;
         for (const auto& n : d.inputs) {
             const bool mask = n.size() > 2 && n.compare(n.size() - 2, 2, ":1") == 0 && alias.count(n.substr(0, n.size() - 2)) != 0;
-            if (mask) fail(c.origin, d.path, "node '" + d.name + "' uses the mask '" + n + "' of a dropout, which inference (evaluation mode) does not compute");
+            if (mask)
+                fail(c.origin, d.path,
+                     "node '" + d.name + "' uses the mask '" + n + "' of a dropout, which inference (evaluation mode) does not compute");
             ins.push_back(find(n));
         }
         if (c.eval && d.kind == OpKind::dropout && ins.size() == 1) {
@@ -358,8 +353,7 @@ void read_dims(const json& doc, Context& c, const ModelOverrides& ov) {
     for (const auto& [name, value] : overrides) {
         if (!value) continue;
         if (!c.dims.count(name)) {
-            throw InputError(c.origin + ": --" + std::string(name) + " given, but the model has no '" + name +
-                             "' entry in /dims");
+            throw InputError(c.origin + ": --" + std::string(name) + " given, but the model has no '" + name + "' entry in /dims");
         }
         if (*value <= 0) throw InputError("--" + std::string(name) + " must be positive");
         c.dims[name] = *value;
@@ -416,8 +410,7 @@ Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
     if (is_template_name(model)) {
         return load_model(expand_template(model, json::object(), "template '" + model + "'"), "template '" + model + "'", ov);
     }
-    throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " +
-                     template_choices() + ")");
+    throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " + template_choices() + ")");
 }
 
 }  // namespace roofline

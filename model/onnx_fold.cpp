@@ -52,7 +52,8 @@ std::int64_t onnx_ivalue(const OnnxTensor& t, std::size_t k) {
     if (!onnx_type::is_float(t.elem_type)) return t.i.at(k);
     const double v = t.f.at(k);
     // 2^63 is exactly representable; anything at or beyond it (or NaN) does not fit.
-    if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0)) throw InputError("value " + std::to_string(v) + " does not fit in int64");
+    if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0))
+        throw InputError("value " + std::to_string(v) + " does not fit in int64");
     return static_cast<std::int64_t>(v);
 }
 
@@ -77,8 +78,10 @@ OnnxTensor make(int type, Dims dims) {
     t.dims = std::move(dims);
     t.has_values = true;
     const auto n = static_cast<std::size_t>(onnx_numel(t.dims));
-    if (onnx_type::is_float(type)) t.f.assign(n, 0.0);
-    else t.i.assign(n, 0);
+    if (onnx_type::is_float(type))
+        t.f.assign(n, 0.0);
+    else
+        t.i.assign(n, 0);
     return t;
 }
 
@@ -137,9 +140,18 @@ Dims unravel(std::int64_t idx, const Dims& s) {
 
 std::int64_t int_op(const std::string& op, std::int64_t a, std::int64_t b) {
     std::int64_t r = 0;
-    if (op == "Add") { if (__builtin_add_overflow(a, b, &r)) throw InputError("int64 overflow in Add"); return r; }
-    if (op == "Sub") { if (__builtin_sub_overflow(a, b, &r)) throw InputError("int64 overflow in Sub"); return r; }
-    if (op == "Mul") { if (__builtin_mul_overflow(a, b, &r)) throw InputError("int64 overflow in Mul"); return r; }
+    if (op == "Add") {
+        if (__builtin_add_overflow(a, b, &r)) throw InputError("int64 overflow in Add");
+        return r;
+    }
+    if (op == "Sub") {
+        if (__builtin_sub_overflow(a, b, &r)) throw InputError("int64 overflow in Sub");
+        return r;
+    }
+    if (op == "Mul") {
+        if (__builtin_mul_overflow(a, b, &r)) throw InputError("int64 overflow in Mul");
+        return r;
+    }
     if (op == "Div") {
         if (b == 0) throw InputError("integer division by zero");
         if (a == std::numeric_limits<std::int64_t>::min() && b == -1) throw InputError("int64 overflow in Div");
@@ -183,8 +195,7 @@ double float_op(const std::string& op, double a, double b) {
 }
 
 bool is_compare(const std::string& op) {
-    return op == "Equal" || op == "Less" || op == "LessOrEqual" || op == "Greater" || op == "GreaterOrEqual" || op == "And" ||
-           op == "Or";
+    return op == "Equal" || op == "Less" || op == "LessOrEqual" || op == "Greater" || op == "GreaterOrEqual" || op == "And" || op == "Or";
 }
 
 std::optional<Tensors> binary(const std::string& op, const OnnxTensor& a, const OnnxTensor& b) {
@@ -196,8 +207,10 @@ std::optional<Tensors> binary(const std::string& op, const OnnxTensor& a, const 
     for (std::int64_t k = 0; k < n; ++k) {
         const Dims c = unravel(k, out_dims);
         const std::size_t ia = bcast_index(a.dims, c), ib = bcast_index(b.dims, c);
-        if (fl) set(y, static_cast<std::size_t>(k), float_op(op, onnx_value(a, ia), onnx_value(b, ib)));
-        else y.i[static_cast<std::size_t>(k)] = int_op(op, a.i.at(ia), b.i.at(ib));
+        if (fl)
+            set(y, static_cast<std::size_t>(k), float_op(op, onnx_value(a, ia), onnx_value(b, ib)));
+        else
+            y.i[static_cast<std::size_t>(k)] = int_op(op, a.i.at(ia), b.i.at(ib));
     }
     return Tensors{y};
 }
@@ -212,23 +225,30 @@ std::optional<Tensors> unary(const std::string& op, const OnnxTensor& x) {
     for (std::size_t k = 0; k < count(x); ++k) {
         const double v = onnx_value(x, k);
         if (op == "Neg") {
-            if (onnx_type::is_float(x.elem_type)) y.f[k] = -v;
+            if (onnx_type::is_float(x.elem_type))
+                y.f[k] = -v;
             else {
                 if (x.i[k] == std::numeric_limits<std::int64_t>::min()) throw InputError("int64 overflow in Neg");
                 y.i[k] = -x.i[k];
             }
         } else if (op == "Abs") {
-            if (onnx_type::is_float(x.elem_type)) y.f[k] = std::fabs(v);
+            if (onnx_type::is_float(x.elem_type))
+                y.f[k] = std::fabs(v);
             else {
                 if (x.i[k] == std::numeric_limits<std::int64_t>::min()) throw InputError("int64 overflow in Abs");
                 y.i[k] = x.i[k] < 0 ? -x.i[k] : x.i[k];
             }
         } else if (onnx_type::is_float(x.elem_type)) {
-            if (op == "Sqrt") y.f[k] = std::sqrt(v);
-            else if (op == "Floor") y.f[k] = std::floor(v);
-            else if (op == "Ceil") y.f[k] = std::ceil(v);
-            else if (op == "Reciprocal") y.f[k] = 1.0 / v;
-            else return std::nullopt;
+            if (op == "Sqrt")
+                y.f[k] = std::sqrt(v);
+            else if (op == "Floor")
+                y.f[k] = std::floor(v);
+            else if (op == "Ceil")
+                y.f[k] = std::ceil(v);
+            else if (op == "Reciprocal")
+                y.f[k] = 1.0 / v;
+            else
+                return std::nullopt;
         } else {
             return std::nullopt;  // Sqrt, Floor, ... of integers are not ONNX
         }
@@ -239,9 +259,12 @@ std::optional<Tensors> unary(const std::string& op, const OnnxTensor& x) {
 OnnxTensor cast(const OnnxTensor& x, int to) {
     OnnxTensor y = make(to, x.dims);
     for (std::size_t k = 0; k < count(x); ++k) {
-        if (to == onnx_type::kBool) y.i[k] = onnx_value(x, k) != 0;
-        else if (onnx_type::is_float(to)) y.f[k] = onnx_value(x, k);
-        else y.i[k] = onnx_ivalue(x, k);
+        if (to == onnx_type::kBool)
+            y.i[k] = onnx_value(x, k) != 0;
+        else if (onnx_type::is_float(to))
+            y.f[k] = onnx_value(x, k);
+        else
+            y.i[k] = onnx_ivalue(x, k);
     }
     return y;
 }
@@ -260,8 +283,10 @@ OnnxTensor take(const OnnxTensor& x, std::size_t axis, const std::vector<std::in
         for (std::int64_t j : index)
             for (std::int64_t i = 0; i < inner; ++i, ++k) {
                 const auto src = static_cast<std::size_t>((o * n + j) * inner + i);
-                if (onnx_type::is_float(x.elem_type)) y.f[k] = x.f.at(src);
-                else y.i[k] = x.i.at(src);
+                if (onnx_type::is_float(x.elem_type))
+                    y.f[k] = x.f.at(src);
+                else
+                    y.i[k] = x.i.at(src);
             }
     return y;
 }
@@ -272,7 +297,8 @@ std::optional<Tensors> gather(const OnnxNode& n, const OnnxTensor& x, const Onnx
     std::vector<std::int64_t> index;
     for (std::int64_t v : ints_of(idx)) {
         const std::int64_t dim = x.dims[axis];
-        if (v < -dim || v >= dim) throw InputError("Gather index " + std::to_string(v) + " out of range for dimension " + std::to_string(dim));
+        if (v < -dim || v >= dim)
+            throw InputError("Gather index " + std::to_string(v) + " out of range for dimension " + std::to_string(dim));
         index.push_back(v < 0 ? v + dim : v);
     }
     Dims out(x.dims.begin(), x.dims.begin() + static_cast<std::ptrdiff_t>(axis));
@@ -316,7 +342,8 @@ std::optional<Tensors> concat(const OnnxNode& n, const std::vector<const OnnxTen
 std::optional<Tensors> range(const OnnxTensor& start, const OnnxTensor& limit, const OnnxTensor& delta) {
     if (count(start) != 1 || count(limit) != 1 || count(delta) != 1) throw InputError("Range takes scalars");
     const double s = onnx_value(start, 0), l = onnx_value(limit, 0), d = onnx_value(delta, 0);
-    if (d == 0 || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) throw InputError("Range with a zero or non-finite delta or bound");
+    if (d == 0 || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
+        throw InputError("Range with a zero or non-finite delta or bound");
     const double len = std::max(0.0, std::ceil((l - s) / d));
     if (len > static_cast<double>(kMax)) return std::nullopt;
     OnnxTensor y = make(start.elem_type, {static_cast<std::int64_t>(len)});
@@ -339,9 +366,11 @@ std::optional<Tensors> slice(const OnnxNode& n, const std::vector<const OnnxTens
         if (in.size() > 3 && in[3]) axes = ints_of(*in[3]);
         if (in.size() > 4 && in[4]) steps = ints_of(*in[4]);
     }
-    if (axes.empty()) for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
+    if (axes.empty())
+        for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
     if (steps.empty()) steps.assign(starts.size(), 1);
-    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) throw InputError("Slice: starts, ends, axes and steps differ in length");
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+        throw InputError("Slice: starts, ends, axes and steps differ in length");
     Dims out = x.dims;
     std::vector<std::vector<std::int64_t>> index(x.dims.size());
     for (std::size_t d = 0; d < x.dims.size(); ++d)
@@ -458,11 +487,46 @@ std::vector<std::int64_t> onnx_view_dims(const OnnxNode& n, const Dims& x, const
 }
 
 bool onnx_foldable(const std::string& op) {
-    static const std::set<std::string> ops = {
-        "Identity", "Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Concat", "Gather", "Slice", "Expand", "Range",
-        "ConstantOfShape", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Where", "Add",
-        "Sub", "Mul", "Div", "Mod", "Pow", "Min", "Max", "Neg", "Abs", "Sqrt", "Floor", "Ceil", "Reciprocal", "Shape",
-        "Size", "Constant", "ReduceProd", "Transpose"};
+    static const std::set<std::string> ops = {"Identity",
+                                              "Cast",
+                                              "Unsqueeze",
+                                              "Squeeze",
+                                              "Reshape",
+                                              "Flatten",
+                                              "Concat",
+                                              "Gather",
+                                              "Slice",
+                                              "Expand",
+                                              "Range",
+                                              "ConstantOfShape",
+                                              "Equal",
+                                              "Less",
+                                              "LessOrEqual",
+                                              "Greater",
+                                              "GreaterOrEqual",
+                                              "Not",
+                                              "And",
+                                              "Or",
+                                              "Where",
+                                              "Add",
+                                              "Sub",
+                                              "Mul",
+                                              "Div",
+                                              "Mod",
+                                              "Pow",
+                                              "Min",
+                                              "Max",
+                                              "Neg",
+                                              "Abs",
+                                              "Sqrt",
+                                              "Floor",
+                                              "Ceil",
+                                              "Reciprocal",
+                                              "Shape",
+                                              "Size",
+                                              "Constant",
+                                              "ReduceProd",
+                                              "Transpose"};
     return ops.count(op) != 0;
 }
 
@@ -474,13 +538,15 @@ std::optional<Tensors> fold_onnx_node(const OnnxNode& n, const std::vector<const
     };
     if (op == "Identity") return Tensors{need(0)};
     if (op == "Cast") return Tensors{cast(need(0), static_cast<int>(attr_int(n, "to", onnx_type::kFloat)))};
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" || op == "Pow" || is_compare(op)) return binary(op, need(0), need(1));
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" || op == "Pow" || is_compare(op))
+        return binary(op, need(0), need(1));
     if (op == "Min" || op == "Max") {
         if (in.size() == 1) return Tensors{need(0)};
         if (in.size() != 2) return std::nullopt;
         return binary(op, need(0), need(1));
     }
-    if (op == "Not" || op == "Neg" || op == "Abs" || op == "Sqrt" || op == "Floor" || op == "Ceil" || op == "Reciprocal") return unary(op, need(0));
+    if (op == "Not" || op == "Neg" || op == "Abs" || op == "Sqrt" || op == "Floor" || op == "Ceil" || op == "Reciprocal")
+        return unary(op, need(0));
     if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" || op == "Flatten") {
         OnnxTensor y = need(0);
         y.dims = onnx_view_dims(n, y.dims, in, opset);
@@ -501,7 +567,8 @@ std::optional<Tensors> fold_onnx_node(const OnnxNode& n, const std::vector<const
         const Dims out = broadcast_shapes(x.dims, ints_of(need(1)));
         if (!fits(out)) return std::nullopt;
         OnnxTensor y = make(x.elem_type, out);
-        for (std::int64_t k = 0; k < onnx_numel(out); ++k) set(y, static_cast<std::size_t>(k), onnx_value(x, bcast_index(x.dims, unravel(k, out))));
+        for (std::int64_t k = 0; k < onnx_numel(out); ++k)
+            set(y, static_cast<std::size_t>(k), onnx_value(x, bcast_index(x.dims, unravel(k, out))));
         return Tensors{y};
     }
     if (op == "Where") {
@@ -533,7 +600,8 @@ std::optional<Tensors> fold_onnx_node(const OnnxNode& n, const std::vector<const
     if (op == "ReduceProd") {
         const OnnxTensor& x = need(0);
         const OnnxAttr* axes = find_attr(n, "axes");
-        if ((axes && !axes->ints.empty()) || in.size() > 1 || attr_int(n, "keepdims", 1) != 0 || onnx_type::is_float(x.elem_type)) return std::nullopt;
+        if ((axes && !axes->ints.empty()) || in.size() > 1 || attr_int(n, "keepdims", 1) != 0 || onnx_type::is_float(x.elem_type))
+            return std::nullopt;
         std::int64_t p = 1;
         for (std::int64_t v : x.i) p = checked_mul(p, v, "ReduceProd");
         OnnxTensor y = make(x.elem_type, {});
@@ -544,7 +612,8 @@ std::optional<Tensors> fold_onnx_node(const OnnxNode& n, const std::vector<const
         const OnnxTensor& x = need(0);
         std::vector<std::int64_t> perm;
         if (const OnnxAttr* a = find_attr(n, "perm")) perm = a->ints;
-        if (perm.empty()) for (std::size_t d = x.dims.size(); d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));
+        if (perm.empty())
+            for (std::size_t d = x.dims.size(); d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));
         if (perm.size() != x.dims.size()) throw InputError("Transpose: perm does not match the rank");
         Dims out;
         std::vector<bool> seen(perm.size(), false);

@@ -62,7 +62,8 @@ std::vector<std::size_t> check_onnx_structure(OnnxModel& m) {
         }
     }
     for (const auto& v : m.outputs) {
-        if (!producer.count(v.name)) throw InputError(origin + ": graph output '" + v.name + "' is not produced by any node, input or initializer");
+        if (!producer.count(v.name))
+            throw InputError(origin + ": graph output '" + v.name + "' is not produced by any node, input or initializer");
     }
     std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
     for (std::size_t i = 0; i < m.nodes.size(); ++i) {
@@ -97,12 +98,53 @@ using Dims = std::vector<std::int64_t>;
 
 // Op types mapped onto the vocabulary when they compute on runtime data.
 const std::set<std::string>& mapped_ops() {
-    static const std::set<std::string> ops = {
-        "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Sin", "Erf", "Gelu", "Add", "Sub", "Mul", "Div", "Max", "Pow",
-        "MatMul", "Gemm", "Conv", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-        "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Softmax", "LayerNormalization", "ReduceMean",
-        "ReduceSum", "ReduceMax", "Gather", "Concat", "Split", "Slice", "Expand", "Where", "Not", "Cast", "Identity",
-        "Dropout", "Constant", "Shape", "Size"};
+    static const std::set<std::string> ops = {"Relu",
+                                              "Sigmoid",
+                                              "Tanh",
+                                              "Exp",
+                                              "Log",
+                                              "Sqrt",
+                                              "Neg",
+                                              "Sin",
+                                              "Erf",
+                                              "Gelu",
+                                              "Add",
+                                              "Sub",
+                                              "Mul",
+                                              "Div",
+                                              "Max",
+                                              "Pow",
+                                              "MatMul",
+                                              "Gemm",
+                                              "Conv",
+                                              "BatchNormalization",
+                                              "MaxPool",
+                                              "AveragePool",
+                                              "GlobalAveragePool",
+                                              "GlobalMaxPool",
+                                              "Flatten",
+                                              "Reshape",
+                                              "Squeeze",
+                                              "Unsqueeze",
+                                              "Transpose",
+                                              "Softmax",
+                                              "LayerNormalization",
+                                              "ReduceMean",
+                                              "ReduceSum",
+                                              "ReduceMax",
+                                              "Gather",
+                                              "Concat",
+                                              "Split",
+                                              "Slice",
+                                              "Expand",
+                                              "Where",
+                                              "Not",
+                                              "Cast",
+                                              "Identity",
+                                              "Dropout",
+                                              "Constant",
+                                              "Shape",
+                                              "Size"};
     return ops;
 }
 
@@ -114,7 +156,7 @@ bool supported(const OnnxNode& n) {
 struct Value {
     Dims dims;
     int type = 0;                              // ONNX element type
-    std::shared_ptr<const OnnxTensor> konst;  // a constant (values when small enough)
+    std::shared_ptr<const OnnxTensor> konst;   // a constant (values when small enough)
     TensorId id = -1;                          // the graph tensor, once materialised
     TensorRole role = TensorRole::activation;  // parameter: initializers, weight inputs; input: constants
     std::string negation_of;                   // a Not on runtime data: usable only as a Where condition
@@ -162,7 +204,7 @@ private:
     std::map<std::string, Value> values_;
     std::map<std::string, std::int64_t> symbols_;  // dim_param -> value (batch, seq)
     std::map<std::string, const OnnxValueInfo*> inferred_;
-    int emitted_ = 0;                               // project nodes emitted for the current ONNX node
+    int emitted_ = 0;  // project nodes emitted for the current ONNX node
     const OnnxNode* node_ = nullptr;
 
     [[noreturn]] void fail(const std::string& msg) const { throw InputError(m_.origin + ": " + msg); }
@@ -188,16 +230,21 @@ private:
 
     DType dtype_of(int type, const std::string& name) const {
         switch (type) {
-            case onnx_type::kFloat: case onnx_type::kDouble: case onnx_type::kFloat16: case onnx_type::kBfloat16:
+            case onnx_type::kFloat:
+            case onnx_type::kDouble:
+            case onnx_type::kFloat16:
+            case onnx_type::kBfloat16:
                 if (ov_.dtype) return *ov_.dtype;
-                return type == onnx_type::kFloat ? DType::f32 : type == onnx_type::kDouble ? DType::f64
-                     : type == onnx_type::kFloat16 ? DType::f16 : DType::bf16;
+                return type == onnx_type::kFloat     ? DType::f32
+                       : type == onnx_type::kDouble  ? DType::f64
+                       : type == onnx_type::kFloat16 ? DType::f16
+                                                     : DType::bf16;
             case onnx_type::kInt8: return DType::int8;
-            case onnx_type::kUint8: case onnx_type::kBool: return DType::u8;
+            case onnx_type::kUint8:
+            case onnx_type::kBool: return DType::u8;
             case onnx_type::kInt32: return DType::int32;
             case onnx_type::kInt64: return DType::int64;
-            default:
-                throw InputError("tensor '" + name + "' has ONNX type " + onnx_type::name(type) + ", which roofline has no dtype for");
+            default: throw InputError("tensor '" + name + "' has ONNX type " + onnx_type::name(type) + ", which roofline has no dtype for");
         }
     }
 
@@ -219,8 +266,7 @@ private:
             return *ov_.seq;
         }
         fail("dimension " + std::to_string(d) + " of input '" + v.name + "' is dynamic" +
-             (dim.param.empty() ? "" : " ('" + dim.param + "')") +
-             ": only the batch (the first input's first dimension) may be dynamic" +
+             (dim.param.empty() ? "" : " ('" + dim.param + "')") + ": only the batch (the first input's first dimension) may be dynamic" +
              (seq_like ? "; give --seq N for this one" : "; export the model with a fixed size for it"));
     }
     std::string batch_param_;
@@ -252,8 +298,9 @@ private:
             first = false;
         }
         if (ov_.batch && !g_.dims.count("batch")) {
-            fail("--batch given, but the first dimension of the model's first input is fixed; export it with a dynamic "
-                 "batch axis (torch.onnx.export(..., dynamic_axes={'input': {0: 'batch'}}))");
+            fail(
+                "--batch given, but the first dimension of the model's first input is fixed; export it with a dynamic "
+                "batch axis (torch.onnx.export(..., dynamic_axes={'input': {0: 'batch'}}))");
         }
         if (ov_.seq && !g_.dims.count("seq")) fail("--seq given, but no input has a dynamic dimension named 'seq'");
         for (const auto& t : m.initializers) {
@@ -273,7 +320,8 @@ private:
         return it->second;
     }
     const std::string& input_name(const OnnxNode& n, std::size_t k, const char* role) const {
-        if (k >= n.inputs.size() || n.inputs[k].empty()) throw InputError(std::string("missing input ") + std::to_string(k) + " (" + role + ")");
+        if (k >= n.inputs.size() || n.inputs[k].empty())
+            throw InputError(std::string("missing input ") + std::to_string(k) + " (" + role + ")");
         return n.inputs[k];
     }
     bool has_input(const OnnxNode& n, std::size_t k) const { return k < n.inputs.size() && !n.inputs[k].empty(); }
@@ -366,7 +414,10 @@ private:
             case DType::u8: return onnx_type::kUint8;
             case DType::int32: return onnx_type::kInt32;
             case DType::int64: return onnx_type::kInt64;
-            case DType::f32: case DType::tf32: case DType::fp8_e4m3: case DType::fp8_e5m2: return onnx_type::kFloat;
+            case DType::f32:
+            case DType::tf32:
+            case DType::fp8_e4m3:
+            case DType::fp8_e5m2: return onnx_type::kFloat;
         }
         return onnx_type::kFloat;
     }
@@ -483,7 +534,8 @@ private:
             if (o.empty()) continue;
             auto it = inferred_.find(o);
             if (it == inferred_.end() || !it->second->has_shape || it->second->elem_type == 0) {
-                throw InputError("ONNX shape inference gave no shape for output '" + o + "'; an unknown op needs one to be kept with --allow-unknown");
+                throw InputError("ONNX shape inference gave no shape for output '" + o +
+                                 "'; an unknown op needs one to be kept with --allow-unknown");
             }
             const OnnxValueInfo& v = *it->second;
             for (const auto& d : v.dims) {
@@ -520,11 +572,16 @@ private:
     void map_where(const OnnxNode& n);
     void reshape_to(const OnnxNode& n, const Dims& to) {
         if (to == in(n, 0, "data").dims) return alias(n);
-        emit1(OpKind::reshape, {tin(n, 0, "data")}, [&] { Attrs a; a.set("shape", to); return a; }());
+        emit1(OpKind::reshape, {tin(n, 0, "data")}, [&] {
+            Attrs a;
+            a.set("shape", to);
+            return a;
+        }());
     }
     void single_output(const OnnxNode& n) const {
         for (std::size_t i = 1; i < n.outputs.size(); ++i) {
-            if (!n.outputs[i].empty()) throw InputError("output " + std::to_string(i) + " ('" + n.outputs[i] + "') is not supported (inference graphs only)");
+            if (!n.outputs[i].empty())
+                throw InputError("output " + std::to_string(i) + " ('" + n.outputs[i] + "') is not supported (inference graphs only)");
         }
     }
     // Two entries from an ONNX pads list [begin_h, begin_w, end_h, end_w], which must be symmetric.
@@ -560,7 +617,11 @@ void Importer::map_node(const OnnxNode& n) {
         emit1(unary_kind(op), {tin(n, 0, "x")});
     } else if (op == "Gelu") {
         const std::string approx = attr_s(n, "approximate", "none");
-        emit1(OpKind::gelu, {tin(n, 0, "x")}, [&] { Attrs a; a.set("approximate", approx == "tanh" ? "tanh" : std::string("erf")); return a; }());
+        emit1(OpKind::gelu, {tin(n, 0, "x")}, [&] {
+            Attrs a;
+            a.set("approximate", approx == "tanh" ? "tanh" : std::string("erf"));
+            return a;
+        }());
     } else if (op == "Add") {
         map_binary(n, OpKind::add);
     } else if (op == "Sub") {
@@ -602,21 +663,24 @@ void Importer::map_node(const OnnxNode& n) {
     } else if (op == "Transpose") {
         const auto rank = static_cast<std::int64_t>(in(n, 0, "data").dims.size());
         Dims perm = attr_ints(n, "perm", {});
-        if (perm.empty()) for (std::int64_t d = rank; d-- > 0;) perm.push_back(d);
+        if (perm.empty())
+            for (std::int64_t d = rank; d-- > 0;) perm.push_back(d);
         Attrs a;
         a.set("perm", perm);
         emit1(OpKind::permute, {tin(n, 0, "data")}, a);
     } else if (op == "Softmax") {
         const auto rank = static_cast<std::int64_t>(in(n, 0, "x").dims.size());
         const std::int64_t axis = normalize_axis(attr_i(n, "axis", m_.opset >= 13 ? -1 : 1), rank);
-        if (m_.opset < 13 && axis != rank - 1) throw InputError("Softmax before opset 13 over axes " + std::to_string(axis) + ".. is not supported (only the last axis)");
+        if (m_.opset < 13 && axis != rank - 1)
+            throw InputError("Softmax before opset 13 over axes " + std::to_string(axis) + ".. is not supported (only the last axis)");
         Attrs a;
         a.set("axis", axis);
         emit1(OpKind::softmax, {tin(n, 0, "x")}, a);
     } else if (op == "LayerNormalization") {
         single_output(n);
         const auto rank = static_cast<std::int64_t>(in(n, 0, "X").dims.size());
-        if (normalize_axis(attr_i(n, "axis", -1), rank) != rank - 1) throw InputError("LayerNormalization over more than the last axis is not supported");
+        if (normalize_axis(attr_i(n, "axis", -1), rank) != rank - 1)
+            throw InputError("LayerNormalization over more than the last axis is not supported");
         std::vector<TensorId> ins{tin(n, 0, "X")};
         if (has_input(n, 1)) ins.push_back(tin(n, 1, "Scale"));
         if (has_input(n, 2)) ins.push_back(tin(n, 2, "B"));
@@ -699,11 +763,16 @@ void Importer::map_pow(const OnnxNode& n) {
     const double p = onnx_value(e, 0);
     const TensorId x = tin(n, 0, "X");
     if (p == 1) return alias(n);
-    if (p == 2) emit1(OpKind::mul, {x, x});
-    else if (p == 3) emit1(OpKind::mul, {emit1(OpKind::mul, {x, x}, {}, false), x});
-    else if (p == 0.5) emit1(OpKind::sqrt, {x});
-    else if (p == -0.5) emit1(OpKind::rsqrt, {x});
-    else throw InputError("Pow with exponent " + std::to_string(p) + " is not supported (2, 3, 0.5, -0.5 and 1 are)");
+    if (p == 2)
+        emit1(OpKind::mul, {x, x});
+    else if (p == 3)
+        emit1(OpKind::mul, {emit1(OpKind::mul, {x, x}, {}, false), x});
+    else if (p == 0.5)
+        emit1(OpKind::sqrt, {x});
+    else if (p == -0.5)
+        emit1(OpKind::rsqrt, {x});
+    else
+        throw InputError("Pow with exponent " + std::to_string(p) + " is not supported (2, 3, 0.5, -0.5 and 1 are)");
 }
 
 void Importer::map_gemm(const OnnxNode& n) {
@@ -739,7 +808,8 @@ void Importer::map_gemm(const OnnxNode& n) {
 }
 
 void Importer::map_conv(const OnnxNode& n) {
-    if (in(n, 1, "W").dims.size() != 4) throw InputError("only 2-d convolutions are supported (weight " + shape_str(in(n, 1, "W").dims) + ")");
+    if (in(n, 1, "W").dims.size() != 4)
+        throw InputError("only 2-d convolutions are supported (weight " + shape_str(in(n, 1, "W").dims) + ")");
     no_auto_pad(n);
     Attrs a;
     a.set("stride", attr_ints(n, "strides", {1, 1}));
@@ -760,7 +830,8 @@ void Importer::map_batchnorm(const OnnxNode& n) {
     const Dims& x = in(n, 0, "X").dims;
     if (x.size() < 2) throw InputError("input must be [N, C, ...]");
     for (std::size_t k = 1; k <= 4; ++k) {
-        if (in(n, k, "scale, B, mean or var").dims != Dims{x[1]}) throw InputError("per-channel input " + std::to_string(k) + " must be [" + std::to_string(x[1]) + "]");
+        if (in(n, k, "scale, B, mean or var").dims != Dims{x[1]})
+            throw InputError("per-channel input " + std::to_string(k) + " must be [" + std::to_string(x[1]) + "]");
     }
     Dims per_channel{x[1]};
     per_channel.resize(x.size() - 1, 1);
@@ -781,8 +852,10 @@ void Importer::map_pool(const OnnxNode& n) {
     a.set("padding", symmetric_pads(attr_ints(n, "pads", {})));
     a.set("ceil_mode", attr_i(n, "ceil_mode", 0) != 0);
     const bool max = n.op_type == "MaxPool";
-    if (max) a.set("dilation", attr_ints(n, "dilations", {1, 1}));
-    else a.set("count_include_pad", attr_i(n, "count_include_pad", 0) != 0);
+    if (max)
+        a.set("dilation", attr_ints(n, "dilations", {1, 1}));
+    else
+        a.set("count_include_pad", attr_i(n, "count_include_pad", 0) != 0);
     emit1(max ? OpKind::max_pool2d : OpKind::avg_pool2d, {tin(n, 0, "X")}, a);
 }
 
@@ -811,14 +884,17 @@ void Importer::map_gather(const OnnxNode& n) {
         emit1(OpKind::embedding, {tin(n, 0, "data"), tin(n, 1, "indices")});
         return;
     }
-    if (!idx.known()) throw InputError("Gather on axis " + std::to_string(axis) + " with runtime indices is not supported (only table lookups on axis 0)");
+    if (!idx.known())
+        throw InputError("Gather on axis " + std::to_string(axis) +
+                         " with runtime indices is not supported (only table lookups on axis 0)");
     const Dims index = ints(n, 1, "indices");
     const std::int64_t dim = data.dims[static_cast<std::size_t>(axis)];
     if (index.empty() || idx.dims.size() > 1) throw InputError("Gather with indices of shape " + shape_str(idx.dims) + " is not supported");
     const std::int64_t first = index[0] < 0 ? index[0] + dim : index[0];
     for (std::size_t i = 0; i < index.size(); ++i) {
         const std::int64_t v = index[i] < 0 ? index[i] + dim : index[i];
-        if (v < 0 || v >= dim) throw InputError("Gather index " + std::to_string(index[i]) + " out of range for dimension " + std::to_string(dim));
+        if (v < 0 || v >= dim)
+            throw InputError("Gather index " + std::to_string(index[i]) + " out of range for dimension " + std::to_string(dim));
         if (v != first + static_cast<std::int64_t>(i)) throw InputError("Gather with non-contiguous constant indices is not supported");
     }
     Attrs a;
@@ -852,7 +928,8 @@ void Importer::map_split(const OnnxNode& n) {
         const std::int64_t each = (dim + parts - 1) / parts;  // opset 18: the last part may be smaller
         for (std::int64_t p = 0; p < parts; ++p) sizes.push_back(std::max<std::int64_t>(0, std::min(each, dim - p * each)));
     }
-    if (static_cast<std::int64_t>(sizes.size()) != parts) throw InputError("Split into " + std::to_string(sizes.size()) + " sizes but " + std::to_string(parts) + " outputs");
+    if (static_cast<std::int64_t>(sizes.size()) != parts)
+        throw InputError("Split into " + std::to_string(sizes.size()) + " sizes but " + std::to_string(parts) + " outputs");
     Attrs a;
     a.set("axis", axis);
     a.set("sizes", sizes);

@@ -18,8 +18,8 @@ struct ModelOverrides;
 
 // ONNX TensorProto.DataType values (onnx/onnx.proto), kept as plain ints.
 namespace onnx_type {
-inline constexpr int kFloat = 1, kUint8 = 2, kInt8 = 3, kUint16 = 4, kInt16 = 5, kInt32 = 6, kInt64 = 7, kString = 8,
-                     kBool = 9, kFloat16 = 10, kDouble = 11, kUint32 = 12, kUint64 = 13, kBfloat16 = 16;
+inline constexpr int kFloat = 1, kUint8 = 2, kInt8 = 3, kUint16 = 4, kInt16 = 5, kInt32 = 6, kInt64 = 7, kString = 8, kBool = 9,
+                     kFloat16 = 10, kDouble = 11, kUint32 = 12, kUint64 = 13, kBfloat16 = 16;
 bool is_float(int t);
 std::string name(int t);  // "FLOAT", "INT64", ... or "type 42"
 }  // namespace onnx_type
@@ -71,7 +71,7 @@ struct OnnxNode {
 };
 
 struct OnnxModel {
-    std::string origin;   // the file, for messages
+    std::string origin;      // the file, for messages
     std::int64_t opset = 0;  // of the default domain
     std::string graph_name;
     std::vector<OnnxValueInfo> inputs;

@@ -32,8 +32,9 @@ Graph load_onnx_bytes(std::string_view bytes, const std::string& origin, const M
 
 Graph load_onnx_file(const std::string& path, const ModelOverrides& ov) {
     if (!onnx_supported()) {
-        throw InputError(path + ": this roofline was built without ONNX support (install libonnx-dev, libprotobuf-dev "
-                                "and protobuf-compiler, then reconfigure with -DROOFLINE_WITH_ONNX=ON)");
+        throw InputError(path +
+                         ": this roofline was built without ONNX support (install libonnx-dev, libprotobuf-dev "
+                         "and protobuf-compiler, then reconfigure with -DROOFLINE_WITH_ONNX=ON)");
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path + ": cannot open file");
@@ -82,8 +83,8 @@ double bf16_to_double(std::uint16_t b) {
 template <class Field>
 void check_count(const Field& field, std::size_t n, const OnnxTensor& t, const std::string& origin) {
     if (static_cast<std::size_t>(field.size()) != n) {
-        fail(origin, "tensor '" + t.name + "' has " + std::to_string(field.size()) + " values, expected " + std::to_string(n) +
-                         " for its shape");
+        fail(origin,
+             "tensor '" + t.name + "' has " + std::to_string(field.size()) + " values, expected " + std::to_string(n) + " for its shape");
     }
 }
 
@@ -99,36 +100,56 @@ OnnxTensor to_tensor(const onnx::TensorProto& p, const std::string& origin) {
         n *= d;
     }
     if (p.data_location() == onnx::TensorProto::EXTERNAL) return t;  // weights elsewhere: shape only
-    const bool has_data = p.has_raw_data() || p.float_data_size() || p.int32_data_size() || p.int64_data_size() ||
-                          p.double_data_size() || p.uint64_data_size();
+    const bool has_data = p.has_raw_data() || p.float_data_size() || p.int32_data_size() || p.int64_data_size() || p.double_data_size() ||
+                          p.uint64_data_size();
     if (!has_data || n > OnnxTensor::kMaxValueElements) return t;
     const auto count = static_cast<std::size_t>(n);
     const std::string& raw = p.raw_data();
     const bool use_raw = p.has_raw_data();
     switch (t.elem_type) {
         case onnx_type::kFloat:
-            if (use_raw) { for (float v : raw_values<float>(raw, count, t, origin)) t.f.push_back(v); }
-            else { check_count(p.float_data(), count, t, origin); t.f.assign(p.float_data().begin(), p.float_data().end()); }
+            if (use_raw) {
+                for (float v : raw_values<float>(raw, count, t, origin)) t.f.push_back(v);
+            } else {
+                check_count(p.float_data(), count, t, origin);
+                t.f.assign(p.float_data().begin(), p.float_data().end());
+            }
             break;
         case onnx_type::kDouble:
-            if (use_raw) t.f = raw_values<double>(raw, count, t, origin);
-            else { check_count(p.double_data(), count, t, origin); t.f.assign(p.double_data().begin(), p.double_data().end()); }
+            if (use_raw)
+                t.f = raw_values<double>(raw, count, t, origin);
+            else {
+                check_count(p.double_data(), count, t, origin);
+                t.f.assign(p.double_data().begin(), p.double_data().end());
+            }
             break;
         case onnx_type::kFloat16:
         case onnx_type::kBfloat16: {
             std::vector<std::uint16_t> bits;
-            if (use_raw) bits = raw_values<std::uint16_t>(raw, count, t, origin);
-            else { check_count(p.int32_data(), count, t, origin); for (auto v : p.int32_data()) bits.push_back(static_cast<std::uint16_t>(v)); }
+            if (use_raw)
+                bits = raw_values<std::uint16_t>(raw, count, t, origin);
+            else {
+                check_count(p.int32_data(), count, t, origin);
+                for (auto v : p.int32_data()) bits.push_back(static_cast<std::uint16_t>(v));
+            }
             for (auto b : bits) t.f.push_back(t.elem_type == onnx_type::kFloat16 ? half_to_double(b) : bf16_to_double(b));
             break;
         }
         case onnx_type::kInt64:
-            if (use_raw) t.i = raw_values<std::int64_t>(raw, count, t, origin);
-            else { check_count(p.int64_data(), count, t, origin); t.i.assign(p.int64_data().begin(), p.int64_data().end()); }
+            if (use_raw)
+                t.i = raw_values<std::int64_t>(raw, count, t, origin);
+            else {
+                check_count(p.int64_data(), count, t, origin);
+                t.i.assign(p.int64_data().begin(), p.int64_data().end());
+            }
             break;
         case onnx_type::kInt32:
-            if (use_raw) { for (auto v : raw_values<std::int32_t>(raw, count, t, origin)) t.i.push_back(v); }
-            else { check_count(p.int32_data(), count, t, origin); t.i.assign(p.int32_data().begin(), p.int32_data().end()); }
+            if (use_raw) {
+                for (auto v : raw_values<std::int32_t>(raw, count, t, origin)) t.i.push_back(v);
+            } else {
+                check_count(p.int32_data(), count, t, origin);
+                t.i.assign(p.int32_data().begin(), p.int32_data().end());
+            }
             break;
         case onnx_type::kInt8:
         case onnx_type::kUint8:
@@ -168,11 +189,26 @@ OnnxValueInfo to_value_info(const onnx::ValueInfoProto& p) {
 OnnxAttr to_attr(const onnx::AttributeProto& a, const std::string& origin) {
     OnnxAttr r;
     switch (a.type()) {
-        case onnx::AttributeProto::INT: r.type = OnnxAttr::Type::int_; r.i = a.i(); break;
-        case onnx::AttributeProto::FLOAT: r.type = OnnxAttr::Type::float_; r.f = a.f(); break;
-        case onnx::AttributeProto::STRING: r.type = OnnxAttr::Type::string_; r.s = a.s(); break;
-        case onnx::AttributeProto::INTS: r.type = OnnxAttr::Type::ints; r.ints.assign(a.ints().begin(), a.ints().end()); break;
-        case onnx::AttributeProto::FLOATS: r.type = OnnxAttr::Type::floats; r.floats.assign(a.floats().begin(), a.floats().end()); break;
+        case onnx::AttributeProto::INT:
+            r.type = OnnxAttr::Type::int_;
+            r.i = a.i();
+            break;
+        case onnx::AttributeProto::FLOAT:
+            r.type = OnnxAttr::Type::float_;
+            r.f = a.f();
+            break;
+        case onnx::AttributeProto::STRING:
+            r.type = OnnxAttr::Type::string_;
+            r.s = a.s();
+            break;
+        case onnx::AttributeProto::INTS:
+            r.type = OnnxAttr::Type::ints;
+            r.ints.assign(a.ints().begin(), a.ints().end());
+            break;
+        case onnx::AttributeProto::FLOATS:
+            r.type = OnnxAttr::Type::floats;
+            r.floats.assign(a.floats().begin(), a.floats().end());
+            break;
         case onnx::AttributeProto::TENSOR:
             r.type = OnnxAttr::Type::tensor;
             r.t = std::make_shared<OnnxTensor>(to_tensor(a.t(), origin));

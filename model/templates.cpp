@@ -73,14 +73,22 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
     GptConfig c = it->second;
     for (const auto& [k, v] : cfg.items()) {
         if (k == "preset") continue;
-        if (k == "vocab") c.vocab = positive_int(v, origin, k);
-        else if (k == "n_ctx") c.n_ctx = positive_int(v, origin, k);
-        else if (k == "d_model") c.d_model = positive_int(v, origin, k);
-        else if (k == "n_layer") c.n_layer = positive_int(v, origin, k);
-        else if (k == "n_head") c.n_head = positive_int(v, origin, k);
-        else if (k == "d_ff") c.d_ff = positive_int(v, origin, k);
-        else if (k == "batch") c.batch = positive_int(v, origin, k);
-        else if (k == "seq") c.seq = positive_int(v, origin, k);
+        if (k == "vocab")
+            c.vocab = positive_int(v, origin, k);
+        else if (k == "n_ctx")
+            c.n_ctx = positive_int(v, origin, k);
+        else if (k == "d_model")
+            c.d_model = positive_int(v, origin, k);
+        else if (k == "n_layer")
+            c.n_layer = positive_int(v, origin, k);
+        else if (k == "n_head")
+            c.n_head = positive_int(v, origin, k);
+        else if (k == "d_ff")
+            c.d_ff = positive_int(v, origin, k);
+        else if (k == "batch")
+            c.batch = positive_int(v, origin, k);
+        else if (k == "seq")
+            c.seq = positive_int(v, origin, k);
         else if (k == "dropout") {
             if (!v.is_number() || v.get<double>() < 0 || v.get<double>() >= 1) bad_config(origin, k, "expected a number in [0, 1)");
             c.dropout = v.get<double>();
@@ -91,7 +99,10 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             if (!v.is_string()) bad_config(origin, k, "expected a dtype name");
             c.dtype = v.get<std::string>();
         } else {
-            bad_config(origin, k, "unknown key '" + k + "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, dtype)");
+            bad_config(
+                origin, k,
+                "unknown key '" + k +
+                    "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, dtype)");
         }
     }
     if (c.d_model % c.n_head != 0) bad_config(origin, "n_head", "n_head must divide d_model");
@@ -104,8 +115,8 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
 json expand_gpt(const std::string& name, const GptConfig& c) {
     const std::int64_t d = c.d_model, h = c.n_head, dh = c.d_model / c.n_head;
     DocBuilder b(name);
-    b.doc()["description"] = "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) +
-                             ", " + std::to_string(h) + " heads, vocab " + std::to_string(c.vocab);
+    b.doc()["description"] = "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " +
+                             std::to_string(h) + " heads, vocab " + std::to_string(c.vocab);
     b.doc()["dims"] = {{"batch", c.batch}, {"seq", c.seq}};
     b.doc()["dtype_policy"] = {{"compute", c.dtype}};
     b.input("tokens", {"batch", "seq"}, "int64");
@@ -178,9 +189,12 @@ json expand_mlp(const json& cfg, const std::string& origin) {
     std::vector<std::int64_t> hidden = {1024, 1024};
     std::string activation = "relu", dtype = "f32";
     for (const auto& [k, v] : cfg.items()) {
-        if (k == "batch") batch = positive_int(v, origin, k);
-        else if (k == "input") input = positive_int(v, origin, k);
-        else if (k == "classes") classes = positive_int(v, origin, k);
+        if (k == "batch")
+            batch = positive_int(v, origin, k);
+        else if (k == "input")
+            input = positive_int(v, origin, k);
+        else if (k == "classes")
+            classes = positive_int(v, origin, k);
         else if (k == "hidden") {
             if (!v.is_array()) bad_config(origin, k, "expected a list of widths");
             hidden.clear();

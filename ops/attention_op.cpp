@@ -19,8 +19,7 @@ Parts attention_parts(Inputs in) {
     const TensorDesc& k = in[1];
     const TensorDesc& v = in[2];
     if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank()) {
-        throw InputError("q, k, v must have the same rank >= 2, got " + desc_str(q) + ", " + desc_str(k) + ", " +
-                         desc_str(v));
+        throw InputError("q, k, v must have the same rank >= 2, got " + desc_str(q) + ", " + desc_str(k) + ", " + desc_str(v));
     }
     if (k.shape[k.shape.size() - 2] != v.shape[v.shape.size() - 2]) {
         throw InputError("k " + desc_str(k) + " and v " + desc_str(v) + " differ in sequence length");

@@ -45,8 +45,7 @@ std::string Attrs::get_string(const std::string& name, const std::string& fallba
     wrong_type(name, "a string");
 }
 
-std::vector<std::int64_t> Attrs::get_ints(const std::string& name,
-                                          const std::vector<std::int64_t>& fallback) const {
+std::vector<std::int64_t> Attrs::get_ints(const std::string& name, const std::vector<std::int64_t>& fallback) const {
     auto it = values_.find(name);
     if (it == values_.end()) return fallback;
     if (auto* v = std::get_if<std::vector<std::int64_t>>(&it->second)) return *v;

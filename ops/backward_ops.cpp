@@ -18,7 +18,7 @@ struct GradCost {
 
 GradCost unary_grad_cost(const Attrs& attrs) {
     const std::string of = attrs.get_string("of", "");
-    if (of == "relu") return {1, 0};                  // dy where x > 0
+    if (of == "relu") return {1, 0};  // dy where x > 0
     if (of == "gelu") {
         // tanh form: inner u = k(x + c x^3) (4), t = tanh(u), du = k(1 + 3c x^2) (4),
         // 0.5(1 + t) + 0.5 x (1 - t^2) du (8), times dy (1) = 17 plus one tanh.
@@ -128,9 +128,7 @@ std::vector<TensorDesc> dropout_grad_infer(OpKind, Inputs in, const Attrs&) {
     return {in[0]};
 }
 
-Work dropout_grad_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs&) {
-    return elementwise_grad_work(2, in, out);
-}
+Work dropout_grad_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs&) { return elementwise_grad_work(2, in, out); }
 
 // cross_entropy_grad(logits, targets, dloss) -> dlogits = (softmax(logits) - onehot) dloss / rows.
 std::vector<TensorDesc> cross_entropy_grad_infer(OpKind, Inputs in, const Attrs&) {

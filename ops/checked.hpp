@@ -11,8 +11,7 @@ namespace roofline {
 inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what = "product") {
     std::int64_t r = 0;
     if (__builtin_mul_overflow(a, b, &r)) {
-        throw InputError(std::string("int64 overflow computing ") + what + " (" + std::to_string(a) +
-                         " x " + std::to_string(b) + ")");
+        throw InputError(std::string("int64 overflow computing ") + what + " (" + std::to_string(a) + " x " + std::to_string(b) + ")");
     }
     return r;
 }
@@ -20,8 +19,7 @@ inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what
 inline std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what = "sum") {
     std::int64_t r = 0;
     if (__builtin_add_overflow(a, b, &r)) {
-        throw InputError(std::string("int64 overflow computing ") + what + " (" + std::to_string(a) +
-                         " + " + std::to_string(b) + ")");
+        throw InputError(std::string("int64 overflow computing ") + what + " (" + std::to_string(a) + " + " + std::to_string(b) + ")");
     }
     return r;
 }

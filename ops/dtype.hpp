@@ -10,10 +10,8 @@ namespace roofline {
 
 enum class DType { f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, u8, int32, int64 };
 
-inline constexpr DType kAllDTypes[] = {DType::f64,      DType::f32,      DType::tf32, DType::f16,
-                                       DType::bf16,     DType::fp8_e4m3, DType::fp8_e5m2,
-                                       DType::int8,     DType::u8,       DType::int32,
-                                       DType::int64};
+inline constexpr DType kAllDTypes[] = {DType::f64,      DType::f32,  DType::tf32, DType::f16,   DType::bf16, DType::fp8_e4m3,
+                                       DType::fp8_e5m2, DType::int8, DType::u8,   DType::int32, DType::int64};
 
 std::int64_t dtype_bytes(DType t);
 std::string_view dtype_name(DType t);

@@ -39,7 +39,8 @@ UnaryCost unary_cost(OpKind k, const Attrs& attrs) {
             throw InputError("attribute 'approximate' must be \"tanh\" or \"erf\", got \"" + approx + "\"");
         }
 #define ROOFLINE_UNARY(name, domain, flops, tr, ...) \
-    case OpKind::name: return {flops, tr};
+    case OpKind::name:                               \
+        return {flops, tr};
 #include "ops/unary_ops.def"
 #undef ROOFLINE_UNARY
         case OpKind::neg: return {1, 0};

@@ -20,8 +20,6 @@ public:
 };
 
 // Prefixes an error with where it happened ("model.json: /nodes/3 (node 'fc1')").
-[[noreturn]] inline void rethrow_with_context(const InputError& e, const std::string& where) {
-    throw InputError(where + ": " + e.what());
-}
+[[noreturn]] inline void rethrow_with_context(const InputError& e, const std::string& where) { throw InputError(where + ": " + e.what()); }
 
 }  // namespace roofline

@@ -243,7 +243,8 @@ Grads reduce_grad(GradBuilder& b, const GradArgs& a) {
     TensorRef r = dy(a);
     if (b.desc(r).shape != kept) r = b.one(OpKind::reshape, {r}, attr("shape", kept));
     r = b.expand_to(r, xs);
-    if (a.kind == OpKind::reduce_mean) r = b.one(OpKind::scale, {r}, attr("factor", 1.0 / static_cast<double>(std::max<std::int64_t>(n, 1))));
+    if (a.kind == OpKind::reduce_mean)
+        r = b.one(OpKind::scale, {r}, attr("factor", 1.0 / static_cast<double>(std::max<std::int64_t>(n, 1))));
     g[0] = r;
     return g;
 }
@@ -269,7 +270,8 @@ Grads layout_grad(GradBuilder& b, const GradArgs& a) {
         const auto perm = a.attrs.get_ints("perm", {});
         std::vector<std::int64_t> inverse(perm.size());
         for (std::size_t i = 0; i < perm.size(); ++i) {
-            inverse[static_cast<std::size_t>(normalize_axis(perm[i], static_cast<std::int64_t>(perm.size())))] = static_cast<std::int64_t>(i);
+            inverse[static_cast<std::size_t>(normalize_axis(perm[i], static_cast<std::int64_t>(perm.size())))] =
+                static_cast<std::int64_t>(i);
         }
         g[0] = b.one(OpKind::permute, {dy(a)}, attr2("perm", inverse, "copy", copy));
     }
@@ -388,7 +390,8 @@ Grads slice_grad(GradBuilder& b, const GradArgs& a) {
         const std::int64_t dim = x.shape[ax];
         if (len == dim && (step == 1 || len <= 1)) continue;  // the whole axis, in order
         if (step != 1 && len > 1) {
-            throw InputError("slice with step " + std::to_string(step) + " on axis " + std::to_string(ax) + " has no gradient rule (unit steps only)");
+            throw InputError("slice with step " + std::to_string(step) + " on axis " + std::to_string(ax) +
+                             " has no gradient rule (unit steps only)");
         }
         std::vector<TensorRef> parts;
         auto zeros = [&](std::int64_t n) {

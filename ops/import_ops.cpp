@@ -89,16 +89,19 @@ Work slice_work(OpKind, Inputs, std::span<const TensorDesc> out, const Attrs&) {
 std::pair<std::int64_t, std::int64_t> pair_attr(const Attrs& a, const char* name, std::int64_t fallback, std::int64_t min) {
     const auto v = a.get_ints(name, {fallback, fallback});
     if (v.size() != 2) throw InputError(std::string("attribute '") + name + "' must have 2 entries, got " + std::to_string(v.size()));
-    if (v[0] < min || v[1] < min) throw InputError(std::string("attribute '") + name + "' must be >= " + std::to_string(min) + ", got " + shape_str(v));
+    if (v[0] < min || v[1] < min)
+        throw InputError(std::string("attribute '") + name + "' must be >= " + std::to_string(min) + ", got " + shape_str(v));
     return {v[0], v[1]};
 }
 
 std::int64_t pooled(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p, std::int64_t d, bool ceil_mode, const char* dim) {
     const std::int64_t span = checked_add(checked_mul(d, k - 1, "pooling window"), 1, "pooling window");
     const std::int64_t room = checked_add(in, checked_mul(2, p, "padding"), "padded size") - span;
-    if (room < 0) throw InputError(std::string("pooling window ") + std::to_string(span) + " exceeds the padded " + dim + " " + std::to_string(in + 2 * p));
+    if (room < 0)
+        throw InputError(std::string("pooling window ") + std::to_string(span) + " exceeds the padded " + dim + " " +
+                         std::to_string(in + 2 * p));
     std::int64_t out = room / s + (ceil_mode && room % s != 0 ? 1 : 0) + 1;  // no room + s - 1: s may be huge
-    if (ceil_mode && (out - 1) * s >= in + p) --out;  // the last window must start inside the input
+    if (ceil_mode && (out - 1) * s >= in + p) --out;                         // the last window must start inside the input
     return out;
 }
 
@@ -111,7 +114,8 @@ std::vector<TensorDesc> pool2d_infer(OpKind k, Inputs in, const Attrs& attrs) {
     const auto [sh, sw] = pair_attr(attrs, "stride", 1, 1);
     const auto [ph, pw] = pair_attr(attrs, "padding", 0, 0);
     const auto [dh, dw] = pair_attr(attrs, "dilation", 1, 1);
-    if (ph >= kh || pw >= kw) throw InputError("padding " + shape_str({ph, pw}) + " must be smaller than the kernel " + shape_str({kh, kw}));
+    if (ph >= kh || pw >= kw)
+        throw InputError("padding " + shape_str({ph, pw}) + " must be smaller than the kernel " + shape_str({kh, kw}));
     const bool ceil_mode = attrs.get_bool("ceil_mode", false);
     (void)attrs.get_bool("count_include_pad", false);
     const std::int64_t ho = pooled(x.shape[2], kh, sh, ph, dh, ceil_mode, "height");
@@ -133,13 +137,15 @@ Work pool2d_work(OpKind k, Inputs in, std::span<const TensorDesc> out, const Att
 // Both take the forward op's attributes; dy must have the pooled shape of x.
 std::vector<TensorDesc> pool2d_grad_infer(OpKind k, Inputs in, const Attrs& attrs) {
     const bool max = k == OpKind::max_pool2d_grad;
-    if (in.size() != (max ? 2u : 1u)) throw InputError(std::string(max ? "takes x and dy" : "takes dy only") + ", got " + std::to_string(in.size()) + " inputs");
+    if (in.size() != (max ? 2u : 1u))
+        throw InputError(std::string(max ? "takes x and dy" : "takes dy only") + ", got " + std::to_string(in.size()) + " inputs");
     const TensorDesc& dy = in[max ? 1 : 0];
     TensorDesc x = max ? in[0] : TensorDesc{attrs.require_ints("input_shape"), dy.dtype};
     check_dims(x.shape);
     if (max && x.dtype != dy.dtype) throw InputError("x " + desc_str(x) + " and dy " + desc_str(dy) + " differ in dtype");
     const TensorDesc y = pool2d_infer(max ? OpKind::max_pool2d : OpKind::avg_pool2d, std::span<const TensorDesc>(&x, 1), attrs)[0];
-    if (y.shape != dy.shape) throw InputError("dy " + desc_str(dy) + " is not the pooled shape " + shape_str(y.shape) + " of " + shape_str(x.shape));
+    if (y.shape != dy.shape)
+        throw InputError("dy " + desc_str(dy) + " is not the pooled shape " + shape_str(y.shape) + " of " + shape_str(x.shape));
     return {x};
 }
 
@@ -167,10 +173,12 @@ std::vector<TensorDesc> opaque_infer(OpKind, Inputs, const Attrs& attrs) {
     std::vector<TensorDesc> out;
     std::size_t pos = 0;
     for (std::size_t i = 0; i < ranks.size(); ++i) {
-        if (ranks[i] < 0 || static_cast<std::size_t>(ranks[i]) > dims.size() - pos) throw InputError("attribute 'dims' is shorter than 'ranks' says");
+        if (ranks[i] < 0 || static_cast<std::size_t>(ranks[i]) > dims.size() - pos)
+            throw InputError("attribute 'dims' is shorter than 'ranks' says");
         const auto d = parse_dtype(names[i]);
         if (!d) throw InputError("unknown dtype '" + names[i] + "' in attribute 'dtypes'");
-        TensorDesc t{Shape(dims.begin() + static_cast<std::ptrdiff_t>(pos), dims.begin() + static_cast<std::ptrdiff_t>(pos) + ranks[i]), *d};
+        TensorDesc t{Shape(dims.begin() + static_cast<std::ptrdiff_t>(pos), dims.begin() + static_cast<std::ptrdiff_t>(pos) + ranks[i]),
+                     *d};
         check_dims(t.shape);
         pos += static_cast<std::size_t>(ranks[i]);
         out.push_back(std::move(t));
@@ -197,14 +205,18 @@ const OpRule& slice_rule() {
 }
 
 const OpRule& pool2d_rule() {
-    static const OpRule r{OpFamily::reduction, 1, 1, {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"},
-                          pool2d_infer, pool2d_work};
+    static const OpRule r{OpFamily::reduction, 1,          1, {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"},
+                          pool2d_infer,        pool2d_work};
     return r;
 }
 
 const OpRule& pool2d_grad_rule() {
-    static const OpRule r{OpFamily::reduction, 1, 2, {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad", "input_shape"},
-                          pool2d_grad_infer, pool2d_grad_work};
+    static const OpRule r{OpFamily::reduction,
+                          1,
+                          2,
+                          {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad", "input_shape"},
+                          pool2d_grad_infer,
+                          pool2d_grad_work};
     return r;
 }
 

@@ -7,8 +7,7 @@ namespace {
 
 void require_matrix_dtype(OpKind k, const TensorDesc& t, const char* role) {
     if (t.dtype == DType::u8 || is_index(t.dtype)) {
-        throw InputError(std::string(op_name(k)) + ": " + role + " must be a floating-point or int8 tensor, got " +
-                         desc_str(t));
+        throw InputError(std::string(op_name(k)) + ": " + role + " must be a floating-point or int8 tensor, got " + desc_str(t));
     }
 }
 
@@ -32,9 +31,8 @@ MatmulDims matmul_dims(Inputs in, const Attrs& attrs) {
     const std::int64_t kb = tb ? b.shape[rb - 1] : b.shape[rb - 2];
     d.n = tb ? b.shape[rb - 2] : b.shape[rb - 1];
     if (ka != kb) {
-        throw InputError("inner dimensions differ: a is " + desc_str(a) + (ta ? " (transposed)" : "") + ", b is " +
-                         desc_str(b) + (tb ? " (transposed)" : "") + " (K " + std::to_string(ka) + " vs " +
-                         std::to_string(kb) + ")");
+        throw InputError("inner dimensions differ: a is " + desc_str(a) + (ta ? " (transposed)" : "") + ", b is " + desc_str(b) +
+                         (tb ? " (transposed)" : "") + " (K " + std::to_string(ka) + " vs " + std::to_string(kb) + ")");
     }
     d.k = ka;
     d.batch = broadcast_shapes(Shape(a.shape.begin(), a.shape.end() - 2), Shape(b.shape.begin(), b.shape.end() - 2));
@@ -69,8 +67,8 @@ std::vector<TensorDesc> linear_infer(OpKind k, Inputs in, const Attrs&) {
     }
     if (w.dtype != x.dtype) throw InputError("weight dtype " + desc_str(w) + " differs from x " + desc_str(x));
     if (x.shape.back() != w.shape[1]) {
-        throw InputError("x has " + std::to_string(x.shape.back()) + " input features but weight " + desc_str(w) +
-                         " expects " + std::to_string(w.shape[1]));
+        throw InputError("x has " + std::to_string(x.shape.back()) + " input features but weight " + desc_str(w) + " expects " +
+                         std::to_string(w.shape[1]));
     }
     const DType out_dtype = matrix_output_dtype(x.dtype);
     if (in.size() == 3 && (in[2].shape != Shape{w.shape[0]} || in[2].dtype != out_dtype)) {
@@ -103,27 +101,24 @@ ConvGeometry conv_geometry(Inputs in, const Attrs& attrs) {
     const TensorDesc& x = in[0];
     const TensorDesc& w = in[1];
     if (x.rank() != 4 || w.rank() != 4) {
-        throw InputError("expects x[N, C, H, W] and weight[C_out, C_in/groups, kH, kW], got " + desc_str(x) + " and " +
-                         desc_str(w));
+        throw InputError("expects x[N, C, H, W] and weight[C_out, C_in/groups, kH, kW], got " + desc_str(x) + " and " + desc_str(w));
     }
     const auto stride = attrs.get_ints("stride", {1, 1});
     const auto pad = attrs.get_ints("padding", {0, 0});
     const auto dil = attrs.get_ints("dilation", {1, 1});
-    ConvGeometry g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2], w.shape[3],
-                   attrs.get_int("groups", 1), 0, 0};
+    ConvGeometry g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2], w.shape[3], attrs.get_int("groups", 1), 0, 0};
     if (g.groups < 1 || g.c_in % g.groups != 0 || g.c_out % g.groups != 0) {
-        throw InputError("groups " + std::to_string(g.groups) + " must divide C_in " + std::to_string(g.c_in) +
-                         " and C_out " + std::to_string(g.c_out));
+        throw InputError("groups " + std::to_string(g.groups) + " must divide C_in " + std::to_string(g.c_in) + " and C_out " +
+                         std::to_string(g.c_out));
     }
     if (w.shape[1] != g.c_in / g.groups) {
-        throw InputError("weight " + desc_str(w) + " expects " + std::to_string(w.shape[1]) +
-                         " channels per group, input has " + std::to_string(g.c_in / g.groups));
+        throw InputError("weight " + desc_str(w) + " expects " + std::to_string(w.shape[1]) + " channels per group, input has " +
+                         std::to_string(g.c_in / g.groups));
     }
     std::int64_t out_hw[2] = {0, 0};
     const std::int64_t size[2] = {g.h, g.w}, kernel[2] = {g.kh, g.kw};
     for (std::size_t i = 0; i < 2; ++i) {
-        const std::int64_t s = pair_at(stride, i, "stride"), p = pair_at(pad, i, "padding"),
-                           d = pair_at(dil, i, "dilation");
+        const std::int64_t s = pair_at(stride, i, "stride"), p = pair_at(pad, i, "padding"), d = pair_at(dil, i, "dilation");
         if (s < 1 || d < 1 || p < 0) throw InputError("stride and dilation must be >= 1 and padding >= 0");
         const std::int64_t span = checked_add(checked_mul(d, kernel[i] - 1), 1, "kernel extent");
         const std::int64_t avail = checked_add(size[i], checked_mul(2, p), "padded size");
@@ -192,7 +187,8 @@ std::vector<TensorDesc> conv_grad_input_infer(OpKind, Inputs in, const Attrs& at
     const TensorDesc x = shape_attr(attrs, "input_shape", in[0].dtype);
     const TensorDesc fwd[2] = {x, in[1]};
     const ConvGeometry g = conv_geometry(fwd, attrs);
-    if (in[0].shape != Shape{g.n, g.c_out, g.ho, g.wo}) throw InputError("dy " + desc_str(in[0]) + " does not match the convolution's output");
+    if (in[0].shape != Shape{g.n, g.c_out, g.ho, g.wo})
+        throw InputError("dy " + desc_str(in[0]) + " does not match the convolution's output");
     return {x};
 }
 
@@ -200,7 +196,8 @@ std::vector<TensorDesc> conv_grad_weight_infer(OpKind, Inputs in, const Attrs& a
     const TensorDesc w = shape_attr(attrs, "weight_shape", in[0].dtype);
     const TensorDesc fwd[2] = {in[1], w};
     const ConvGeometry g = conv_geometry(fwd, attrs);
-    if (in[0].shape != Shape{g.n, g.c_out, g.ho, g.wo}) throw InputError("dy " + desc_str(in[0]) + " does not match the convolution's output");
+    if (in[0].shape != Shape{g.n, g.c_out, g.ho, g.wo})
+        throw InputError("dy " + desc_str(in[0]) + " does not match the convolution's output");
     return {w};
 }
 
@@ -217,12 +214,14 @@ Work conv_grad_work(OpKind k, Inputs in, std::span<const TensorDesc> out, const 
 }  // namespace
 
 const OpRule& conv2d_grad_input_rule() {
-    static const OpRule r{OpFamily::matrix, 2, 2, {"stride", "padding", "dilation", "groups", "input_shape"}, conv_grad_input_infer, conv_grad_work};
+    static const OpRule r{OpFamily::matrix, 2, 2, {"stride", "padding", "dilation", "groups", "input_shape"}, conv_grad_input_infer,
+                          conv_grad_work};
     return r;
 }
 
 const OpRule& conv2d_grad_weight_rule() {
-    static const OpRule r{OpFamily::matrix, 2, 2, {"stride", "padding", "dilation", "groups", "weight_shape"}, conv_grad_weight_infer, conv_grad_work};
+    static const OpRule r{OpFamily::matrix, 2, 2, {"stride", "padding", "dilation", "groups", "weight_shape"}, conv_grad_weight_infer,
+                          conv_grad_work};
     return r;
 }
 

@@ -47,8 +47,7 @@ std::vector<TensorDesc> permute_infer(OpKind, Inputs in, const Attrs& attrs) {
     const TensorDesc& x = in[0];
     const auto perm = attrs.require_ints("perm");
     if (static_cast<std::int64_t>(perm.size()) != x.rank()) {
-        throw InputError("attribute 'perm' has " + std::to_string(perm.size()) + " entries for rank " +
-                         std::to_string(x.rank()));
+        throw InputError("attribute 'perm' has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.rank()));
     }
     std::vector<bool> seen(perm.size(), false);
     TensorDesc out = x;
@@ -83,8 +82,8 @@ std::vector<TensorDesc> reshape_infer(OpKind, Inputs in, const Attrs& attrs) {
         }
         shape[static_cast<std::size_t>(inferred)] = n / known;
     } else if (known != n) {
-        throw InputError("cannot reshape " + desc_str(x) + " (" + std::to_string(n) + " elements) to " +
-                         shape_str(shape) + " (" + std::to_string(known) + " elements)");
+        throw InputError("cannot reshape " + desc_str(x) + " (" + std::to_string(n) + " elements) to " + shape_str(shape) + " (" +
+                         std::to_string(known) + " elements)");
     }
     return {TensorDesc{shape, x.dtype}};
 }
@@ -98,8 +97,8 @@ std::vector<TensorDesc> concat_infer(OpKind k, Inputs in, const Attrs& attrs) {
         bool ok = s.size() == out.size();
         for (std::size_t d = 0; ok && d < s.size(); ++d) ok = d == axis || s[d] == out[d];
         if (!ok) {
-            throw InputError("input " + std::to_string(i) + " " + desc_str(in[i]) + " does not match " +
-                             desc_str(in[0]) + " outside axis " + std::to_string(axis));
+            throw InputError("input " + std::to_string(i) + " " + desc_str(in[i]) + " does not match " + desc_str(in[0]) +
+                             " outside axis " + std::to_string(axis));
         }
         out[axis] = checked_add(out[axis], s[axis], "concatenated dimension");
     }
@@ -129,9 +128,7 @@ std::vector<TensorDesc> split_infer(OpKind, Inputs in, const Attrs& attrs) {
 
 Work concat_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs&) { return io_bytes(in, out); }
 
-Work layout_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
-    return view_or_copy(in, out, attrs);
-}
+Work layout_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) { return view_or_copy(in, out, attrs); }
 
 Work reshape_work(OpKind, Inputs, std::span<const TensorDesc>, const Attrs&) { return Work{}; }
 

@@ -7,6 +7,8 @@
 
 namespace roofline {
 
+// One line per group of kinds, by hand:
+// clang-format off
 enum class OpKind {
     // matrix
     matmul, linear, conv2d,
@@ -59,6 +61,7 @@ inline constexpr OpKind kAllOpKinds[] = {
     OpKind::max_pool2d, OpKind::avg_pool2d, OpKind::opaque, OpKind::max_pool2d_grad, OpKind::avg_pool2d_grad,
     OpKind::shift, OpKind::pow,
 };
+// clang-format on
 
 // The plain unary ops of ops/unary_ops.def, with the domain their inputs are drawn from in tests.
 struct PlainUnaryOp {

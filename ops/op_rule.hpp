@@ -27,7 +27,7 @@ using WorkFn = Work (*)(OpKind, Inputs, std::span<const TensorDesc> outputs, con
 struct OpRule {
     OpFamily family;
     int min_inputs;
-    int max_inputs;  // kVariadic for any number >= min_inputs
+    int max_inputs;                       // kVariadic for any number >= min_inputs
     std::vector<std::string_view> attrs;  // accepted attribute names; anything else is an error
     InferFn infer;
     WorkFn work;

@@ -61,7 +61,7 @@ struct OpTraits {
     // is the gradient they consume.
     bool optimizer_update = false;
     std::array<int, 3> in_place{-1, -1, -1};
-    bool converts_dtype = false;     // cast: the optimizer's fp32 master weights cast back to 16 bits
+    bool converts_dtype = false;         // cast: the optimizer's fp32 master weights cast back to 16 bits
     bool keep_when_recomputing = false;  // a GEMM-class op recompute policies never recompute
     FusionRole fusion = FusionRole::none;
 };

@@ -16,7 +16,8 @@ std::vector<TensorDesc> cast_infer(OpKind, Inputs in, const Attrs& attrs) {
 Work cast_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs&) { return io_bytes(in, out); }
 
 void check_state(const TensorDesc& p, const TensorDesc& s, const char* what) {
-    if (s.shape != p.shape) throw InputError(std::string(what) + " " + desc_str(s) + " must have the shape of the parameter " + desc_str(p));
+    if (s.shape != p.shape)
+        throw InputError(std::string(what) + " " + desc_str(s) + " must have the shape of the parameter " + desc_str(p));
 }
 
 // sgd_update(param, grad, momentum_buffer?) -> (param', momentum_buffer'?)
@@ -33,8 +34,8 @@ std::vector<TensorDesc> sgd_infer(OpKind, Inputs in, const Attrs& attrs) {
 Work sgd_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
     Work w = io_bytes(in, out);
     // p -= lr g (2); momentum: buf = mu buf + g (2); weight decay: g += wd p (2); unscale g (1)
-    std::int64_t per = 2 + (in.size() == 3 ? 2 : 0) + (attrs.get_double("weight_decay", 0) > 0 ? 2 : 0) +
-                       (attrs.get_double("grad_scale", 1) != 1 ? 1 : 0);
+    std::int64_t per =
+        2 + (in.size() == 3 ? 2 : 0) + (attrs.get_double("weight_decay", 0) > 0 ? 2 : 0) + (attrs.get_double("grad_scale", 1) != 1 ? 1 : 0);
     w.vector_flops = checked_mul(in[0].numel(), per, "FLOPs");
     return w;
 }
@@ -73,7 +74,8 @@ const OpRule& sgd_update_rule() {
     return r;
 }
 const OpRule& adam_update_rule() {
-    static const OpRule r{OpFamily::optimizer, 4, 4, {"lr", "beta1", "beta2", "eps", "weight_decay", "decoupled", "grad_scale"}, adam_infer, adam_work};
+    static const OpRule r{OpFamily::optimizer, 4,        4, {"lr", "beta1", "beta2", "eps", "weight_decay", "decoupled", "grad_scale"},
+                          adam_infer,          adam_work};
     return r;
 }
 

@@ -30,18 +30,12 @@ ROOFLINE_HD inline std::uint64_t dropout_hash(std::int64_t i) {
 }
 
 // Deterministic dropout mask: element i is kept when its draw, uniform in [0, 1), is >= p.
-ROOFLINE_HD inline bool dropout_keep(std::int64_t i, double p) {
-    return static_cast<double>(dropout_hash(i) >> 11) * 0x1.0p-53 >= p;
-}
+ROOFLINE_HD inline bool dropout_keep(std::int64_t i, double p) { return static_cast<double>(dropout_hash(i) >> 11) * 0x1.0p-53 >= p; }
 
 // The same test without floating point (what the kernels use): draw * 2^-53 >= p is exact on both
 // sides scaled by 2^53, and the draw is an integer, so it holds iff draw >= ceil(p * 2^53).
-inline std::uint64_t dropout_threshold(double p) {
-    return p <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(p * 0x1.0p53));
-}
-ROOFLINE_HD inline bool dropout_keep_threshold(std::int64_t i, std::uint64_t threshold) {
-    return (dropout_hash(i) >> 11) >= threshold;
-}
+inline std::uint64_t dropout_threshold(double p) { return p <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(p * 0x1.0p53)); }
+ROOFLINE_HD inline bool dropout_keep_threshold(std::int64_t i, std::uint64_t threshold) { return (dropout_hash(i) >> 11) >= threshold; }
 
 // ---- unary math ----
 namespace pmath {
@@ -100,8 +94,7 @@ ROOFLINE_HD inline T gelu_erf_value(T x) {
 // Phi(x) + x phi(x)
 template <class T>
 ROOFLINE_HD inline T gelu_erf_grad_value(T x) {
-    return T(0.5) * (T(1) + pmath::m_erf(x / pmath::m_sqrt(T(2.0)))) +
-           x * pmath::m_exp(T(-0.5) * x * x) / pmath::m_sqrt(T(2) * T(M_PI));
+    return T(0.5) * (T(1) + pmath::m_erf(x / pmath::m_sqrt(T(2.0)))) + x * pmath::m_exp(T(-0.5) * x * x) / pmath::m_sqrt(T(2) * T(M_PI));
 }
 
 // y = op(x) for the unary op kinds (relu .. erf, shift, pow); factor is the scalar operand (scale's
@@ -113,7 +106,9 @@ ROOFLINE_HD inline bool unary_value(OpKind k, T x, T factor, bool tanh_form, T& 
         case OpKind::relu: y = x > T(0) ? x : T(0); return true;
         case OpKind::gelu: y = tanh_form ? gelu_tanh_value(x) : gelu_erf_value(x); return true;
 #define ROOFLINE_UNARY(name, domain, flops, tr, saved, gflops, gtr, value, grad) \
-    case OpKind::name: y = value; return true;
+    case OpKind::name:                                                           \
+        y = value;                                                               \
+        return true;
 #include "ops/unary_ops.def"
 #undef ROOFLINE_UNARY
         case OpKind::neg: y = -x; return true;
@@ -134,7 +129,9 @@ ROOFLINE_HD inline bool unary_grad_math(OpKind of, bool tanh_form, T dy, T s, T&
         case OpKind::relu: dx = s > T(0) ? dy : T(0); return true;
         case OpKind::gelu: dx = dy * (tanh_form ? gelu_tanh_grad_value(s) : gelu_erf_grad_value(s)); return true;
 #define ROOFLINE_UNARY(name, domain, flops, tr, saved, gflops, gtr, value, grad) \
-    case OpKind::name: dx = grad; return true;
+    case OpKind::name:                                                           \
+        dx = grad;                                                               \
+        return true;
 #include "ops/unary_ops.def"
 #undef ROOFLINE_UNARY
         default: return false;

@@ -28,8 +28,10 @@ std::vector<TensorDesc> reduce_infer(OpKind k, Inputs in, const Attrs& attrs) {
     Shape out;
     for (std::int64_t i = 0; i < x.rank(); ++i) {
         const bool reduced = std::binary_search(axes.begin(), axes.end(), i);
-        if (!reduced) out.push_back(x.shape[static_cast<std::size_t>(i)]);
-        else if (keep) out.push_back(1);
+        if (!reduced)
+            out.push_back(x.shape[static_cast<std::size_t>(i)]);
+        else if (keep)
+            out.push_back(1);
     }
     return {TensorDesc{out, x.dtype}};
 }

@@ -58,10 +58,10 @@ AxisSplit split_at(const Shape& s, std::int64_t axis) {
 
 double unary(OpKind k, double x, const Attrs& a) {
     // the scalar operand: scale's factor, shift's offset, pow's exponent
-    const double factor = k == OpKind::scale ? a.get_double("factor", 1.0)
-                        : k == OpKind::shift ? a.get_double("offset", 0.0)
-                        : k == OpKind::pow   ? a.get_double("exponent", 1.0)
-                                             : 1.0;
+    const double factor = k == OpKind::scale   ? a.get_double("factor", 1.0)
+                          : k == OpKind::shift ? a.get_double("offset", 0.0)
+                          : k == OpKind::pow   ? a.get_double("exponent", 1.0)
+                                               : 1.0;
     const bool tanh_form = k != OpKind::gelu || a.get_string("approximate", "tanh") == "tanh";
     double y = 0;
     if (!unary_value(k, x, factor, tanh_form, y)) throw InputError("reference: not a unary op");
@@ -95,7 +95,8 @@ void matmul(const HostTensor& A, const HostTensor& B, bool ta, bool tb, HostTens
     const std::size_t r = ys.size();
     const std::int64_t M = ys[r - 2], N = ys[r - 1];
     const std::int64_t K = ta ? A.desc.shape[A.desc.shape.size() - 2] : A.desc.shape.back();
-    const Shape yb(ys.begin(), ys.end() - 2), ab(A.desc.shape.begin(), A.desc.shape.end() - 2), bb(B.desc.shape.begin(), B.desc.shape.end() - 2);
+    const Shape yb(ys.begin(), ys.end() - 2), ab(A.desc.shape.begin(), A.desc.shape.end() - 2),
+        bb(B.desc.shape.begin(), B.desc.shape.end() - 2);
     const std::int64_t batches = numel(yb);
     for (std::int64_t bi = 0; bi < batches; ++bi) {
         const Coords c = unravel(bi, yb);
@@ -172,7 +173,8 @@ void softmax_rows(const std::vector<double>& x, std::vector<double>& y, AxisSpli
             double mx = -std::numeric_limits<double>::infinity(), sum = 0;
             for (std::int64_t j = 0; j < s.n; ++j) mx = std::max(mx, x[at((o * s.n + j) * s.inner + i)]);
             for (std::int64_t j = 0; j < s.n; ++j) sum += std::exp(x[at((o * s.n + j) * s.inner + i)] - mx);
-            for (std::int64_t j = 0; j < s.n; ++j) y[at((o * s.n + j) * s.inner + i)] = std::exp(x[at((o * s.n + j) * s.inner + i)] - mx) / sum;
+            for (std::int64_t j = 0; j < s.n; ++j)
+                y[at((o * s.n + j) * s.inner + i)] = std::exp(x[at((o * s.n + j) * s.inner + i)] - mx) / sum;
         }
 }
 
@@ -275,29 +277,39 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
-        case OpKind::relu: case OpKind::gelu: case OpKind::neg: case OpKind::scale: case OpKind::shift: case OpKind::pow:
+        case OpKind::relu:
+        case OpKind::gelu:
+        case OpKind::neg:
+        case OpKind::scale:
+        case OpKind::shift:
+        case OpKind::pow:
 #define ROOFLINE_UNARY(name, ...) case OpKind::name:
 #include "ops/unary_ops.def"
 #undef ROOFLINE_UNARY
             if (k == OpKind::pow && in.size() == 2) {
                 for (std::int64_t i = 0; i < out[0].numel(); ++i) {
                     const Coords c = unravel(i, out[0].shape);
-                    Y[at(i)] = binary(k, in[0]->data[at(bcast_offset(in[0]->desc.shape, c))], in[1]->data[at(bcast_offset(in[1]->desc.shape, c))]);
+                    Y[at(i)] =
+                        binary(k, in[0]->data[at(bcast_offset(in[0]->desc.shape, c))], in[1]->data[at(bcast_offset(in[1]->desc.shape, c))]);
                 }
                 break;
             }
             for (std::size_t i = 0; i < X.size(); ++i) Y[i] = unary(k, X[i], a);
             break;
-        case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::maximum:
+        case OpKind::add:
+        case OpKind::sub:
+        case OpKind::mul:
+        case OpKind::div:
+        case OpKind::maximum:
             for (std::int64_t i = 0; i < out[0].numel(); ++i) {
                 const Coords c = unravel(i, out[0].shape);
-                Y[at(i)] = binary(k, in[0]->data[at(bcast_offset(in[0]->desc.shape, c))], in[1]->data[at(bcast_offset(in[1]->desc.shape, c))]);
+                Y[at(i)] =
+                    binary(k, in[0]->data[at(bcast_offset(in[0]->desc.shape, c))], in[1]->data[at(bcast_offset(in[1]->desc.shape, c))]);
             }
             break;
-        case OpKind::softmax:
-            softmax_rows(X, Y, split_at(out[0].shape, normalize_axis(a.get_int("axis", -1), out[0].rank())));
-            break;
-        case OpKind::layernorm: case OpKind::rmsnorm: {
+        case OpKind::softmax: softmax_rows(X, Y, split_at(out[0].shape, normalize_axis(a.get_int("axis", -1), out[0].rank()))); break;
+        case OpKind::layernorm:
+        case OpKind::rmsnorm: {
             const std::int64_t d = out[0].shape.back(), rows = out[0].numel() / std::max<std::int64_t>(d, 1);
             const double eps = a.get_double("eps", 1e-5);
             for (std::int64_t r = 0; r < rows; ++r) {
@@ -316,7 +328,9 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
-        case OpKind::reduce_sum: case OpKind::reduce_mean: case OpKind::reduce_max: {
+        case OpKind::reduce_sum:
+        case OpKind::reduce_mean:
+        case OpKind::reduce_max: {
             const Shape& s = in[0]->desc.shape;
             const auto axes = reduce_axes(s, a);
             if (k == OpKind::reduce_max) std::fill(Y.begin(), Y.end(), -std::numeric_limits<double>::infinity());
@@ -339,7 +353,8 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
-        case OpKind::transpose: case OpKind::permute: {
+        case OpKind::transpose:
+        case OpKind::permute: {
             const Shape& s = in[0]->desc.shape;
             std::vector<std::int64_t> perm(s.size());
             std::iota(perm.begin(), perm.end(), 0);
@@ -359,14 +374,18 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
-        case OpKind::reshape: case OpKind::expand: case OpKind::cast:
+        case OpKind::reshape:
+        case OpKind::expand:
+        case OpKind::cast:
             if (k == OpKind::expand) {
-                for (std::int64_t i = 0; i < out[0].numel(); ++i) Y[at(i)] = X[at(bcast_offset(in[0]->desc.shape, unravel(i, out[0].shape)))];
+                for (std::int64_t i = 0; i < out[0].numel(); ++i)
+                    Y[at(i)] = X[at(bcast_offset(in[0]->desc.shape, unravel(i, out[0].shape)))];
             } else {
                 for (std::size_t i = 0; i < X.size(); ++i) Y[i] = k == OpKind::cast ? round_to(X[i], out[0].dtype) : X[i];
             }
             break;
-        case OpKind::concat: case OpKind::split: {
+        case OpKind::concat:
+        case OpKind::split: {
             const bool cat = k == OpKind::concat;
             const Shape& whole = cat ? out[0].shape : in[0]->desc.shape;
             const auto axis = normalize_axis(a.get_int("axis", 0), static_cast<std::int64_t>(whole.size()));
@@ -380,8 +399,10 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
                     for (std::int64_t j = 0; j < n; ++j)
                         for (std::int64_t i = 0; i < ws.inner; ++i) {
                             const std::int64_t wi = (o * ws.n + base + j) * ws.inner + i, pi = (o * n + j) * ws.inner + i;
-                            if (cat) Y[at(wi)] = in[p]->data[at(pi)];
-                            else y[p].data[at(pi)] = X[at(wi)];
+                            if (cat)
+                                Y[at(wi)] = in[p]->data[at(pi)];
+                            else
+                                y[p].data[at(pi)] = X[at(wi)];
                         }
                 base += n;
             }
@@ -400,7 +421,8 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             Y = X;
             causal(Y, out[0].shape, a.get_double("value", -std::numeric_limits<double>::infinity()));
             break;
-        case OpKind::cross_entropy: case OpKind::cross_entropy_grad: {
+        case OpKind::cross_entropy:
+        case OpKind::cross_entropy_grad: {
             const HostTensor& L = *in[0];
             const std::int64_t v = L.desc.shape.back(), rows = L.desc.numel() / v;
             const std::string red = a.get_string("reduction", "mean");
@@ -413,8 +435,10 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
                 if (t < 0 || t >= v) throw InputError("reference: cross_entropy target " + std::to_string(t) + " out of range");
                 if (k == OpKind::cross_entropy) {
                     const double loss = std::log(sum) + mx - L.data[at(r * v + t)];
-                    if (red == "none") Y[at(r)] = loss;
-                    else Y[0] += red == "mean" ? loss / static_cast<double>(rows) : loss;
+                    if (red == "none")
+                        Y[at(r)] = loss;
+                    else
+                        Y[0] += red == "mean" ? loss / static_cast<double>(rows) : loss;
                 } else {
                     const double d = in[2]->data[at(red == "none" ? r : 0)] / (red == "mean" ? static_cast<double>(rows) : 1.0);
                     for (std::int64_t j = 0; j < v; ++j) {
@@ -449,7 +473,8 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
         case OpKind::maximum_grad:
             for (std::int64_t i = 0; i < out[0].numel(); ++i) {
                 const Coords c = unravel(i, out[0].shape);
-                const bool first = in[1]->data[at(bcast_offset(in[1]->desc.shape, c))] >= in[2]->data[at(bcast_offset(in[2]->desc.shape, c))];
+                const bool first =
+                    in[1]->data[at(bcast_offset(in[1]->desc.shape, c))] >= in[2]->data[at(bcast_offset(in[2]->desc.shape, c))];
                 y[0].data[at(i)] = first ? X[at(i)] : 0;
                 y[1].data[at(i)] = first ? 0 : X[at(i)];
             }
@@ -468,7 +493,8 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
                 }
             break;
         }
-        case OpKind::layernorm_grad: case OpKind::rmsnorm_grad: {
+        case OpKind::layernorm_grad:
+        case OpKind::rmsnorm_grad: {
             const bool rms = k == OpKind::rmsnorm_grad;
             const auto& x = in[1]->data;
             const std::int64_t d = out[0].shape.back(), rows = out[0].numel() / std::max<std::int64_t>(d, 1);
@@ -549,7 +575,8 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
-        case OpKind::max_pool2d: case OpKind::avg_pool2d: pool2d(k, *in[0], a, y[0]); break;
+        case OpKind::max_pool2d:
+        case OpKind::avg_pool2d: pool2d(k, *in[0], a, y[0]); break;
         case OpKind::max_pool2d_grad: pool2d_grad(k, in[0], *in[1], a, y[0]); break;
         case OpKind::avg_pool2d_grad: pool2d_grad(k, nullptr, *in[0], a, y[0]); break;
         case OpKind::opaque:

@@ -21,7 +21,10 @@ struct OpDef {
 
 const OpDef kOps[] = {
     {OpKind::matmul, "matmul", matmul_rule, {.kernel = KernelForm::gemm, .keep_when_recomputing = true, .fusion = FusionRole::gemm}},
-    {OpKind::linear, "linear", linear_rule, {.kernel = KernelForm::linear_gemm, .eager_extra_calls = 5, .eager_split = EagerSplit::addmm_bias, .keep_when_recomputing = true}},
+    {OpKind::linear,
+     "linear",
+     linear_rule,
+     {.kernel = KernelForm::linear_gemm, .eager_extra_calls = 5, .eager_split = EagerSplit::addmm_bias, .keep_when_recomputing = true}},
     {OpKind::conv2d, "conv2d", conv2d_rule, {.kernel = KernelForm::conv_forward, .eager_extra_calls = 3, .keep_when_recomputing = true}},
     {OpKind::relu, "relu", unary_rule, {.eager_extra_calls = 1}},
     {OpKind::gelu, "gelu", unary_rule, {}},
@@ -35,8 +38,14 @@ const OpDef kOps[] = {
     {OpKind::mul, "mul", binary_rule, {}},
     {OpKind::div, "div", binary_rule, {}},
     {OpKind::maximum, "maximum", binary_rule, {}},
-    {OpKind::softmax, "softmax", softmax_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax, .eager_extra_calls = 1, .fusion = FusionRole::softmax}},
-    {OpKind::layernorm, "layernorm", layernorm_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::block_per_row, .eager_extra_calls = 3}},
+    {OpKind::softmax,
+     "softmax",
+     softmax_rule,
+     {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax, .eager_extra_calls = 1, .fusion = FusionRole::softmax}},
+    {OpKind::layernorm,
+     "layernorm",
+     layernorm_rule,
+     {.kernel = KernelForm::row, .row_launch = RowLaunch::block_per_row, .eager_extra_calls = 3}},
     {OpKind::rmsnorm, "rmsnorm", rmsnorm_rule, {.kernel = KernelForm::row}},
     {OpKind::reduce_sum, "reduce_sum", reduce_rule, {.kernel = KernelForm::row, .row_axes_attr = true}},
     {OpKind::reduce_mean, "reduce_mean", reduce_rule, {.kernel = KernelForm::row, .row_axes_attr = true}},
@@ -49,15 +58,30 @@ const OpDef kOps[] = {
     {OpKind::split, "split", split_rule, {.view = ViewKind::unless_copy}},
     {OpKind::dropout, "dropout", dropout_rule, {.fusion = FusionRole::dropout}},
     {OpKind::causal_mask, "causal_mask", causal_mask_rule, {.fusion = FusionRole::causal_mask}},
-    {OpKind::cross_entropy, "cross_entropy", cross_entropy_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax, .eager_extra_calls = 2}},
-    {OpKind::attention, "attention", attention_rule, {.kernel = KernelForm::attention, .keep_when_recomputing = true, .fusion = FusionRole::attention}},
+    {OpKind::cross_entropy,
+     "cross_entropy",
+     cross_entropy_rule,
+     {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax, .eager_extra_calls = 2}},
+    {OpKind::attention,
+     "attention",
+     attention_rule,
+     {.kernel = KernelForm::attention, .keep_when_recomputing = true, .fusion = FusionRole::attention}},
     {OpKind::unary_grad, "unary_grad", unary_grad_rule, {}},
     {OpKind::maximum_grad, "maximum_grad", maximum_grad_rule, {}},
-    {OpKind::softmax_grad, "softmax_grad", softmax_grad_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax, .eager_split = EagerSplit::softmax_grad}},
-    {OpKind::layernorm_grad, "layernorm_grad", layernorm_grad_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::block_per_row, .eager_split = EagerSplit::layernorm_grad}},
+    {OpKind::softmax_grad,
+     "softmax_grad",
+     softmax_grad_rule,
+     {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax, .eager_split = EagerSplit::softmax_grad}},
+    {OpKind::layernorm_grad,
+     "layernorm_grad",
+     layernorm_grad_rule,
+     {.kernel = KernelForm::row, .row_launch = RowLaunch::block_per_row, .eager_split = EagerSplit::layernorm_grad}},
     {OpKind::rmsnorm_grad, "rmsnorm_grad", rmsnorm_grad_rule, {.kernel = KernelForm::row}},
     {OpKind::dropout_grad, "dropout_grad", dropout_grad_rule, {}},
-    {OpKind::cross_entropy_grad, "cross_entropy_grad", cross_entropy_grad_rule, {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax}},
+    {OpKind::cross_entropy_grad,
+     "cross_entropy_grad",
+     cross_entropy_grad_rule,
+     {.kernel = KernelForm::row, .row_launch = RowLaunch::softmax}},
     {OpKind::embedding_grad, "embedding_grad", embedding_grad_rule, {.eager_split = EagerSplit::embedding_grad}},
     {OpKind::conv2d_grad_input, "conv2d_grad_input", conv2d_grad_input_rule, {.kernel = KernelForm::conv_grad_input}},
     {OpKind::conv2d_grad_weight, "conv2d_grad_weight", conv2d_grad_weight_rule, {.kernel = KernelForm::conv_grad_weight}},
@@ -93,9 +117,7 @@ std::string_view op_name(OpKind k) { return def_of(k).name; }
 const OpRule& rule_of(OpKind k) { return def_of(k).rule(); }
 const OpTraits& traits_of(OpKind k) { return def_of(k).traits; }
 
-bool is_gemm(KernelForm f) {
-    return f == KernelForm::gemm || f == KernelForm::linear_gemm || is_conv(f);
-}
+bool is_gemm(KernelForm f) { return f == KernelForm::gemm || f == KernelForm::linear_gemm || is_conv(f); }
 bool is_conv(KernelForm f) {
     return f == KernelForm::conv_forward || f == KernelForm::conv_grad_input || f == KernelForm::conv_grad_weight;
 }
@@ -169,8 +191,8 @@ void check_call(OpKind k, const OpRule& r, Inputs in, const Attrs& attrs) {
             for (auto a : r.attrs) {
                 if (attr_applies(k, a)) accepted += (accepted.empty() ? "" : ", ") + std::string(a);
             }
-            throw InputError(std::string(op_name(k)) + " has no attribute '" + name + "' (accepted: " +
-                             (accepted.empty() ? "none" : accepted) + ")");
+            throw InputError(std::string(op_name(k)) + " has no attribute '" + name +
+                             "' (accepted: " + (accepted.empty() ? "none" : accepted) + ")");
         }
     }
     for (const TensorDesc& t : in) {
@@ -212,8 +234,7 @@ Work io_bytes(Inputs in, std::span<const TensorDesc> out) {
 DType common_dtype(OpKind k, Inputs in) {
     for (const TensorDesc& t : in) {
         if (t.dtype != in[0].dtype) {
-            throw InputError(std::string(op_name(k)) + ": inputs must share a dtype, got " + desc_str(in[0]) +
-                             " and " + desc_str(t));
+            throw InputError(std::string(op_name(k)) + ": inputs must share a dtype, got " + desc_str(in[0]) + " and " + desc_str(t));
         }
     }
     return in[0].dtype;

@@ -40,9 +40,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
         const std::int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
         const std::int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
         if (da != db && da != 1 && db != 1) {
-            throw InputError("shapes " + shape_str(a) + " and " + shape_str(b) +
-                             " do not broadcast (dimension " + std::to_string(i) + ": " + std::to_string(da) +
-                             " vs " + std::to_string(db) + ")");
+            throw InputError("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast (dimension " + std::to_string(i) +
+                             ": " + std::to_string(da) + " vs " + std::to_string(db) + ")");
         }
         out[i] = da == 1 ? db : da;
     }

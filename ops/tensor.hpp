@@ -20,10 +20,10 @@ struct TensorDesc {
     bool operator==(const TensorDesc&) const = default;
 };
 
-std::int64_t numel(const Shape& s);               // checked product of dims
-std::string shape_str(const Shape& s);            // "[2,3,4]"
-std::string desc_str(const TensorDesc& t);        // "bf16[2,3,4]"
-void check_dims(const Shape& s);                  // throws on a negative dimension
+std::int64_t numel(const Shape& s);         // checked product of dims
+std::string shape_str(const Shape& s);      // "[2,3,4]"
+std::string desc_str(const TensorDesc& t);  // "bf16[2,3,4]"
+void check_dims(const Shape& s);            // throws on a negative dimension
 // Numpy broadcasting of two shapes; throws InputError naming both shapes when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 // Normalises a possibly negative axis against a rank; throws when out of range.

@@ -4,9 +4,7 @@
 
 namespace roofline {
 
-std::int64_t Work::flops() const {
-    return checked_add(checked_add(matrix_flops, vector_flops, "FLOPs"), transcendentals, "FLOPs");
-}
+std::int64_t Work::flops() const { return checked_add(checked_add(matrix_flops, vector_flops, "FLOPs"), transcendentals, "FLOPs"); }
 
 std::int64_t Work::bytes() const { return checked_add(bytes_read, bytes_written, "bytes"); }
 

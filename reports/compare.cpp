@@ -51,9 +51,7 @@ double percentile(std::vector<double> v, double q) {
 }
 
 // Signed error in percent of the measurement.
-double error_pct(double predicted, double measured) {
-    return measured > 0 ? (predicted - measured) / measured * 100.0 : 0.0;
-}
+double error_pct(double predicted, double measured) { return measured > 0 ? (predicted - measured) / measured * 100.0 : 0.0; }
 
 // The predicted traffic of one memory level (the L1 model's when present, else the roofline's).
 // The predicted bytes at one memory level of an analyze report's op: `level` by name, or the
@@ -99,9 +97,14 @@ Verdict diagnose(const ordered_json& row) {
         return {"flops", fmt::format("predicted {:.3g} vs measured {:.3g}", row["predicted_flops"].get<double>(),
                                      row["measured_flops"].get<double>())};
     }
-    if (bound == "launch") return {"launch floor", err > 0 ? "the kernel ran faster than the modelled launch floor" : "the kernel took longer than the launch floor"};
-    if (bound.rfind("memory", 0) == 0 || bound == "memory") return {"achieved bandwidth", err > 0 ? "the model assumes less bandwidth than was reached" : "the model assumes more bandwidth than was reached"};
-    return {"achieved FLOP/s", err > 0 ? "the model assumes a lower rate than was reached" : "the model assumes a higher rate than was reached"};
+    if (bound == "launch")
+        return {"launch floor",
+                err > 0 ? "the kernel ran faster than the modelled launch floor" : "the kernel took longer than the launch floor"};
+    if (bound.rfind("memory", 0) == 0 || bound == "memory")
+        return {"achieved bandwidth",
+                err > 0 ? "the model assumes less bandwidth than was reached" : "the model assumes more bandwidth than was reached"};
+    return {"achieved FLOP/s",
+            err > 0 ? "the model assumes a lower rate than was reached" : "the model assumes a higher rate than was reached"};
 }
 
 }  // namespace
@@ -113,12 +116,15 @@ ordered_json compare_documents(const json& predicted, const std::string& po, con
     const json& pmodel = need(predicted, "model", po, "");
     const json& mmodel = need(measured, "model", mo, "");
     const std::string pname = pmodel.value("name", ""), mname = mmodel.value("name", "");
-    if (pname != mname) throw InputError(po + " describes model '" + pname + "', " + mo + " model '" + mname + "': compare needs the same graph");
+    if (pname != mname)
+        throw InputError(po + " describes model '" + pname + "', " + mo + " model '" + mname + "': compare needs the same graph");
     const std::string pmode = predicted.contains("settings") ? predicted["settings"].value("mode", "") : "";
     const std::string mmode = mmodel.value("mode", "");
-    if (pmode != mmode) throw InputError(po + " is a " + pmode + " analysis, " + mo + " a " + mmode + " measurement: compare needs the same mode");
+    if (pmode != mmode)
+        throw InputError(po + " is a " + pmode + " analysis, " + mo + " a " + mmode + " measurement: compare needs the same mode");
     if (pmodel.contains("dims") && mmodel.contains("dims") && pmodel["dims"] != mmodel["dims"]) {
-        throw InputError(po + " has dims " + pmodel["dims"].dump() + ", " + mo + " " + mmodel["dims"].dump() + ": compare needs the same shapes");
+        throw InputError(po + " has dims " + pmodel["dims"].dump() + ", " + mo + " " + mmodel["dims"].dump() +
+                         ": compare needs the same shapes");
     }
 
     std::map<std::string, const json*> ops;
@@ -234,8 +240,10 @@ ordered_json compare_documents(const json& predicted, const std::string& po, con
     ordered_json out;
     out["schema"] = "roofline-comparison/1";
     out["predicted"] = {{"file", po}, {"hardware", predicted.contains("hardware") ? predicted["hardware"].value("name", "") : ""}};
-    out["measured"] = {{"file", mo}, {"device", measured.value("device", json::object()).value("name", "")},
-                       {"date_utc", measured.value("date_utc", "")}, {"counters", measured.value("counters", json::object()).value("collected", false)}};
+    out["measured"] = {{"file", mo},
+                       {"device", measured.value("device", json::object()).value("name", "")},
+                       {"date_utc", measured.value("date_utc", "")},
+                       {"counters", measured.value("counters", json::object()).value("collected", false)}};
     out["model"] = {{"name", pname}, {"mode", pmode}};
     // The prediction's hardware spec: the HTML view draws its ceilings under the kernels.
     if (predicted.contains("hardware") && predicted["hardware"].is_object()) out["hardware"] = ordered_json(predicted["hardware"]);

@@ -82,44 +82,98 @@ std::string rows(const ojson& items, const std::vector<Col>& cols, bool with_ind
 }  // namespace
 
 std::string csv_report(const ojson& doc) {
-    const std::string schema = doc.is_object() && doc.contains("schema") && doc["schema"].is_string() ? doc["schema"].get<std::string>() : "";
+    const std::string schema =
+        doc.is_object() && doc.contains("schema") && doc["schema"].is_string() ? doc["schema"].get<std::string>() : "";
     auto list = [&](const char* key) -> const ojson& {
-        if (!doc.contains(key) || !doc[key].is_array()) throw InputError("CSV report: the " + schema + " document has no \"" + key + "\" array");
+        if (!doc.contains(key) || !doc[key].is_array())
+            throw InputError("CSV report: the " + schema + " document has no \"" + key + "\" array");
         return doc[key];
     };
     if (schema == "roofline-report/1") {
         return rows(list("ops"),
-                    {{"name", "name"}, {"op", "op"}, {"family", "family"}, {"phase", "phase"}, {"dtype", "dtype"}, {"flops", "work.flops"},
-                     {"matrix_flops", "work.matrix_flops"}, {"vector_flops", "work.vector_flops"}, {"transcendentals", "work.transcendentals"},
-                     {"bytes_read", "work.bytes_read"}, {"bytes_written", "work.bytes_written"}, {"intensity", "levels.0.intensity"}, {"bound", "bound"},
-                     {"lower_bound_s", "time_s"}, {"modelled_s", "model.time_s"}, {"model_bound", "model.bound"}, {"efficiency", "model.efficiency"},
-                     {"attainable_flop_per_s", "attainable_flop_per_s"}, {"share", "share"}, {"stream", "schedule.stream"}, {"start_s", "schedule.start_s"},
+                    {{"name", "name"},
+                     {"op", "op"},
+                     {"family", "family"},
+                     {"phase", "phase"},
+                     {"dtype", "dtype"},
+                     {"flops", "work.flops"},
+                     {"matrix_flops", "work.matrix_flops"},
+                     {"vector_flops", "work.vector_flops"},
+                     {"transcendentals", "work.transcendentals"},
+                     {"bytes_read", "work.bytes_read"},
+                     {"bytes_written", "work.bytes_written"},
+                     {"intensity", "levels.0.intensity"},
+                     {"bound", "bound"},
+                     {"lower_bound_s", "time_s"},
+                     {"modelled_s", "model.time_s"},
+                     {"model_bound", "model.bound"},
+                     {"efficiency", "model.efficiency"},
+                     {"attainable_flop_per_s", "attainable_flop_per_s"},
+                     {"share", "share"},
+                     {"stream", "schedule.stream"},
+                     {"start_s", "schedule.start_s"},
                      {"end_s", "schedule.end_s"}},
                     true);
     }
     if (schema == "roofline-comparison/1") {
         return rows(list("kernels"),
-                    {{"name", "name"}, {"op", "op"}, {"phase", "phase"}, {"kernels", "kernels"}, {"measured_s", "measured_s"}, {"measured_p10_s", "measured_p10_s"},
-                     {"measured_p90_s", "measured_p90_s"}, {"predicted_s", "predicted_s"}, {"lower_bound_s", "lower_bound_s"}, {"predicted_bound", "predicted_bound"},
-                     {"time_error_pct", "time_error_pct"}, {"measured_efficiency", "measured_efficiency"}, {"predicted_flops", "predicted_flops"},
-                     {"predicted_hbm_bytes", "predicted_hbm_bytes"}, {"predicted_l2_bytes", "predicted_l2_bytes"}, {"predicted_intensity", "predicted_intensity"},
-                     {"measured_dram_bytes", "measured_dram_bytes"}, {"measured_l2_bytes", "measured_l2_bytes"}, {"measured_flops", "measured_flops"},
-                     {"measured_intensity", "measured_intensity"}, {"wrong_term", "wrong_term"}, {"wrong_term_detail", "wrong_term_detail"}},
+                    {{"name", "name"},
+                     {"op", "op"},
+                     {"phase", "phase"},
+                     {"kernels", "kernels"},
+                     {"measured_s", "measured_s"},
+                     {"measured_p10_s", "measured_p10_s"},
+                     {"measured_p90_s", "measured_p90_s"},
+                     {"predicted_s", "predicted_s"},
+                     {"lower_bound_s", "lower_bound_s"},
+                     {"predicted_bound", "predicted_bound"},
+                     {"time_error_pct", "time_error_pct"},
+                     {"measured_efficiency", "measured_efficiency"},
+                     {"predicted_flops", "predicted_flops"},
+                     {"predicted_hbm_bytes", "predicted_hbm_bytes"},
+                     {"predicted_l2_bytes", "predicted_l2_bytes"},
+                     {"predicted_intensity", "predicted_intensity"},
+                     {"measured_dram_bytes", "measured_dram_bytes"},
+                     {"measured_l2_bytes", "measured_l2_bytes"},
+                     {"measured_flops", "measured_flops"},
+                     {"measured_intensity", "measured_intensity"},
+                     {"wrong_term", "wrong_term"},
+                     {"wrong_term_detail", "wrong_term_detail"}},
                     false);
     }
     if (schema == "roofline-measurement/1") {
         ojson nodes = list("nodes");
         for (ojson& n : nodes) n["kernel_count"] = n.contains("kernels") && n["kernels"].is_array() ? n["kernels"].size() : 0;
         return rows(nodes,
-                    {{"node", "node"}, {"name", "name"}, {"op", "op"}, {"phase", "phase"}, {"dtype", "dtype"}, {"kernels", "kernel_count"}, {"median_s", "median_s"},
-                     {"p10_s", "p10_s"}, {"p90_s", "p90_s"}, {"check", "check.status"}, {"check_error", "check.error"}},
+                    {{"node", "node"},
+                     {"name", "name"},
+                     {"op", "op"},
+                     {"phase", "phase"},
+                     {"dtype", "dtype"},
+                     {"kernels", "kernel_count"},
+                     {"median_s", "median_s"},
+                     {"p10_s", "p10_s"},
+                     {"p90_s", "p90_s"},
+                     {"check", "check.status"},
+                     {"check_error", "check.error"}},
                     false);
     }
     if (schema == "roofline-plan/1") {
         return rows(list("options"),
-                    {{"rank", "rank"}, {"name", "name"}, {"fuse", "fuse"}, {"recompute", "recompute"}, {"step_time_s", "step_time_s"}, {"peak_bytes", "peak_bytes"},
-                     {"flops", "flops"}, {"extra_flops", "extra_flops"}, {"time_overhead_s", "time_overhead_s"}, {"memory_saved_bytes", "memory_saved_bytes"},
-                     {"kernels", "kernels"}, {"fits", "fits"}, {"pareto", "pareto"}, {"changes", "changes"}},
+                    {{"rank", "rank"},
+                     {"name", "name"},
+                     {"fuse", "fuse"},
+                     {"recompute", "recompute"},
+                     {"step_time_s", "step_time_s"},
+                     {"peak_bytes", "peak_bytes"},
+                     {"flops", "flops"},
+                     {"extra_flops", "extra_flops"},
+                     {"time_overhead_s", "time_overhead_s"},
+                     {"memory_saved_bytes", "memory_saved_bytes"},
+                     {"kernels", "kernels"},
+                     {"fits", "fits"},
+                     {"pareto", "pareto"},
+                     {"changes", "changes"}},
                     false);
     }
     throw InputError("CSV report: no CSV view of schema \"" + schema +

@@ -17,9 +17,9 @@ namespace roofline {
 
 // Limits that keep the page of a large model (gpt3-175b: thousands of kernels) small and quick.
 struct HtmlLimits {
-    std::size_t table_rows = 250;        // per-kernel table: the slowest N, the rest in one aggregated row
-    std::size_t memory_columns = 600;    // memory timeline: columns, each the node of largest total
-    double gantt_min_px = 1.5;           // Gantt: runs of shorter ops on a stream merge into one bar
+    std::size_t table_rows = 250;      // per-kernel table: the slowest N, the rest in one aggregated row
+    std::size_t memory_columns = 600;  // memory timeline: columns, each the node of largest total
+    double gantt_min_px = 1.5;         // Gantt: runs of shorter ops on a stream merge into one bar
 };
 
 // Dispatches on doc["schema"]: "roofline-report/1" (analyze), "roofline-plan/1" (plan),

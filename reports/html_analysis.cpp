@@ -64,9 +64,12 @@ std::string summary(const ojson& doc) {
     const int streams = static_cast<int>(num_at(t, "streams", 1));
     std::string o = "<div class=\"cards\">";
     o += card(str_at(doc["settings"], "mode") == "training" ? "step time" : "inference time", human_time(step),
-              fmt::format("schedule on {} stream{}; critical path {}", streams, streams == 1 ? "" : "s", human_time(num_at(t, "critical_path_s"))));
+              fmt::format("schedule on {} stream{}; critical path {}", streams, streams == 1 ? "" : "s",
+                          human_time(num_at(t, "critical_path_s"))));
     std::string lb = "sum of per-op roofline bounds";
-    if (t.contains("modelled_time_s")) lb += fmt::format("; modelled kernels {} ({:.0f}% efficiency)", human_time(num_at(t, "modelled_time_s")), 100 * num_at(t, "efficiency"));
+    if (t.contains("modelled_time_s"))
+        lb += fmt::format("; modelled kernels {} ({:.0f}% efficiency)", human_time(num_at(t, "modelled_time_s")),
+                          100 * num_at(t, "efficiency"));
     o += card("lower bound", human_time(num_at(t, "time_s")), lb);
     const double achieved = step > 0 ? flops / step : 0;
     o += card("achieved FLOP/s", human_si(achieved, "FLOP/s"),
@@ -78,13 +81,15 @@ std::string summary(const ojson& doc) {
     o += card("peak memory", human_bytes(num_at(mem, "peak_bytes")),
               fmt::format("{} {} of {}; at '{}'", mem.value("fits", true) ? "fits in" : "DOES NOT FIT in", human_bytes(cap), level,
                           str_at(mem, "peak_node", "-")));
-    o += card("work", human_si(flops, "FLOP"), fmt::format("{} moved; {} parameters", human_bytes(bytes), human_si(num_at(doc["model"], "parameters"), "")));
+    o += card("work", human_si(flops, "FLOP"),
+              fmt::format("{} moved; {} parameters", human_bytes(bytes), human_si(num_at(doc["model"], "parameters"), "")));
     o += "</div>\n";
     std::vector<Bar> parts;
     std::size_t i = 0;
     const ojson by_bound = t.value("by_bound", ojson::object());  // a named copy: items() must not outlive it
     for (const auto& [bound, v] : by_bound.items()) {
-        parts.push_back({bound, num_at(v, "time_s"), fmt::format("{} ({} ops)", pct(num_at(v, "share")), static_cast<long long>(num_at(v, "ops"))), palette(i++)});
+        parts.push_back({bound, num_at(v, "time_s"),
+                         fmt::format("{} ({} ops)", pct(num_at(v, "share")), static_cast<long long>(num_at(v, "ops"))), palette(i++)});
     }
     o += "<div class=\"cap\">share of the lower-bound time per binding ceiling</div>" + share_strip(parts);
     return o;
@@ -113,19 +118,20 @@ std::string roofline_section(const ojson& doc) {
         p.intensity = intensity;
         p.flop_per_s = flops / t;
         p.time_s = t;
-        p.title = fmt::format("{} · {} ({}, {})\n{} FLOP/B · {} · {}\n{} ({:.2f}% of the step) · bound: {}", str_at(op, "name"), str_at(op, "op"), p.family,
-                              str_at(op, "phase"), human_intensity(intensity), human_si(p.flop_per_s, "FLOP/s"), human_si(flops, "FLOP"), human_time(t),
-                              step > 0 ? 100 * t / step : 0.0, str_at(op, "bound"));
+        p.title = fmt::format("{} · {} ({}, {})\n{} FLOP/B · {} · {}\n{} ({:.2f}% of the step) · bound: {}", str_at(op, "name"),
+                              str_at(op, "op"), p.family, str_at(op, "phase"), human_intensity(intensity), human_si(p.flop_per_s, "FLOP/s"),
+                              human_si(flops, "FLOP"), human_time(t), step > 0 ? 100 * t / step : 0.0, str_at(op, "bound"));
         if (std::find(families.begin(), families.end(), p.family) == families.end()) families.push_back(p.family);
         c.points.push_back(std::move(p));
     }
     std::sort(families.begin(), families.end());
     std::string o = roofline_svg(c) + family_legend(families);
-    o += note(fmt::format("One point per kernel ({} of {} kernels; {} move data without FLOPs and have no place on log axes). x: FLOP per byte of "
-                          "device-memory traffic; y: FLOPs over the kernel's time (the L1 kernel model's where there is one, else the roofline "
-                          "bound); area proportional to time. Horizontal lines: every compute ceiling of the chip; dashed: every memory level's "
-                          "bandwidth; diamonds: ridge points. Hover a point for its details.",
-                          c.points.size(), kernels, no_flops));
+    o += note(fmt::format(
+        "One point per kernel ({} of {} kernels; {} move data without FLOPs and have no place on log axes). x: FLOP per byte of "
+        "device-memory traffic; y: FLOPs over the kernel's time (the L1 kernel model's where there is one, else the roofline "
+        "bound); area proportional to time. Horizontal lines: every compute ceiling of the chip; dashed: every memory level's "
+        "bandwidth; diamonds: ridge points. Hover a point for its details.",
+        c.points.size(), kernels, no_flops));
     return section("roofline", "Roofline", o);
 }
 
@@ -148,9 +154,9 @@ std::string time_section(const ojson& doc) {
     std::vector<std::pair<std::string, std::pair<double, std::string>>> kinds(by_kind.begin(), by_kind.end());
     std::stable_sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
     std::vector<Bar> bars;
-    static const std::map<std::string, std::string> fam = {{"matrix", "#4e79a7"}, {"elementwise", "#f28e2b"}, {"normalization", "#59a14f"},
-                                                           {"reduction", "#b07aa1"}, {"movement", "#9c755f"}, {"attention", "#e15759"},
-                                                           {"loss", "#edc948"}, {"optimizer", "#76b7b2"}};
+    static const std::map<std::string, std::string> fam = {
+        {"matrix", "#4e79a7"},   {"elementwise", "#f28e2b"}, {"normalization", "#59a14f"}, {"reduction", "#b07aa1"},
+        {"movement", "#9c755f"}, {"attention", "#e15759"},   {"loss", "#edc948"},          {"optimizer", "#76b7b2"}};
     auto colour_of = [&](const std::string& f) { return fam.count(f) ? fam.at(f) : std::string("#bab0ac"); };
     for (const auto& [kind, v] : kinds) bars.push_back({kind, v.first, text(v.first), colour_of(v.second)});
     std::string o = bar_chart(bars, "kernel time by op kind (colour: family)");
@@ -175,38 +181,41 @@ std::string kernels_section(const ojson& doc, const HtmlLimits& lim) {
     std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return kernel_time(ops[a]) > kernel_time(ops[b]); });
     double total = 0;
     for (std::size_t i : idx) total += kernel_time(ops[i]);
-    const std::vector<Column> cols = {{"#", true},      {"name", false},      {"op", false},     {"family", false},  {"phase", false},
-                                      {"dtype", false}, {"FLOPs", true},      {"bytes", true},   {"FLOP/B", true},   {"bound", false},
-                                      {"lower bound", true}, {"kernel time", true}, {"efficiency", true}, {"share", true}, {"stream", true},
-                                      {"start", true}};
+    const std::vector<Column> cols = {{"#", true},          {"name", false},  {"op", false},         {"family", false},
+                                      {"phase", false},     {"dtype", false}, {"FLOPs", true},       {"bytes", true},
+                                      {"FLOP/B", true},     {"bound", false}, {"lower bound", true}, {"kernel time", true},
+                                      {"efficiency", true}, {"share", true},  {"stream", true},      {"start", true}};
     std::vector<Row> rows;
     const std::size_t shown = std::min(idx.size(), lim.table_rows);
     for (std::size_t r = 0; r < shown; ++r) {
         const ojson& op = ops[idx[r]];
         const double t = kernel_time(op), lb = num_at(op, "time_s"), in = device_intensity(op);
         const ojson sched = op.value("schedule", ojson::object());
-        rows.push_back({{num_cell(std::to_string(idx[r] + 1), static_cast<double>(idx[r] + 1)), Cell{str_at(op, "name"), ""}, Cell{str_at(op, "op"), ""},
-                         Cell{str_at(op, "family"), ""}, Cell{str_at(op, "phase"), ""}, Cell{str_at(op, "dtype"), ""},
-                         num_cell(human_si(op_flops(op), ""), op_flops(op)), num_cell(human_bytes(op_bytes(op)), op_bytes(op)),
-                         num_cell(in > 0 ? human_intensity(in) : "-", in), Cell{str_at(op, "bound"), ""}, num_cell(human_time(lb), lb),
-                         num_cell(human_time(t), t), num_cell(t > 0 ? fmt::format("{:.0f}%", 100 * lb / t) : "-", t > 0 ? lb / t : 0),
-                         num_cell(fmt::format("{:.2f}%", total > 0 ? 100 * t / total : 0.0), t),
-                         num_cell(sched.contains("stream") ? std::to_string(sched["stream"].get<int>()) : "-", num_at(sched, "stream")),
-                         num_cell(sched.contains("start_s") ? human_time(num_at(sched, "start_s")) : "-", num_at(sched, "start_s"))},
-                        false});
+        rows.push_back(
+            {{num_cell(std::to_string(idx[r] + 1), static_cast<double>(idx[r] + 1)), Cell{str_at(op, "name"), ""},
+              Cell{str_at(op, "op"), ""}, Cell{str_at(op, "family"), ""}, Cell{str_at(op, "phase"), ""}, Cell{str_at(op, "dtype"), ""},
+              num_cell(human_si(op_flops(op), ""), op_flops(op)), num_cell(human_bytes(op_bytes(op)), op_bytes(op)),
+              num_cell(in > 0 ? human_intensity(in) : "-", in), Cell{str_at(op, "bound"), ""}, num_cell(human_time(lb), lb),
+              num_cell(human_time(t), t), num_cell(t > 0 ? fmt::format("{:.0f}%", 100 * lb / t) : "-", t > 0 ? lb / t : 0),
+              num_cell(fmt::format("{:.2f}%", total > 0 ? 100 * t / total : 0.0), t),
+              num_cell(sched.contains("stream") ? std::to_string(sched["stream"].get<int>()) : "-", num_at(sched, "stream")),
+              num_cell(sched.contains("start_s") ? human_time(num_at(sched, "start_s")) : "-", num_at(sched, "start_s"))},
+             false});
     }
     if (idx.size() > shown) {
         double t = 0, lb = 0, fl = 0, by = 0;
         for (std::size_t r = shown; r < idx.size(); ++r) {
             t += kernel_time(ops[idx[r]]), lb += num_at(ops[idx[r]], "time_s"), fl += op_flops(ops[idx[r]]), by += op_bytes(ops[idx[r]]);
         }
-        rows.push_back({{Cell{"", "1e300"}, Cell{fmt::format("{} smaller kernels aggregated", idx.size() - shown), ""}, Cell{}, Cell{}, Cell{}, Cell{},
-                         num_cell(human_si(fl, ""), fl), num_cell(human_bytes(by), by), Cell{}, Cell{}, num_cell(human_time(lb), lb), num_cell(human_time(t), t),
-                         Cell{}, num_cell(fmt::format("{:.2f}%", total > 0 ? 100 * t / total : 0.0), t), Cell{}, Cell{}},
-                        true});
+        rows.push_back(
+            {{Cell{"", "1e300"}, Cell{fmt::format("{} smaller kernels aggregated", idx.size() - shown), ""}, Cell{}, Cell{}, Cell{}, Cell{},
+              num_cell(human_si(fl, ""), fl), num_cell(human_bytes(by), by), Cell{}, Cell{}, num_cell(human_time(lb), lb),
+              num_cell(human_time(t), t), Cell{}, num_cell(fmt::format("{:.2f}%", total > 0 ? 100 * t / total : 0.0), t), Cell{}, Cell{}},
+             true});
     }
-    std::string o = note(fmt::format("The {} slowest of {} kernels, slowest first (click a header to sort); {} ops without a kernel (views) are left out.", shown,
-                                     idx.size(), ops.size() - idx.size()));
+    std::string o = note(
+        fmt::format("The {} slowest of {} kernels, slowest first (click a header to sort); {} ops without a kernel (views) are left out.",
+                    shown, idx.size(), ops.size() - idx.size()));
     o += table("kernels", cols, rows);
     // Every op kind, complete.
     struct Kind {
@@ -222,13 +231,22 @@ std::string kernels_section(const ojson& doc, const HtmlLimits& lim) {
     }
     std::vector<Row> krows;
     for (const auto& [name, k] : kinds) {
-        krows.push_back({{Cell{name, ""}, Cell{k.family, ""}, num_cell(std::to_string(k.ops), static_cast<double>(k.ops)), num_cell(human_time(k.t), k.t),
-                          num_cell(fmt::format("{:.1f}%", total > 0 ? 100 * k.t / total : 0.0), k.t), num_cell(human_si(k.flops, ""), k.flops),
-                          num_cell(human_bytes(k.bytes), k.bytes), num_cell(k.bytes > 0 ? human_intensity(k.flops / k.bytes) : "-", k.bytes > 0 ? k.flops / k.bytes : 0)},
+        krows.push_back({{Cell{name, ""}, Cell{k.family, ""}, num_cell(std::to_string(k.ops), static_cast<double>(k.ops)),
+                          num_cell(human_time(k.t), k.t), num_cell(fmt::format("{:.1f}%", total > 0 ? 100 * k.t / total : 0.0), k.t),
+                          num_cell(human_si(k.flops, ""), k.flops), num_cell(human_bytes(k.bytes), k.bytes),
+                          num_cell(k.bytes > 0 ? human_intensity(k.flops / k.bytes) : "-", k.bytes > 0 ? k.flops / k.bytes : 0)},
                          false});
     }
     o += "<div class=\"cap\">every op kind</div>";
-    o += table("kinds", {{"op", false}, {"family", false}, {"kernels", true}, {"time", true}, {"share", true}, {"FLOPs", true}, {"bytes", true}, {"FLOP/B", true}},
+    o += table("kinds",
+               {{"op", false},
+                {"family", false},
+                {"kernels", true},
+                {"time", true},
+                {"share", true},
+                {"FLOPs", true},
+                {"bytes", true},
+                {"FLOP/B", true}},
                krows);
     return section("kernels", "Kernels", o);
 }
@@ -262,13 +280,15 @@ std::string memory_section(const ojson& doc, const HtmlLimits& lim) {
     const double cw = (x1 - x0) / static_cast<double>(cols);
     auto xc = [&](std::size_t c) { return x0 + (static_cast<double>(c) + 0.5) * cw; };
     std::string o = fmt::format(
-        "<svg class=\"memory\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" height=\"{1}\" role=\"img\" aria-label=\"memory timeline\" data-peak-bytes=\"{2}\" "
+        "<svg class=\"memory\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" height=\"{1}\" role=\"img\" aria-label=\"memory timeline\" "
+        "data-peak-bytes=\"{2}\" "
         "data-columns=\"{3}\" data-columns-max=\"{4}\">\n",
         W, H, gnum(peak), cols, gnum(col_max));
     for (int k = 0; k <= 5; ++k) {
         const double v = ya.hi * k / 5, y = ya.map(v);
-        o += fmt::format("<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\">{5}</text>\n", px(x0), px(y),
-                         px(x1), px(x0 - 5), px(y + 4), esc(human_bytes(v)));
+        o += fmt::format(
+            "<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\">{5}</text>\n",
+            px(x0), px(y), px(x1), px(x0 - 5), px(y + 4), esc(human_bytes(v)));
     }
     std::vector<double> below(cols, 0);
     std::vector<std::pair<std::string, std::string>> items;
@@ -283,8 +303,8 @@ std::string memory_section(const ojson& doc, const HtmlLimits& lim) {
             top += fmt::format("{}{},{}", c ? " " : "", px(xc(c)), px(ya.map(above[c])));
         }
         for (std::size_t c = cols; c-- > 0;) bottom += fmt::format(" {},{}", px(xc(c)), px(ya.map(below[c])));
-        o += fmt::format("<polygon points=\"{}{}\" style=\"fill:{};fill-opacity:.85\"><title>{}</title></polygon>\n", top, bottom, palette(k),
-                         esc(cats[k].get<std::string>()));
+        o += fmt::format("<polygon points=\"{}{}\" style=\"fill:{};fill-opacity:.85\"><title>{}</title></polygon>\n", top, bottom,
+                         palette(k), esc(cats[k].get<std::string>()));
         items.emplace_back(cats[k].get<std::string>(), palette(k));
         below = std::move(above);
     }
@@ -294,27 +314,35 @@ std::string memory_section(const ojson& doc, const HtmlLimits& lim) {
         const std::size_t i = pick[c];
         std::string t = fmt::format("#{} {}: {}", i + 1, i < ops.size() ? str_at(ops[i], "name") : "", human_bytes(totals[i]));
         for (std::size_t k = 0; k < nc; ++k)
-            if (steps[i][k].get<double>() > 0) t += fmt::format("\n{} {}", cats[k].get<std::string>(), human_bytes(steps[i][k].get<double>()));
-        o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"transparent\"><title>{}</title></rect>\n", px(x0 + static_cast<double>(c) * cw),
-                         px(y0), px(cw), px(y1 - y0), esc(t));
+            if (steps[i][k].get<double>() > 0)
+                t += fmt::format("\n{} {}", cats[k].get<std::string>(), human_bytes(steps[i][k].get<double>()));
+        o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"transparent\"><title>{}</title></rect>\n",
+                         px(x0 + static_cast<double>(c) * cw), px(y0), px(cw), px(y1 - y0), esc(t));
     }
     std::size_t peak_col = 0;
     for (std::size_t c = 0; c < cols; ++c)
         if (totals[pick[c]] > totals[pick[peak_col]]) peak_col = c;
     const double peak_x = xc(peak_col);
-    o += fmt::format("<line class=\"peak\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"{5}\" class=\"lbl\">peak {6} at '{7}'</text>\n",
-                     px(peak_x), px(y0), px(y1), px(peak_x + (peak_x > (x0 + x1) / 2 ? -6 : 6)), px(ya.map(peak) - 6 < y0 + 10 ? y0 + 10 : ya.map(peak) - 6),
-                     peak_x > (x0 + x1) / 2 ? "end" : "start", esc(human_bytes(peak)), esc(str_at(mem, "peak_node", "-")));
+    o += fmt::format(
+        "<line class=\"peak\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"{5}\" "
+        "class=\"lbl\">peak {6} at '{7}'</text>\n",
+        px(peak_x), px(y0), px(y1), px(peak_x + (peak_x > (x0 + x1) / 2 ? -6 : 6)),
+        px(ya.map(peak) - 6 < y0 + 10 ? y0 + 10 : ya.map(peak) - 6), peak_x > (x0 + x1) / 2 ? "end" : "start", esc(human_bytes(peak)),
+        esc(str_at(mem, "peak_node", "-")));
     if (show_cap) {
-        o += fmt::format("<line class=\"cap\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\" class=\"lbl\">device capacity {5}</text>\n",
-                         px(x0), px(ya.map(cap)), px(x1), px(x1 - 4), px(ya.map(cap) - 4), esc(human_bytes(cap)));
+        o += fmt::format(
+            "<line class=\"cap\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\" "
+            "class=\"lbl\">device capacity {5}</text>\n",
+            px(x0), px(ya.map(cap)), px(x1), px(x1 - 4), px(ya.map(cap) - 4), esc(human_bytes(cap)));
     }
     o += fmt::format("<rect class=\"ax\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", px(x0), px(y0), px(x1 - x0), px(y1 - y0));
-    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">execution order (node 1 … {})</text>\n</svg>\n", px((x0 + x1) / 2), px(H - 12), n);
+    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">execution order (node 1 … {})</text>\n</svg>\n", px((x0 + x1) / 2),
+                     px(H - 12), n);
     o += legend(items);
-    o += note(fmt::format("Bytes resident while each node runs, stacked by category. {} nodes in {} columns; each column shows the node of largest total "
-                          "in its range, so the peak ({}) is exact.{}",
-                          n, cols, human_bytes(peak), show_cap ? "" : fmt::format(" Device capacity {} is off the scale.", human_bytes(cap))));
+    o += note(fmt::format(
+        "Bytes resident while each node runs, stacked by category. {} nodes in {} columns; each column shows the node of largest total "
+        "in its range, so the peak ({}) is exact.{}",
+        n, cols, human_bytes(peak), show_cap ? "" : fmt::format(" Device capacity {} is off the scale.", human_bytes(cap))));
     return section("memory", "Memory timeline", o);
 }
 
@@ -338,11 +366,14 @@ std::string gantt_section(const ojson& doc, const HtmlLimits& lim) {
     const double W = 940, x0 = 90, x1 = 920, row = 24, y0 = 28;
     const double H = y0 + row * static_cast<double>(streams.size() + 1) + 34;
     const LinAxis xa{0, end, x0, x1};
-    std::string o = fmt::format("<svg class=\"gantt\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" height=\"{1}\" role=\"img\" aria-label=\"schedule\">\n", W, px(H));
+    std::string o = fmt::format(
+        "<svg class=\"gantt\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" height=\"{1}\" role=\"img\" aria-label=\"schedule\">\n", W, px(H));
     const double tick = nice_ceiling(end / 8);
     for (double t = 0; t <= end * 1.0001; t += tick) {
-        o += fmt::format("<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/><text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n", px(xa.map(t)),
-                         px(y0 - 6), px(H - 30), px(H - 16), esc(human_time(t)));
+        o += fmt::format(
+            "<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/><text x=\"{0}\" y=\"{3}\" "
+            "text-anchor=\"middle\">{4}</text>\n",
+            px(xa.map(t)), px(y0 - 6), px(H - 30), px(H - 16), esc(human_time(t)));
     }
     // Phase band: the span of each phase over all streams.
     std::map<std::string, std::pair<double, double>> phases;
@@ -356,9 +387,11 @@ std::string gantt_section(const ojson& doc, const HtmlLimits& lim) {
     for (const char* p : {"forward", "backward", "optimizer"}) {
         if (!phases.count(p)) continue;
         const auto [a, b] = phases[p];
-        o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" style=\"fill:{};fill-opacity:.5\"><title>{}</title></rect><text x=\"{}\" y=\"{}\">{}</text>\n",
-                         px(xa.map(a)), px(y0 + 2), px(std::max(0.5, xa.map(b) - xa.map(a))), px(row - 8), palette(pi++),
-                         esc(fmt::format("{}: {} – {}", p, human_time(a), human_time(b))), px(xa.map(a) + 3), px(y0 + 13), p);
+        o += fmt::format(
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" style=\"fill:{};fill-opacity:.5\"><title>{}</title></rect><text x=\"{}\" "
+            "y=\"{}\">{}</text>\n",
+            px(xa.map(a)), px(y0 + 2), px(std::max(0.5, xa.map(b) - xa.map(a))), px(row - 8), palette(pi++),
+            esc(fmt::format("{}: {} – {}", p, human_time(a), human_time(b))), px(xa.map(a) + 3), px(y0 + 13), p);
     }
     double y = y0 + row;
     std::size_t bars = 0;
@@ -371,8 +404,8 @@ std::string gantt_section(const ojson& doc, const HtmlLimits& lim) {
             std::size_t b = a + 1;
             double e = items[a].e;
             // (only across gaps narrower than that too: idle time stays visible).
-            while (xa.map(e) - xa.map(items[a].s) < lim.gantt_min_px && b < items.size() && xa.map(items[b].e) - xa.map(items[b].s) < lim.gantt_min_px &&
-                   xa.map(items[b].s) - xa.map(e) < lim.gantt_min_px) {
+            while (xa.map(e) - xa.map(items[a].s) < lim.gantt_min_px && b < items.size() &&
+                   xa.map(items[b].e) - xa.map(items[b].s) < lim.gantt_min_px && xa.map(items[b].s) - xa.map(e) < lim.gantt_min_px) {
                 e = std::max(e, items[b].e);
                 ++b;
             }
@@ -380,28 +413,33 @@ std::string gantt_section(const ojson& doc, const HtmlLimits& lim) {
             if (b - a == 1) {
                 const ojson& op = ops[items[a].i];
                 family = str_at(op, "family");
-                title = fmt::format("{} · {} ({})\n{} – {} ({})", str_at(op, "name"), str_at(op, "op"), family, human_time(items[a].s), human_time(items[a].e),
-                                    human_time(items[a].e - items[a].s));
+                title = fmt::format("{} · {} ({})\n{} – {} ({})", str_at(op, "name"), str_at(op, "op"), family, human_time(items[a].s),
+                                    human_time(items[a].e), human_time(items[a].e - items[a].s));
             } else {
                 std::map<std::string, double> fam;
                 double busy = 0;
-                for (std::size_t k = a; k < b; ++k) fam[str_at(ops[items[k].i], "family")] += items[k].e - items[k].s, busy += items[k].e - items[k].s;
+                for (std::size_t k = a; k < b; ++k)
+                    fam[str_at(ops[items[k].i], "family")] += items[k].e - items[k].s, busy += items[k].e - items[k].s;
                 family = std::max_element(fam.begin(), fam.end(), [](const auto& p, const auto& q) { return p.second < q.second; })->first;
-                title = fmt::format("{} short ops merged: '{}' … '{}'\n{} – {} ({} busy; mostly {})", b - a, str_at(ops[items[a].i], "name"),
-                                    str_at(ops[items[b - 1].i], "name"), human_time(items[a].s), human_time(e), human_time(busy), family);
+                title =
+                    fmt::format("{} short ops merged: '{}' … '{}'\n{} – {} ({} busy; mostly {})", b - a, str_at(ops[items[a].i], "name"),
+                                str_at(ops[items[b - 1].i], "name"), human_time(items[a].s), human_time(e), human_time(busy), family);
             }
-            o += fmt::format("<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}</title></rect>\n", family_class(family), px(xa.map(items[a].s)),
-                             px(y + 2), px(std::max(0.4, xa.map(e) - xa.map(items[a].s))), px(row - 6), esc(title));
+            o += fmt::format("<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}</title></rect>\n",
+                             family_class(family), px(xa.map(items[a].s)), px(y + 2), px(std::max(0.4, xa.map(e) - xa.map(items[a].s))),
+                             px(row - 6), esc(title));
             ++bars;
             a = b;
         }
         y += row;
     }
-    o += fmt::format("<rect class=\"ax\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n</svg>\n", px(x0), px(y0 - 4), px(x1 - x0), px(y - y0 + 4));
+    o += fmt::format("<rect class=\"ax\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n</svg>\n", px(x0), px(y0 - 4), px(x1 - x0),
+                     px(y - y0 + 4));
     std::size_t n = 0;
     for (const auto& [st, items] : streams) n += items.size();
-    o += note(fmt::format("{} kernels on {} stream{} in {} bars (runs of kernels narrower than {:g} px merged; hover for details). Step {}.", n, streams.size(),
-                          streams.size() == 1 ? "" : "s", bars, lim.gantt_min_px, human_time(end)));
+    o +=
+        note(fmt::format("{} kernels on {} stream{} in {} bars (runs of kernels narrower than {:g} px merged; hover for details). Step {}.",
+                         n, streams.size(), streams.size() == 1 ? "" : "s", bars, lim.gantt_min_px, human_time(end)));
     return section("schedule", "Schedule", o);
 }
 
@@ -415,8 +453,9 @@ std::string analysis_page(const ojson& doc, const HtmlLimits& limits) {
     const ojson dim_values = model.value("dims", ojson::object());
     for (const auto& [k, v] : dim_values.items()) dims += (dims.empty() ? "" : ", ") + k + " " + v.dump();
     const std::string title = fmt::format("{} ({}) on {}", str_at(model, "name"), mode, str_at(hw, "display_name", str_at(hw, "name")));
-    const std::string sub = fmt::format("roofline {} · {} · {}{} · cost model {}", str_at(doc["tool"], "version"), str_at(model, "origin"),
-                                        str_at(model, "compute_dtype"), dims.empty() ? "" : " · " + dims, str_at(doc["settings"], "cost_model"));
+    const std::string sub =
+        fmt::format("roofline {} · {} · {}{} · cost model {}", str_at(doc["tool"], "version"), str_at(model, "origin"),
+                    str_at(model, "compute_dtype"), dims.empty() ? "" : " · " + dims, str_at(doc["settings"], "cost_model"));
     std::string body =
         "<nav><a href=\"#summary\">summary</a><a href=\"#roofline\">roofline</a><a href=\"#time\">time</a><a href=\"#kernels\">kernels</a>"
         "<a href=\"#memory\">memory</a><a href=\"#schedule\">schedule</a></nav>\n";

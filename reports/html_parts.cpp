@@ -40,9 +40,7 @@ std::string str_at(const ojson& j, std::string_view key, std::string fallback) {
     return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-double LogAxis::map(double v) const {
-    return px0 + (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) * (px1 - px0);
-}
+double LogAxis::map(double v) const { return px0 + (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) * (px1 - px0); }
 
 LogAxis decade_axis(double lo, double hi, double px0, double px1) {
     double l = std::pow(10.0, std::floor(std::log10(lo)));
@@ -62,14 +60,16 @@ double nice_ceiling(double v) {
 }
 
 std::string family_class(std::string_view family) {
-    static const char* const known[] = {"matrix", "elementwise", "normalization", "reduction", "movement", "attention", "loss", "optimizer"};
+    static const char* const known[] = {"matrix",   "elementwise", "normalization", "reduction",
+                                        "movement", "attention",   "loss",          "optimizer"};
     for (const char* k : known)
         if (family == k) return std::string("f-") + k;
     return "f-other";
 }
 
 const char* palette(std::size_t i) {
-    static const char* const colours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#bab0ac"};
+    static const char* const colours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1",
+                                          "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#bab0ac"};
     return colours[i % 10];
 }
 
@@ -77,10 +77,9 @@ namespace {
 
 // The family colours, in the order of family_class (CSS and legends share them).
 const std::map<std::string, std::string>& family_colours() {
-    static const std::map<std::string, std::string> m = {
-        {"matrix", "#4e79a7"},    {"elementwise", "#f28e2b"}, {"normalization", "#59a14f"}, {"reduction", "#b07aa1"},
-        {"movement", "#9c755f"},  {"attention", "#e15759"},   {"loss", "#edc948"},          {"optimizer", "#76b7b2"},
-        {"other", "#bab0ac"}};
+    static const std::map<std::string, std::string> m = {{"matrix", "#4e79a7"},    {"elementwise", "#f28e2b"}, {"normalization", "#59a14f"},
+                                                         {"reduction", "#b07aa1"}, {"movement", "#9c755f"},    {"attention", "#e15759"},
+                                                         {"loss", "#edc948"},      {"optimizer", "#76b7b2"},   {"other", "#bab0ac"}};
     return m;
 }
 
@@ -207,8 +206,8 @@ std::string section(const std::string& id, const std::string& title, const std::
 }
 
 std::string card(const std::string& label, const std::string& value, const std::string& detail) {
-    return "<div class=\"card\"><div class=\"l\">" + esc(label) + "</div><div class=\"v\">" + esc(value) + "</div><div class=\"d\">" + esc(detail) +
-           "</div></div>";
+    return "<div class=\"card\"><div class=\"l\">" + esc(label) + "</div><div class=\"v\">" + esc(value) + "</div><div class=\"d\">" +
+           esc(detail) + "</div></div>";
 }
 
 std::string note(const std::string& text) { return "<p class=\"note\">" + esc(text) + "</p>\n"; }
@@ -240,8 +239,9 @@ std::string bar_chart(const std::vector<Bar>& bars, const std::string& caption) 
     out += "<div class=\"bars\">";
     for (const Bar& b : bars) {
         const double w = top > 0 ? 100.0 * b.value / top : 0;
-        out += fmt::format("<span>{}</span><span class=\"t\"><span style=\"width:{:.2f}%;background:{}\"></span></span><span class=\"x\">{}</span>",
-                           esc(b.label), w, b.colour, esc(b.text));
+        out += fmt::format(
+            "<span>{}</span><span class=\"t\"><span style=\"width:{:.2f}%;background:{}\"></span></span><span class=\"x\">{}</span>",
+            esc(b.label), w, b.colour, esc(b.text));
     }
     return out + "</div>\n";
 }
@@ -332,41 +332,46 @@ std::string roofline_svg(const RooflineChart& c) {
         "<svg class=\"roofline\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"roofline chart\" "
         "data-plot=\"{} {} {} {}\" data-x-lo=\"{}\" data-x-hi=\"{}\" data-y-lo=\"{}\" data-y-hi=\"{}\">\n",
         W, H, W, H, px(x0), px(y0), px(x1), px(y1), gnum(xa.lo), gnum(xa.hi), gnum(ya.lo), gnum(ya.hi));
-    o += fmt::format("<defs><clipPath id=\"rf-clip\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n", px(x0), px(y0),
-                     px(x1 - x0), px(y1 - y0));
+    o += fmt::format("<defs><clipPath id=\"rf-clip\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n", px(x0),
+                     px(y0), px(x1 - x0), px(y1 - y0));
     // Decade grid and labels.
     for (double v = xa.lo; v <= xa.hi * 1.0001; v *= 10) {
         const double x = xa.map(v);
-        o += fmt::format("<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/><text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n", px(x),
-                         px(y0), px(y1), px(y1 + 15), esc(decade_label(v, "")));
+        o += fmt::format(
+            "<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/><text x=\"{0}\" y=\"{3}\" "
+            "text-anchor=\"middle\">{4}</text>\n",
+            px(x), px(y0), px(y1), px(y1 + 15), esc(decade_label(v, "")));
     }
     for (double v = ya.lo; v <= ya.hi * 1.0001; v *= 10) {
         const double y = ya.map(v);
-        o += fmt::format("<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\">{5}</text>\n", px(x0),
-                         px(y), px(x1), px(x0 - 5), px(y + 4), esc(decade_label(v, "FLOP/s")));
+        o += fmt::format(
+            "<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\">{5}</text>\n",
+            px(x0), px(y), px(x1), px(x0 - 5), px(y + 4), esc(decade_label(v, "FLOP/s")));
     }
     o += fmt::format("<rect class=\"ax\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", px(x0), px(y0), px(x1 - x0), px(y1 - y0));
-    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arithmetic intensity (FLOP per byte of device-memory traffic)</text>\n",
-                     px((x0 + x1) / 2), px(H - 14));
+    o +=
+        fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arithmetic intensity (FLOP per byte of device-memory traffic)</text>\n",
+                    px((x0 + x1) / 2), px(H - 14));
     o += fmt::format("<text transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">FLOP/s</text>\n", px((y0 + y1) / 2));
     o += "<g clip-path=\"url(#rf-clip)\">\n";
     // Memory slopes: FLOP/s = intensity x bandwidth, up to the highest compute ceiling.
     for (const auto& [level, bw] : c.memory) {
         const double ia = std::max(xa.lo, ya.lo / bw), ib = std::min(xa.hi, (top > 0 ? top : ya.hi) / bw);
         if (ib <= ia) continue;
-        o += fmt::format("<line class=\"slope\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"><title>{}</title></line>\n", px(xa.map(ia)), px(ya.map(ia * bw)),
-                         px(xa.map(ib)), px(ya.map(ib * bw)), esc(fmt::format("{} bandwidth {}", level, human_si(bw, "B/s"))));
+        o += fmt::format("<line class=\"slope\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"><title>{}</title></line>\n", px(xa.map(ia)),
+                         px(ya.map(ia * bw)), px(xa.map(ib)), px(ya.map(ib * bw)),
+                         esc(fmt::format("{} bandwidth {}", level, human_si(bw, "B/s"))));
     }
     for (const auto& [label, v] : c.compute) {
         const double y = ya.map(v);
-        o += fmt::format("<line class=\"ceil\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"><title>{}</title></line>\n", px(x0), px(y), px(x1), px(y),
-                         esc(fmt::format("{} peak {}", label, human_si(v, "FLOP/s"))));
+        o += fmt::format("<line class=\"ceil\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"><title>{}</title></line>\n", px(x0), px(y), px(x1),
+                         px(y), esc(fmt::format("{} peak {}", label, human_si(v, "FLOP/s"))));
     }
     for (const auto& [a, b] : c.links) {
         const RoofPoint& p = c.points[a];
         const RoofPoint& q = c.points[b];
-        o += fmt::format("<line class=\"link\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", px(xa.map(p.intensity)), px(ya.map(p.flop_per_s)),
-                         px(xa.map(q.intensity)), px(ya.map(q.flop_per_s)));
+        o += fmt::format("<line class=\"link\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", px(xa.map(p.intensity)),
+                         px(ya.map(p.flop_per_s)), px(xa.map(q.intensity)), px(ya.map(q.flop_per_s)));
     }
     // Points: area proportional to time; the largest drawn first so small ones stay visible.
     double tmax = 0;
@@ -377,9 +382,10 @@ std::string roofline_svg(const RooflineChart& c) {
     for (std::size_t i : order) {
         const RoofPoint& p = c.points[i];
         const double r = std::max(1.6, 15.0 * std::sqrt(tmax > 0 ? p.time_s / tmax : 0));
-        o += fmt::format("<circle class=\"pt {}{}\"{} cx=\"{}\" cy=\"{}\" r=\"{}\" data-k=\"{}\"><title>{}</title></circle>\n", family_class(p.family),
-                         p.kind.empty() ? "" : " " + p.kind, p.colour.empty() ? "" : fmt::format(" style=\"fill:{0};stroke:{0}\"", p.colour),
-                         px(xa.map(p.intensity)), px(ya.map(p.flop_per_s)), px(r), p.index, esc(p.title));
+        o += fmt::format("<circle class=\"pt {}{}\"{} cx=\"{}\" cy=\"{}\" r=\"{}\" data-k=\"{}\"><title>{}</title></circle>\n",
+                         family_class(p.family), p.kind.empty() ? "" : " " + p.kind,
+                         p.colour.empty() ? "" : fmt::format(" style=\"fill:{0};stroke:{0}\"", p.colour), px(xa.map(p.intensity)),
+                         px(ya.map(p.flop_per_s)), px(r), p.index, esc(p.title));
     }
     for (const auto& r : c.ridges) {
         const double x = xa.map(r.flop_per_byte), y = ya.map(r.flop_per_s);
@@ -402,7 +408,8 @@ std::string roofline_svg(const RooflineChart& c) {
         const double ia = std::max(xa.lo, ya.lo / bw);
         if (ia >= xa.hi) continue;
         const double x = xa.map(ia), y = std::min(ya.map(ia * bw), slope_y);
-        o += fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\">{} {}</text>\n", px(x + 6), px(y - 4), esc(level), esc(human_si(bw, "B/s")));
+        o +=
+            fmt::format("<text class=\"lbl\" x=\"{}\" y=\"{}\">{} {}</text>\n", px(x + 6), px(y - 4), esc(level), esc(human_si(bw, "B/s")));
         slope_y = y - 12;
     }
     return o + "</svg>\n";

@@ -85,8 +85,8 @@ struct RoofPoint {
     std::string kind;       // extra class: "pred" or "meas" in compare, empty otherwise
     double intensity = 0;   // FLOP/byte
     double flop_per_s = 0;
-    double time_s = 0;  // area proportional to time
-    std::string title;  // hover text
+    double time_s = 0;   // area proportional to time
+    std::string title;   // hover text
     std::string colour;  // overrides the family colour when set
 };
 struct RooflineChart {

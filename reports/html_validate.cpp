@@ -56,39 +56,49 @@ std::string scatter(const std::string& family, const std::vector<const ojson*>& 
     const double W = 420, H = 384, x0 = 66, y0 = 22, x1 = 408, y1 = 340;
     const html::LogAxis xa = html::decade_axis(lo, hi, x0, x1), ya = html::decade_axis(lo, hi, y1, y0);
     std::string o = fmt::format(
-        "<svg class=\"vscatter\" data-family=\"{0}\" data-plot=\"{1} {2} {3} {4}\" data-lo=\"{5}\" data-hi=\"{6}\" viewBox=\"0 0 {7} {8}\" width=\"{7}\" height=\"{8}\" "
+        "<svg class=\"vscatter\" data-family=\"{0}\" data-plot=\"{1} {2} {3} {4}\" data-lo=\"{5}\" data-hi=\"{6}\" viewBox=\"0 0 {7} {8}\" "
+        "width=\"{7}\" height=\"{8}\" "
         "role=\"img\" aria-label=\"{0}: predicted vs measured time\">\n",
         html::esc(family), html::px(x0), html::px(y0), html::px(x1), html::px(y1), html::gnum(xa.lo), html::gnum(xa.hi), W, H);
-    o += fmt::format("<text x=\"{}\" y=\"14\" text-anchor=\"middle\" class=\"lbl\">{} ({} cases shown)</text>\n", html::px((x0 + x1) / 2), html::esc(family),
-                     points.size());
+    o += fmt::format("<text x=\"{}\" y=\"14\" text-anchor=\"middle\" class=\"lbl\">{} ({} cases shown)</text>\n", html::px((x0 + x1) / 2),
+                     html::esc(family), points.size());
     for (double v = xa.lo; v <= xa.hi * 1.0001; v *= 10) {
-        o += fmt::format("<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/><text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-                         html::px(xa.map(v)), html::px(y0), html::px(y1), html::px(y1 + 15), html::esc(human_time(v)));
-        o += fmt::format("<line class=\"grid\" x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\">{5}</text>\n",
-                         html::px(ya.map(v)), html::px(x0), html::px(x1), html::px(x0 - 5), html::px(ya.map(v) + 4), html::esc(human_time(v)));
+        o += fmt::format(
+            "<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/><text x=\"{0}\" y=\"{3}\" "
+            "text-anchor=\"middle\">{4}</text>\n",
+            html::px(xa.map(v)), html::px(y0), html::px(y1), html::px(y1 + 15), html::esc(human_time(v)));
+        o += fmt::format(
+            "<line class=\"grid\" x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\">{5}</text>\n",
+            html::px(ya.map(v)), html::px(x0), html::px(x1), html::px(x0 - 5), html::px(ya.map(v) + 4), html::esc(human_time(v)));
     }
     // The +-10% band between y = 1.1 x and y = 0.9 x, clipped to the plot box.
     const double L = xa.lo, U = xa.hi;
     const std::pair<double, double> band[] = {{L, 1.1 * L}, {U / 1.1, U}, {U, U}, {U, 0.9 * U}, {L / 0.9, L}, {L, L}};
     std::string pts;
     for (const auto& [x, y] : band) pts += fmt::format("{}{},{}", pts.empty() ? "" : " ", html::px(xa.map(x)), html::px(ya.map(y)));
-    o += fmt::format("<polygon class=\"band\" points=\"{}\" fill=\"#59a14f\" fill-opacity=\"0.15\" stroke=\"none\"><title>within 10% of the measurement</title></polygon>\n", pts);
-    o += fmt::format("<line class=\"ceil\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"><title>predicted = measured</title></line>\n", html::px(x0), html::px(y1), html::px(x1),
-                     html::px(y0));
+    o += fmt::format(
+        "<polygon class=\"band\" points=\"{}\" fill=\"#59a14f\" fill-opacity=\"0.15\" stroke=\"none\"><title>within 10% of the "
+        "measurement</title></polygon>\n",
+        pts);
+    o += fmt::format("<line class=\"ceil\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"><title>predicted = measured</title></line>\n",
+                     html::px(x0), html::px(y1), html::px(x1), html::px(y0));
     for (const ojson* p : points) {
         const double m = html::num_at(*p, "measured_s"), pr = html::num_at(*p, "predicted_s");
         if (m <= 0 || pr <= 0) continue;
         const std::string gpu = html::str_at(*p, "gpu");
         const auto c = colours.find(gpu);
-        o += fmt::format("<circle class=\"vp\" cx=\"{}\" cy=\"{}\" r=\"2.4\" fill=\"{}\" fill-opacity=\"0.6\"><title>{}</title></circle>\n", html::px(xa.map(m)),
-                         html::px(ya.map(pr)), c != colours.end() ? c->second : "#888",
-                         html::esc(fmt::format("{} · {} {}\n{} ({})\nmeasured {} · predicted {} ({})\n{}:{}", gpu, html::str_at(*p, "op"), html::str_at(*p, "shape"),
-                                               html::str_at(*p, "set"), family, human_time(m), human_time(pr), spct(html::num_at(*p, "error_pct")),
-                                               html::str_at(*p, "file"), static_cast<long long>(html::num_at(*p, "row")))));
+        o += fmt::format("<circle class=\"vp\" cx=\"{}\" cy=\"{}\" r=\"2.4\" fill=\"{}\" fill-opacity=\"0.6\"><title>{}</title></circle>\n",
+                         html::px(xa.map(m)), html::px(ya.map(pr)), c != colours.end() ? c->second : "#888",
+                         html::esc(fmt::format("{} · {} {}\n{} ({})\nmeasured {} · predicted {} ({})\n{}:{}", gpu, html::str_at(*p, "op"),
+                                               html::str_at(*p, "shape"), html::str_at(*p, "set"), family, human_time(m), human_time(pr),
+                                               spct(html::num_at(*p, "error_pct")), html::str_at(*p, "file"),
+                                               static_cast<long long>(html::num_at(*p, "row")))));
     }
-    o += fmt::format("<rect class=\"ax\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", html::px(x0), html::px(y0), html::px(x1 - x0), html::px(y1 - y0));
+    o += fmt::format("<rect class=\"ax\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", html::px(x0), html::px(y0), html::px(x1 - x0),
+                     html::px(y1 - y0));
     o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">measured time</text>\n", html::px((x0 + x1) / 2), html::px(H - 10));
-    o += fmt::format("<text transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">predicted time</text>\n</svg>\n", html::px((y0 + y1) / 2));
+    o += fmt::format("<text transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">predicted time</text>\n</svg>\n",
+                     html::px((y0 + y1) / 2));
     return o;
 }
 
@@ -100,8 +110,10 @@ std::string scatter_section(const ojson& doc, const std::map<std::string, std::s
     for (const char* f : order)
         if (by_family.count(f)) o += "<div>" + scatter(f == std::string("e2e") ? "end to end" : f, by_family[f], colours) + "</div>";
     o += "</div>\n";
-    o += html::note("Log axes, the same decades on both. The line is predicted = measured; the band is ±10%. The points are a sample (at most 100 per GPU, set "
-                    "and family, evenly spaced in input order; every end-to-end case); the statistics use every case.");
+    o += html::note(
+        "Log axes, the same decades on both. The line is predicted = measured; the band is ±10%. The points are a sample (at most 100 per "
+        "GPU, set "
+        "and family, evenly spaced in input order; every end-to-end case); the statistics use every case.");
     return html::section("scatter", "Predicted vs measured", o);
 }
 
@@ -129,11 +141,12 @@ std::string stats_table(const std::string& id, const ojson& rows, const char* la
 }
 
 std::string cases_table(const std::string& id, const ojson& cases) {
-    const std::vector<Column> cols = {{"GPU", false}, {"set", false}, {"op", false}, {"shape", false}, {"measured", true}, {"predicted", true}, {"error", true}, {"file:row", false}};
+    const std::vector<Column> cols = {{"GPU", false},     {"set", false},      {"op", false},   {"shape", false},
+                                      {"measured", true}, {"predicted", true}, {"error", true}, {"file:row", false}};
     std::vector<Row> rows;
     for (const ojson& c : cases) {
-        rows.push_back({{Cell{html::str_at(c, "gpu"), ""}, Cell{html::str_at(c, "set"), ""}, Cell{html::str_at(c, "op"), ""}, Cell{html::str_at(c, "shape"), ""},
-                         num(human_time(html::num_at(c, "measured_s")), html::num_at(c, "measured_s")),
+        rows.push_back({{Cell{html::str_at(c, "gpu"), ""}, Cell{html::str_at(c, "set"), ""}, Cell{html::str_at(c, "op"), ""},
+                         Cell{html::str_at(c, "shape"), ""}, num(human_time(html::num_at(c, "measured_s")), html::num_at(c, "measured_s")),
                          num(human_time(html::num_at(c, "predicted_s")), html::num_at(c, "predicted_s")),
                          num(spct(html::num_at(c, "error_pct")), html::num_at(c, "error_pct")),
                          Cell{fmt::format("{}:{}", html::str_at(c, "file"), static_cast<long long>(html::num_at(c, "row"))), ""}},
@@ -148,12 +161,14 @@ std::string verdict_section(const ojson& doc) {
     for (const ojson& v : doc["verdicts"]) {
         std::string miss;
         for (const ojson& f : v["failing"]) {
-            miss += fmt::format("{}{}{} {} {}", miss.empty() ? "" : "; ", html::str_at(f, "gpu"), html::str_at(f, "source") == "measure" ? " [measure]" : "",
-                                html::str_at(f, "family", "end to end"), pct(html::num_at(f, "value_pct")));
+            miss += fmt::format("{}{}{} {} {}", miss.empty() ? "" : "; ", html::str_at(f, "gpu"),
+                                html::str_at(f, "source") == "measure" ? " [measure]" : "", html::str_at(f, "family", "end to end"),
+                                pct(html::num_at(f, "value_pct")));
         }
-        rows.push_back({{Cell{html::str_at(v, "status"), ""}, Cell{html::str_at(v, "threshold"), ""}, num(fmt::format("{}", static_cast<long long>(html::num_at(v, "groups"))), html::num_at(v, "groups")),
-                         Cell{miss, ""}},
-                        false});
+        rows.push_back(
+            {{Cell{html::str_at(v, "status"), ""}, Cell{html::str_at(v, "threshold"), ""},
+              num(fmt::format("{}", static_cast<long long>(html::num_at(v, "groups"))), html::num_at(v, "groups")), Cell{miss, ""}},
+             false});
     }
     return html::section("verdicts", "Verdicts (issue #15)", html::table("verdicts", cols, rows));
 }
@@ -161,18 +176,23 @@ std::string verdict_section(const ojson& doc) {
 std::string fits_section(const ojson& doc) {
     std::vector<Row> rows;
     for (const ojson& t : doc["terms"]) {
-        rows.push_back({{Cell{html::str_at(t, "name"), ""}, num(fmt::format("{:.4g}", html::num_at(t, "default")), html::num_at(t, "default")),
-                         Cell{fmt::format("{:.3g} .. {:.3g}", html::num_at(t, "lo"), html::num_at(t, "hi")), ""}, Cell{html::str_at(t, "families"), ""},
-                         Cell{html::str_at(t, "evidence"), ""}},
-                        false});
+        rows.push_back(
+            {{Cell{html::str_at(t, "name"), ""}, num(fmt::format("{:.4g}", html::num_at(t, "default")), html::num_at(t, "default")),
+              Cell{fmt::format("{:.3g} .. {:.3g}", html::num_at(t, "lo"), html::num_at(t, "hi")), ""},
+              Cell{html::str_at(t, "families"), ""}, Cell{html::str_at(t, "evidence"), ""}},
+             false});
     }
-    std::string o = html::table("terms", {{"term", false}, {"default", true}, {"range", false}, {"families", false}, {"evidence", false}}, rows);
+    std::string o =
+        html::table("terms", {{"term", false}, {"default", true}, {"range", false}, {"families", false}, {"evidence", false}}, rows);
     if (doc.contains("folds")) {
         rows.clear();
         for (const ojson& f : doc["folds"]) {
             std::string vals;
-            for (const auto& [name, v] : f["values"].items()) vals += fmt::format("{}{} = {:.4g}", vals.empty() ? "" : ", ", name, v.get<double>());
-            rows.push_back({{Cell{html::str_at(f, "left_out"), ""}, Cell{vals, ""}, num(fmt::format("{:.4f}", html::num_at(f, "objective")), html::num_at(f, "objective"))}, false});
+            for (const auto& [name, v] : f["values"].items())
+                vals += fmt::format("{}{} = {:.4g}", vals.empty() ? "" : ", ", name, v.get<double>());
+            rows.push_back({{Cell{html::str_at(f, "left_out"), ""}, Cell{vals, ""},
+                             num(fmt::format("{:.4f}", html::num_at(f, "objective")), html::num_at(f, "objective"))},
+                            false});
         }
         o += html::note("Leave one GPU out: each fitting GPU is predicted with the terms refitted on the others.");
         o += html::table("folds", {{"left out", false}, {"refitted values", false}, {"objective", true}}, rows);
@@ -180,9 +200,11 @@ std::string fits_section(const ojson& doc) {
     if (doc.contains("fit")) {
         const ojson& f = doc["fit"];
         std::string vals;
-        for (const auto& [name, v] : f["values"].items()) vals += fmt::format("{}{} = {:.4g}", vals.empty() ? "" : ", ", name, v.get<double>());
-        o += html::note(fmt::format("Fit on every fitting GPU ({} cases): {}; objective {:.4f} at the defaults, {:.4f} fitted.", static_cast<long long>(html::num_at(f, "cases")),
-                                    vals, html::num_at(f, "objective_default"), html::num_at(f, "objective_fitted")));
+        for (const auto& [name, v] : f["values"].items())
+            vals += fmt::format("{}{} = {:.4g}", vals.empty() ? "" : ", ", name, v.get<double>());
+        o += html::note(fmt::format("Fit on every fitting GPU ({} cases): {}; objective {:.4f} at the defaults, {:.4f} fitted.",
+                                    static_cast<long long>(html::num_at(f, "cases")), vals, html::num_at(f, "objective_default"),
+                                    html::num_at(f, "objective_fitted")));
     }
     return html::section("fits", "Fitted terms", o);
 }
@@ -196,19 +218,24 @@ std::string html_validation(const ojson& doc) {
     std::string files;
     for (const ojson& in : doc["inputs"]) files += (files.empty() ? "" : ", ") + html::str_at(in, "file");
     const std::string sub = fmt::format("{} · {}", files,
-                                        loo ? "validation = leave one GPU out, held-out = never fitted on" : "fit = the compiled-in fitted terms (in-sample), held-out = never fitted on");
+                                        loo ? "validation = leave one GPU out, held-out = never fitted on"
+                                            : "fit = the compiled-in fitted terms (in-sample), held-out = never fitted on");
     std::size_t passed = 0;
     for (const ojson& v : doc["verdicts"]) passed += html::str_at(v, "status") == "pass" ? 1 : 0;
-    std::string body = "<nav><a href=\"#summary\">summary</a><a href=\"#verdicts\">verdicts</a><a href=\"#scatter\">scatter</a><a href=\"#families\">families</a>"
-                       "<a href=\"#e2e\">end to end</a><a href=\"#ops\">ops</a><a href=\"#fits\">fits</a><a href=\"#worst\">worst</a></nav>\n";
+    std::string body =
+        "<nav><a href=\"#summary\">summary</a><a href=\"#verdicts\">verdicts</a><a href=\"#scatter\">scatter</a><a "
+        "href=\"#families\">families</a>"
+        "<a href=\"#e2e\">end to end</a><a href=\"#ops\">ops</a><a href=\"#fits\">fits</a><a href=\"#worst\">worst</a></nav>\n";
     std::string cards = "<div class=\"cards\">";
     cards += html::card("cases", fmt::format("{}", static_cast<long long>(html::num_at(s, "cases"))),
                         fmt::format("{} predicted, {} errors, {} rows skipped", static_cast<long long>(html::num_at(s, "predicted")),
                                     static_cast<long long>(html::num_at(s, "errors")), static_cast<long long>(html::num_at(s, "skipped"))));
     cards += html::card("GPUs", fmt::format("{}", colours.size()), loo ? "leave one GPU out" : "compiled-in defaults");
-    cards += html::card("verdicts", fmt::format("{} of {} pass", passed, doc["verdicts"].size()), "median ≤ 10%, end to end ≤ 10%, |bias| ≤ 5%");
+    cards +=
+        html::card("verdicts", fmt::format("{} of {} pass", passed, doc["verdicts"].size()), "median ≤ 10%, end to end ≤ 10%, |bias| ≤ 5%");
     cards += "</div>\n";
-    body += html::section("summary", "Summary", cards + html::note("error = predicted / measured − 1; median and p90 of |error|; bias = median signed error."));
+    body += html::section("summary", "Summary",
+                          cards + html::note("error = predicted / measured − 1; median and p90 of |error|; bias = median signed error."));
     body += verdict_section(doc);
     body += scatter_section(doc, colours);
     body += html::section("families", "Per GPU and family", stats_table("families", doc["by_family"], "family", "family"));
@@ -217,10 +244,12 @@ std::string html_validation(const ojson& doc) {
     body += fits_section(doc);
     std::string worst = cases_table("worst", doc["worst"]);
     for (const ojson& k : doc["skipped"])
-        worst += html::note(fmt::format("skipped: {} {} rows ({})", static_cast<long long>(html::num_at(k, "rows")), html::str_at(k, "op"), html::str_at(k, "reason")));
+        worst += html::note(fmt::format("skipped: {} {} rows ({})", static_cast<long long>(html::num_at(k, "rows")), html::str_at(k, "op"),
+                                        html::str_at(k, "reason")));
     for (const ojson& e : doc["errors"])
-        worst += html::note(fmt::format("not predicted: {}:{} {} ({}): {}", html::str_at(e, "file"), static_cast<long long>(html::num_at(e, "row")), html::str_at(e, "shape"),
-                                        html::str_at(e, "gpu"), html::str_at(e, "message")));
+        worst += html::note(fmt::format("not predicted: {}:{} {} ({}): {}", html::str_at(e, "file"),
+                                        static_cast<long long>(html::num_at(e, "row")), html::str_at(e, "shape"), html::str_at(e, "gpu"),
+                                        html::str_at(e, "message")));
     body += html::section("worst", "Worst cases", worst);
     return html::page("Validation: predicted vs measured", sub, body);
 }

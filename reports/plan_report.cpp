@@ -86,7 +86,8 @@ ojson plan_json(const PlanReportContext& ctx) {
     j["options"] = options;
     ojson frontier = ojson::array();
     for (std::size_t i : p.frontier) {
-        frontier.push_back({{"peak_bytes", p.options[i].peak_bytes}, {"step_time_s", p.options[i].step_time_s}, {"option", p.options[i].name}});
+        frontier.push_back(
+            {{"peak_bytes", p.options[i].peak_bytes}, {"step_time_s", p.options[i].step_time_s}, {"option", p.options[i].name}});
     }
     j["frontier"] = frontier;
     ojson fusion;
@@ -143,8 +144,8 @@ std::string plan_json_text(const PlanReportContext& ctx) { return plan_json(ctx)
 std::string render_plan_table(const PlanReportContext& ctx, std::size_t top) {
     const Plan& p = ctx.plan;
     std::string out;
-    out += fmt::format("{} on {} ({}): baseline step {}, peak memory {}; budget {} (device {})\n", ctx.graph.name, ctx.hw.display_name, ctx.mode,
-                       human_time(p.baseline.step_time_s), human_bytes(static_cast<double>(p.baseline.peak_bytes)),
+    out += fmt::format("{} on {} ({}): baseline step {}, peak memory {}; budget {} (device {})\n", ctx.graph.name, ctx.hw.display_name,
+                       ctx.mode, human_time(p.baseline.step_time_s), human_bytes(static_cast<double>(p.baseline.peak_bytes)),
                        human_bytes(static_cast<double>(p.budget_bytes)), human_bytes(static_cast<double>(p.capacity_bytes)));
     out += fmt::format("{:>4}  {:<44} {:>10} {:>9} {:>11} {:>11} {:>4} {:>6}  {}\n", "rank", "option", "step", "vs base", "peak mem",
                        "extra FLOP", "fits", "pareto", "what it changes");
@@ -176,8 +177,9 @@ std::string render_plan_table(const PlanReportContext& ctx, std::size_t top) {
             for (const SweepRow& r : s.rows) {
                 if (r.fits && r.batch == s.max_batch) best = r.tokens_per_s > 0 ? r.tokens_per_s : r.samples_per_s;
             }
-            out += fmt::format("  {:<22} max batch {:>6}   {}\n", s.strategy, s.max_batch,
-                               s.max_batch > 0 ? human_si(best, s.rows.front().tokens_per_s > 0 ? "tokens/s" : "samples/s") : "does not fit");
+            out +=
+                fmt::format("  {:<22} max batch {:>6}   {}\n", s.strategy, s.max_batch,
+                            s.max_batch > 0 ? human_si(best, s.rows.front().tokens_per_s > 0 ? "tokens/s" : "samples/s") : "does not fit");
         }
     }
     return out;

@@ -138,8 +138,8 @@ ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
         }
         if (op.kernel && op.kernel->gemm) {
             const GemmShape& gs = *op.kernel->gemm;
-            mj["gemm"] = {{"batch", gs.batch}, {"m", gs.m}, {"n", gs.n}, {"k", gs.k}, {"tile_m", gs.tile.m}, {"tile_n", gs.tile.n}, {"tiles", gs.tiles},
-                          {"split_k", gs.split_k}};
+            mj["gemm"] = {{"batch", gs.batch},   {"m", gs.m},           {"n", gs.n},         {"k", gs.k},
+                          {"tile_m", gs.tile.m}, {"tile_n", gs.tile.n}, {"tiles", gs.tiles}, {"split_k", gs.split_k}};
         }
         j["model"] = mj;
     }
@@ -280,10 +280,12 @@ ojson report_json(const ReportContext& ctx) {
     j["model"] = model_summary_json(ctx.graph);
     j["hardware"] = hardware_json(ctx.hw);
     j["settings"] = {{"mode", ctx.mode},
-                       {"cost_model", !a.has_kernel_model ? "roofline-l0" : ctx.hw.kind == HardwareKind::gpu ? "roofline-l0+gpu-kernel-l1" : "roofline-l0+tpu-systolic-l1"},
-                       {"runtime", ctx.runtime},
-                       {"fuse", ctx.fusion != nullptr},
-                       {"fusion_groups", ctx.fusion != nullptr ? ctx.fusion->groups.size() : 0}};
+                     {"cost_model", !a.has_kernel_model                ? "roofline-l0"
+                                    : ctx.hw.kind == HardwareKind::gpu ? "roofline-l0+gpu-kernel-l1"
+                                                                       : "roofline-l0+tpu-systolic-l1"},
+                     {"runtime", ctx.runtime},
+                     {"fuse", ctx.fusion != nullptr},
+                     {"fusion_groups", ctx.fusion != nullptr ? ctx.fusion->groups.size() : 0}};
     if (ctx.training) {
         j["settings"]["optimizer"] = optimizer_name(ctx.training->optimizer);
         j["settings"]["master_weights"] = ctx.training->master_weights;
@@ -291,8 +293,8 @@ ojson report_json(const ReportContext& ctx) {
         j["settings"]["recompute"] = ctx.recompute;
     }
     ojson t = work_json(a.total);
-    t["intensity"] = a.total.bytes() > 0 ? ojson(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes()))
-                                         : ojson(nullptr);
+    t["intensity"] =
+        a.total.bytes() > 0 ? ojson(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes())) : ojson(nullptr);
     t["time_s"] = a.time_s;
     t["step_time_s"] = a.schedule.step_time_s;
     t["streams"] = a.schedule.streams;
@@ -377,20 +379,34 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
         const Node& n = ctx.graph.node(op->node);
         const OpRoofline& r = op->roofline;
         const auto& hbm = r.levels.front();
-        Row row = {std::to_string(op->node + 1), n.name, std::string(op_name(n.kind)),
-                   desc_str(ctx.graph.tensor(n.outputs.front()).desc), human_si(static_cast<double>(r.work.flops()), ""),
-                   human_bytes(static_cast<double>(r.work.bytes())), hbm.intensity ? human_intensity(*hbm.intensity) : "-",
-                   r.bound.label(), human_time(r.time_s), fmt::format("{:.1f}", a.time_s > 0 ? 100.0 * r.time_s / a.time_s : 0.0)};
+        Row row = {std::to_string(op->node + 1),
+                   n.name,
+                   std::string(op_name(n.kind)),
+                   desc_str(ctx.graph.tensor(n.outputs.front()).desc),
+                   human_si(static_cast<double>(r.work.flops()), ""),
+                   human_bytes(static_cast<double>(r.work.bytes())),
+                   hbm.intensity ? human_intensity(*hbm.intensity) : "-",
+                   r.bound.label(),
+                   human_time(r.time_s),
+                   fmt::format("{:.1f}", a.time_s > 0 ? 100.0 * r.time_s / a.time_s : 0.0)};
         if (model) {
             row.push_back(op->modelled ? human_time(op->modelled->time_s) : "-");
-            row.push_back(op->modelled && op->modelled->time_s > 0 ? fmt::format("{:.0f}%", 100.0 * op->modelled->lower_bound_s / op->modelled->time_s) : "-");
+            row.push_back(op->modelled && op->modelled->time_s > 0
+                              ? fmt::format("{:.0f}%", 100.0 * op->modelled->lower_bound_s / op->modelled->time_s)
+                              : "-");
         }
         rows.push_back(std::move(row));
     }
-    Row total = {"", "total", "", fmt::format("{} ops", a.ops.size()), human_si(static_cast<double>(a.total.flops()), ""),
+    Row total = {"",
+                 "total",
+                 "",
+                 fmt::format("{} ops", a.ops.size()),
+                 human_si(static_cast<double>(a.total.flops()), ""),
                  human_bytes(static_cast<double>(a.total.bytes())),
                  a.total.bytes() > 0 ? human_intensity(static_cast<double>(a.total.flops()) / static_cast<double>(a.total.bytes())) : "-",
-                 "", human_time(a.time_s), "100.0"};
+                 "",
+                 human_time(a.time_s),
+                 "100.0"};
     if (model) {
         total.push_back(human_time(a.modelled_time_s));
         total.push_back(a.modelled_time_s > 0 ? fmt::format("{:.0f}%", 100.0 * a.time_s / a.modelled_time_s) : "-");
@@ -428,9 +444,10 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                            static_cast<double>(m.peak_bytes) <= dev.capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
                            human_bytes(dev.capacity_bytes.value), dev.name);
     }
-    out += fmt::format("schedule:       {} on {} stream{} ({}); critical path {} through {} ops\n", human_time(a.schedule.step_time_s),
-                       a.schedule.streams, a.schedule.streams == 1 ? "" : "s", a.has_kernel_model ? "modelled kernel times" : "lower bounds",
-                       human_time(a.schedule.critical_path_s), a.schedule.critical_path.size());
+    out +=
+        fmt::format("schedule:       {} on {} stream{} ({}); critical path {} through {} ops\n", human_time(a.schedule.step_time_s),
+                    a.schedule.streams, a.schedule.streams == 1 ? "" : "s", a.has_kernel_model ? "modelled kernel times" : "lower bounds",
+                    human_time(a.schedule.critical_path_s), a.schedule.critical_path.size());
     out += "time by bound:";
     for (const auto& [k, v] : a.by_bound) {
         out += fmt::format("  {} {:.1f}% ({} ops)", k, a.time_s > 0 ? 100.0 * v.time_s / a.time_s : 0.0, v.ops);
@@ -474,10 +491,13 @@ std::string render_hardware(const Hardware& hw) {
     line("interconnect " + hw.interconnect.name, human_si(hw.interconnect.bytes_per_s.value, "B/s"), hw.interconnect.bytes_per_s);
     if (hw.achieved.dram_bytes_per_s || hw.achieved.l2_bytes_per_s || hw.achieved.sustained_clock_hz || hw.achieved.matrix_flop_per_s) {
         out += "  achieved (published measurements of this chip):\n";
-        if (hw.achieved.dram_bytes_per_s) line("  DRAM (stream)", human_si(hw.achieved.dram_bytes_per_s->value, "B/s"), *hw.achieved.dram_bytes_per_s);
+        if (hw.achieved.dram_bytes_per_s)
+            line("  DRAM (stream)", human_si(hw.achieved.dram_bytes_per_s->value, "B/s"), *hw.achieved.dram_bytes_per_s);
         if (hw.achieved.l2_bytes_per_s) line("  L2", human_si(hw.achieved.l2_bytes_per_s->value, "B/s"), *hw.achieved.l2_bytes_per_s);
-        if (hw.achieved.sustained_clock_hz) line("  sustained clock", human_si(hw.achieved.sustained_clock_hz->value, "Hz"), *hw.achieved.sustained_clock_hz);
-        if (hw.achieved.matrix_flop_per_s) line("  matrix bf16 (best GEMM)", human_si(hw.achieved.matrix_flop_per_s->value, "FLOP/s"), *hw.achieved.matrix_flop_per_s);
+        if (hw.achieved.sustained_clock_hz)
+            line("  sustained clock", human_si(hw.achieved.sustained_clock_hz->value, "Hz"), *hw.achieved.sustained_clock_hz);
+        if (hw.achieved.matrix_flop_per_s)
+            line("  matrix bf16 (best GEMM)", human_si(hw.achieved.matrix_flop_per_s->value, "FLOP/s"), *hw.achieved.matrix_flop_per_s);
     }
     out += "  ridge points (FLOP/byte):\n";
     auto ridges = [&](const char* unit, const std::map<DType, Sourced>& peaks) {
@@ -500,9 +520,7 @@ std::string render_hardware_list() {
         const Hardware hw = builtin_hardware(name);
         const auto& mem = hw.device_memory();
         auto best = std::max_element(hw.matrix_flop_per_s.begin(), hw.matrix_flop_per_s.end(),
-                                     [](const auto& x, const auto& y) {
-                                         return (x.first == DType::bf16) < (y.first == DType::bf16);
-                                     });
+                                     [](const auto& x, const auto& y) { return (x.first == DType::bf16) < (y.first == DType::bf16); });
         const std::string peak = best == hw.matrix_flop_per_s.end()
                                      ? fmt::format("vector f32 {}", human_si(hw.vector_flop_per_s.at(DType::f32).value, "FLOP/s"))
                                      : fmt::format("matrix {} {}", dtype_name(best->first), human_si(best->second.value, "FLOP/s"));

@@ -59,7 +59,8 @@ std::string report_trace(const ojson& doc) {
     ojson events = ojson::array();
     for (int st = 0; st < streams; ++st) events.push_back(meta("thread_name", 1, st, "stream " + std::to_string(st)));
     for (const ojson& op : ops) {
-        if (!op.contains("schedule")) throw InputError("trace: the report has no ops[].schedule (written by an older roofline): run analyze again");
+        if (!op.contains("schedule"))
+            throw InputError("trace: the report has no ops[].schedule (written by an older roofline): run analyze again");
         const ojson& s = op["schedule"];
         const double a = num(s, "start_s"), b = num(s, "end_s");
         if (b <= a) continue;
@@ -81,7 +82,8 @@ std::string comparison_trace(const ojson& doc) {
         events.push_back(event(str(k, "name"), str(k, "phase"), tm, num(k, "measured_s"), 2, 0, args));
         tp += num(k, "predicted_s"), tm += num(k, "measured_s");
     }
-    return finish(std::move(events), {{"predicted_kernel_sum_s", tp}, {"measured_kernel_sum_s", tm}, {"layout", "kernels end to end in execution order"}});
+    return finish(std::move(events),
+                  {{"predicted_kernel_sum_s", tp}, {"measured_kernel_sum_s", tm}, {"layout", "kernels end to end in execution order"}});
 }
 
 std::string measurement_trace(const ojson& doc) {
@@ -93,12 +95,14 @@ std::string measurement_trace(const ojson& doc) {
         const ojson ks = n.value("kernels", ojson::array());
         for (const ojson& k : ks) {
             const double d = num(k, "median_s");
-            events.push_back(event(str(k, "name"), str(n, "phase") + "," + str(n, "op"), t, d, 1, 0, {{"node", str(n, "name")}, {"p10_s", num(k, "p10_s")}, {"p90_s", num(k, "p90_s")}}));
+            events.push_back(event(str(k, "name"), str(n, "phase") + "," + str(n, "op"), t, d, 1, 0,
+                                   {{"node", str(n, "name")}, {"p10_s", num(k, "p10_s")}, {"p90_s", num(k, "p90_s")}}));
             t += d;
         }
     }
     const ojson step = doc.value("step", ojson::object());
-    return finish(std::move(events), {{"kernel_sum_s", t}, {"step_median_s", num(step, "median_s")}, {"layout", "kernels end to end at their median times"}});
+    return finish(std::move(events),
+                  {{"kernel_sum_s", t}, {"step_median_s", num(step, "median_s")}, {"layout", "kernels end to end at their median times"}});
 }
 
 }  // namespace
@@ -108,7 +112,8 @@ std::string trace_report(const ojson& doc) {
     if (schema == "roofline-report/1") return report_trace(doc);
     if (schema == "roofline-comparison/1") return comparison_trace(doc);
     if (schema == "roofline-measurement/1") return measurement_trace(doc);
-    throw InputError("trace: no Chrome trace of schema \"" + schema + "\" (roofline-report/1, roofline-comparison/1 and roofline-measurement/1 have one)");
+    throw InputError("trace: no Chrome trace of schema \"" + schema +
+                     "\" (roofline-report/1, roofline-comparison/1 and roofline-measurement/1 have one)");
 }
 
 }  // namespace roofline

@@ -43,9 +43,12 @@ std::vector<std::string> ValidateOptions::default_fitting_gpus() {
 }
 
 const std::map<std::string, std::string>& validate_device_table() {
-    static const std::map<std::string, std::string> table = {
-        {"NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"}, {"Tesla V100-PCIE-32GB", "v100-pcie-32gb"}, {"Tesla P100-PCIE-16GB", "p100-pcie-16gb"},
-        {"Tesla T4", "t4"},                          {"Tesla P4", "p4"},                          {"NVIDIA H100 80GB HBM3", "h100-sxm"}};
+    static const std::map<std::string, std::string> table = {{"NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"},
+                                                             {"Tesla V100-PCIE-32GB", "v100-pcie-32gb"},
+                                                             {"Tesla P100-PCIE-16GB", "p100-pcie-16gb"},
+                                                             {"Tesla T4", "t4"},
+                                                             {"Tesla P4", "p4"},
+                                                             {"NVIDIA H100 80GB HBM3", "h100-sxm"}};
     return table;
 }
 
@@ -140,8 +143,8 @@ bool selected(const ValidateOptions& opt, std::string_view op, std::string_view 
 void check_families(const ValidateOptions& opt) {
     for (const std::string& f : opt.families) {
         if (family_rank(f) < 7 || find_op(f) != nullptr || parse_op(f)) continue;
-        throw InputError("--families: unknown family or op '" + f + "' (families: matmul, conv, softmax, layernorm, elementwise, other, e2e; ops: " +
-                         op_names() + ")");
+        throw InputError("--families: unknown family or op '" + f +
+                         "' (families: matmul, conv, softmax, layernorm, elementwise, other, e2e; ops: " + op_names() + ")");
     }
 }
 
@@ -295,8 +298,10 @@ std::int64_t integer(const Csv& csv, std::size_t r, std::size_t col, std::int64_
 // cheapest update stands in (SGD without momentum or weight decay: one pass over each parameter).
 template <class E>
 constexpr E backward_only_optimizer() {
-    if constexpr (requires { E::none; }) return E::none;
-    else return E::sgd;
+    if constexpr (requires { E::none; })
+        return E::none;
+    else
+        return E::sgd;
 }
 
 class Loader {
@@ -307,8 +312,10 @@ public:
 
     // One file: a CSV (per-op or end to end) or a measure JSON.
     void file(const std::string& f) {
-        if (fs::path(f).extension() == ".json") measurement(f);
-        else csv_file(f);
+        if (fs::path(f).extension() == ".json")
+            measurement(f);
+        else
+            csv_file(f);
     }
 
 private:
@@ -318,14 +325,20 @@ private:
         if (auto it = table.find(gpu); it != table.end()) return it->second;
         std::string known;
         for (const auto& [d, s] : table) known += (known.empty() ? "" : ", ") + d;
-        throw InputError(where + ": unknown device '" + raw + "' (known: " + known + "; map it to a hardware spec with --hw-map 'DEVICE=SPEC')");
+        throw InputError(where + ": unknown device '" + raw + "' (known: " + known +
+                         "; map it to a hardware spec with --hw-map 'DEVICE=SPEC')");
     }
 
     void csv_file(const std::string& file) {
         const Csv csv = read_csv(file);
-        if (csv.find("e2e_ms")) e2e_csv(csv);
-        else if (csv.find("OPName")) op_csv(csv);
-        else throw InputError(file + ": row 0 (line 1, the header): neither a per-op CSV (OPName, Latency_ms, Device, shape columns) nor an end-to-end CSV (device, model, mode, seq, batch, e2e_ms)");
+        if (csv.find("e2e_ms"))
+            e2e_csv(csv);
+        else if (csv.find("OPName"))
+            op_csv(csv);
+        else
+            throw InputError(file +
+                             ": row 0 (line 1, the header): neither a per-op CSV (OPName, Latency_ms, Device, shape columns) nor an "
+                             "end-to-end CSV (device, model, mode, seq, batch, e2e_ms)");
     }
 
     void op_csv(const Csv& csv) {
@@ -342,7 +355,8 @@ private:
             if (cols.empty()) {
                 for (std::string_view col : spec->cols) {
                     const auto c = csv.find(col);
-                    if (!c) throw InputError(fmt::format("{}: op '{}' needs column '{}', which the header lacks", csv.where(r), spec->op, col));
+                    if (!c)
+                        throw InputError(fmt::format("{}: op '{}' needs column '{}', which the header lacks", csv.where(r), spec->op, col));
                     cols.push_back(*c);
                 }
             }
@@ -381,7 +395,8 @@ private:
             if (model.empty() || model.find('/') != std::string::npos)
                 throw InputError(csv.where(r) + ": column 'model': '" + row[c_model] + "' is not a config name");
             c.mode = std::string(trimmed(row[c_mode]));
-            if (c.mode != "inf" && c.mode != "train") throw InputError(csv.where(r) + ": column 'mode': '" + row[c_mode] + "' (expected inf or train)");
+            if (c.mode != "inf" && c.mode != "train")
+                throw InputError(csv.where(r) + ": column 'mode': '" + row[c_mode] + "' (expected inf or train)");
             const std::int64_t seq = integer(csv, r, c_seq, 1), batch = integer(csv, r, c_batch, 1);
             c.measured_s = positive_number(csv, r, c_ms) * 1e-3;
             if (!selected(opt_, "e2e", "e2e")) continue;
@@ -530,14 +545,16 @@ Graph op_graph(const ValidationCase& c) {
     NodeId n = kNoNode;
     const std::string& op = c.op;
     if (op == "linear") {  // B, M, N, K: [B*M, K] x weight[N, K]^T + bias[N]
-        n = g.add_node(op, OpKind::linear, {in("x", {checked_mul(d[0], d[1], "rows"), d[3]}), par("weight", {d[2], d[3]}), par("bias", {d[2]})}, {}, {});
+        n = g.add_node(op, OpKind::linear,
+                       {in("x", {checked_mul(d[0], d[1], "rows"), d[3]}), par("weight", {d[2], d[3]}), par("bias", {d[2]})}, {}, {});
     } else if (op == "bmm") {  // B, M, N, K: B x [M, K] x [K, N]
         n = g.add_node(op, OpKind::matmul, {in("a", {d[0], d[1], d[3]}), in("b", {d[0], d[3], d[2]})}, {}, {});
     } else if (op == "conv") {  // B, C_in, C_out, kernel, input size (square), stride, padding; bias
         Attrs a;
         a.set("stride", std::vector<std::int64_t>{d[5], d[5]});
         a.set("padding", std::vector<std::int64_t>{d[6], d[6]});
-        n = g.add_node(op, OpKind::conv2d, {in("x", {d[0], d[1], d[4], d[4]}), par("weight", {d[2], d[1], d[3], d[3]}), par("bias", {d[2]})}, a, {});
+        n = g.add_node(op, OpKind::conv2d,
+                       {in("x", {d[0], d[1], d[4], d[4]}), par("weight", {d[2], d[1], d[3], d[3]}), par("bias", {d[2]})}, a, {});
     } else if (op == "ln") {
         n = g.add_node(op, OpKind::layernorm, {in("x", {d[0], d[1]}), par("weight", {d[1]}), par("bias", {d[1]})}, {}, {});
     } else if (op == "softmax") {
@@ -609,8 +626,8 @@ public:
     // cases[idx[i]] predicted with the fitted terms at `values` -> out[i]; errors[i] says why not.
     // keep_costs: keep the kernel costs for the next call (a fit re-predicts the same cases); off,
     // one-op cases are costed without a cache (their shapes do not repeat on a GPU).
-    std::vector<double> run(const std::vector<std::size_t>& idx, const std::vector<double>& values, std::vector<std::string>* errors = nullptr,
-                            bool keep_costs = true) const {
+    std::vector<double> run(const std::vector<std::size_t>& idx, const std::vector<double>& values,
+                            std::vector<std::string>* errors = nullptr, bool keep_costs = true) const {
         std::vector<double> out(idx.size(), 0.0);
         if (errors != nullptr) errors->assign(idx.size(), "");
         AnalysisOptions base;
@@ -684,7 +701,8 @@ private:
         return key;
     }
 
-    double predict(const ValidationCase& c, const AnalysisOptions& base, std::map<std::string, std::shared_ptr<KernelCostCache>>& caches, bool cached) const {
+    double predict(const ValidationCase& c, const AnalysisOptions& base, std::map<std::string, std::shared_ptr<KernelCostCache>>& caches,
+                   bool cached) const {
         if (c.fixed) return c.predicted_s;
         AnalysisOptions o = base;
         if (cached) {
@@ -789,8 +807,8 @@ struct FitResult {
 
 constexpr double kLogTolerance = 0.01;  // a fitted value to 1%
 
-FitResult fit_terms(const Predictor& p, const std::vector<ValidationCase>& cases, const std::vector<std::size_t>& pool, const std::vector<double>& start,
-                    const ValidateOptions& opt) {
+FitResult fit_terms(const Predictor& p, const std::vector<ValidationCase>& cases, const std::vector<std::size_t>& pool,
+                    const std::vector<double>& start, const ValidateOptions& opt) {
     const auto terms = fitted_terms();
     std::vector<std::vector<std::size_t>> term_cases(terms.size());
     std::set<std::size_t> all;
@@ -924,7 +942,8 @@ Groups group_cases(const std::vector<ValidationCase>& cases) {
     std::vector<const ValidationCase*>* op = nullptr;
     for (const ValidationCase& c : cases) {
         if (!usable(c)) continue;
-        if (prev == nullptr || c.gpu != prev->gpu || c.set != prev->set || c.source != prev->source || c.family != prev->family || c.op != prev->op) {
+        if (prev == nullptr || c.gpu != prev->gpu || c.set != prev->set || c.source != prev->source || c.family != prev->family ||
+            c.op != prev->op) {
             g.spec.emplace(c.gpu, c.spec);
             const int rank = family_rank(c.family);
             family = &g.by_family[{c.gpu, c.set, c.source, rank, c.family}];
@@ -937,7 +956,8 @@ Groups group_cases(const std::vector<ValidationCase>& cases) {
     return g;
 }
 
-ordered_json verdict(const std::string& name, const std::string& threshold, double limit_pct, const std::vector<std::tuple<GroupKey, double>>& values) {
+ordered_json verdict(const std::string& name, const std::string& threshold, double limit_pct,
+                     const std::vector<std::tuple<GroupKey, double>>& values) {
     ordered_json v;
     v["name"] = name;
     v["threshold"] = threshold;
@@ -961,8 +981,10 @@ ordered_json verdicts_json(const Groups& g) {
     for (const auto& [key, cs] : g.by_family) {
         const Stats s = stats_of(cs);
         const std::string& family = key.name;
-        if (family == "e2e") e2e_median.emplace_back(key, 100 * s.median);
-        else if (family != "other") family_median.emplace_back(key, 100 * s.median);
+        if (family == "e2e")
+            e2e_median.emplace_back(key, 100 * s.median);
+        else if (family != "other")
+            family_median.emplace_back(key, 100 * s.median);
         if (family != "other") bias.emplace_back(key, 100 * s.bias);
     }
     ordered_json v = ordered_json::array();
@@ -1006,7 +1028,8 @@ ordered_json document(const MeasurementSet& set, const ValidateOptions& opt, con
     for (const auto& in : set.inputs) inputs.push_back({{"file", in.file}, {"kind", in.kind}, {"rows", in.rows}});
     doc["inputs"] = inputs;
 
-    std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::string, std::size_t>> gpus;  // (gpu, set, source) -> spec, cases
+    std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::string, std::size_t>>
+        gpus;  // (gpu, set, source) -> spec, cases
     std::size_t predicted = 0, errors = 0;
     for (const ValidationCase& c : set.cases) {
         auto& e = gpus[{c.gpu, c.set, c.source}];
@@ -1028,8 +1051,12 @@ ordered_json document(const MeasurementSet& set, const ValidateOptions& opt, con
     ordered_json terms = ordered_json::array();
     const auto fts = fitted_terms();
     for (std::size_t t = 0; t < fts.size(); ++t) {
-        terms.push_back({{"name", std::string(fts[t].name)}, {"default", defaults[t]}, {"lo", fts[t].lo}, {"hi", fts[t].hi},
-                         {"families", std::string(fts[t].families)}, {"evidence", std::string(fts[t].evidence)}});
+        terms.push_back({{"name", std::string(fts[t].name)},
+                         {"default", defaults[t]},
+                         {"lo", fts[t].lo},
+                         {"hi", fts[t].hi},
+                         {"families", std::string(fts[t].families)},
+                         {"evidence", std::string(fts[t].evidence)}});
     }
     doc["terms"] = terms;
     if (opt.leave_one_out) doc["folds"] = folds;
@@ -1111,7 +1138,8 @@ MeasurementSet load_measurements(const std::vector<std::string>& paths, const Va
         for (const auto& e : fs::directory_iterator(p, ec))
             if (e.is_regular_file() && e.path().extension() == ".csv") csvs.push_back(e.path().string());
         std::sort(csvs.begin(), csvs.end());
-        if (csvs.empty()) throw InputError(p + ": a directory without CSV files (expected the public layout: linear.csv, ..., end_to_end.csv)");
+        if (csvs.empty())
+            throw InputError(p + ": a directory without CSV files (expected the public layout: linear.csv, ..., end_to_end.csv)");
         files.insert(files.end(), csvs.begin(), csvs.end());
     }
     // Files are read in parallel, each into its own set, and joined in order; the first bad file
@@ -1179,7 +1207,8 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
             const FitResult fit = fit_terms(p, cases, train, defaults, opt);
             const std::vector<double> pred = p.run(test, fit.values);
             for (std::size_t k = 0; k < test.size(); ++k) cases[test[k]].predicted_s = pred[k];
-            folds.push_back({{"left_out", gpu}, {"training_cases", fit.cases}, {"values", values_json(fit.values)}, {"objective", fit.after}});
+            folds.push_back(
+                {{"left_out", gpu}, {"training_cases", fit.cases}, {"values", values_json(fit.values)}, {"objective", fit.after}});
         }
     }
     ordered_json fit_doc;
@@ -1187,7 +1216,11 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
         const FitResult fit = fit_terms(p, cases, pool, defaults, opt);
         ordered_json gl = ordered_json::array();
         for (const std::string& g : pool_gpus) gl.push_back(g);
-        fit_doc = {{"gpus", gl}, {"cases", fit.cases}, {"values", values_json(fit.values)}, {"objective_default", fit.before}, {"objective_fitted", fit.after}};
+        fit_doc = {{"gpus", gl},
+                   {"cases", fit.cases},
+                   {"values", values_json(fit.values)},
+                   {"objective_default", fit.before},
+                   {"objective_fitted", fit.after}};
     }
     ordered_json doc = document(set, opt, defaults, folds, fit_doc);
     if (predicted != nullptr) *predicted = std::move(set.cases);
@@ -1198,8 +1231,9 @@ std::string validation_cases_csv(const std::vector<ValidationCase>& cases) {
     std::string out = "file,row,gpu,spec,set,source,op,family,shape,measured_s,predicted_s,error_pct\n";
     for (const ValidationCase& c : cases) {
         const bool ok = c.predicted_s > 0 && c.error.empty();
-        out += fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{},{}\n", csv_quote(c.file), c.row, csv_quote(c.gpu), csv_quote(c.spec), c.set, c.source,
-                           csv_quote(c.op), c.family, csv_quote(shape_text(c)), c.measured_s, ok ? fmt::format("{:.9g}", c.predicted_s) : "",
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{},{}\n", csv_quote(c.file), c.row, csv_quote(c.gpu), csv_quote(c.spec),
+                           c.set, c.source, csv_quote(c.op), c.family, csv_quote(shape_text(c)), c.measured_s,
+                           ok ? fmt::format("{:.9g}", c.predicted_s) : "",
                            ok ? fmt::format("{:.6g}", 100 * (c.predicted_s / c.measured_s - 1)) : "");
     }
     return out;
@@ -1217,7 +1251,8 @@ std::string clip(const std::string& s, std::size_t n) { return s.size() <= n ? s
 
 // The GPU column: a `measure` JSON's rows are marked, beside the same GPU's PyTorch rows.
 std::string gpu_label(const ordered_json& j) {
-    return j.value("source", "") == "measure" ? clip(j["gpu"].get<std::string>(), 20) + " [measure]" : clip(j["gpu"].get<std::string>(), 30);
+    return j.value("source", "") == "measure" ? clip(j["gpu"].get<std::string>(), 20) + " [measure]"
+                                              : clip(j["gpu"].get<std::string>(), 30);
 }
 
 std::string stats_row(const ordered_json& j) {
@@ -1226,9 +1261,10 @@ std::string stats_row(const ordered_json& j) {
 }
 
 std::string case_line(const ordered_json& c) {
-    return fmt::format("  {:<24} {:<11} {:<8} {:<34} {:>10} {:>10} {:>8}  {}:{}\n", clip(c["gpu"].get<std::string>(), 24), c["set"].get<std::string>(),
-                       clip(c["op"].get<std::string>(), 8), clip(c["shape"].get<std::string>(), 34), human_time(c["predicted_s"].get<double>()),
-                       human_time(c["measured_s"].get<double>()), spct(c["error_pct"].get<double>()), c["file"].get<std::string>(), c["row"].get<std::int64_t>());
+    return fmt::format("  {:<24} {:<11} {:<8} {:<34} {:>10} {:>10} {:>8}  {}:{}\n", clip(c["gpu"].get<std::string>(), 24),
+                       c["set"].get<std::string>(), clip(c["op"].get<std::string>(), 8), clip(c["shape"].get<std::string>(), 34),
+                       human_time(c["predicted_s"].get<double>()), human_time(c["measured_s"].get<double>()),
+                       spct(c["error_pct"].get<double>()), c["file"].get<std::string>(), c["row"].get<std::int64_t>());
 }
 
 std::string fits_text(const ordered_json& doc) {
@@ -1244,14 +1280,15 @@ std::string fits_text(const ordered_json& doc) {
     }
     if (doc.contains("fit")) {
         const ordered_json& f = doc["fit"];
-        o += fmt::format("\nFit on {} GPU(s), {} cases (--fit; to set the compiled-in defaults from):\n", f["gpus"].size(), f["cases"].get<std::size_t>());
+        o += fmt::format("\nFit on {} GPU(s), {} cases (--fit; to set the compiled-in defaults from):\n", f["gpus"].size(),
+                         f["cases"].get<std::size_t>());
         for (const auto& t : doc["terms"]) {
             const std::string name = t["name"].get<std::string>();
-            o += fmt::format("  {:<28} {:.4g} -> {:.4g}   (range {:.3g}..{:.3g})\n", name, t["default"].get<double>(), f["values"][name].get<double>(),
-                             t["lo"].get<double>(), t["hi"].get<double>());
+            o += fmt::format("  {:<28} {:.4g} -> {:.4g}   (range {:.3g}..{:.3g})\n", name, t["default"].get<double>(),
+                             f["values"][name].get<double>(), t["lo"].get<double>(), t["hi"].get<double>());
         }
-        o += fmt::format("  objective (mean over GPU x family of the median |log(pred/meas)|): {:.4f} -> {:.4f}\n", f["objective_default"].get<double>(),
-                         f["objective_fitted"].get<double>());
+        o += fmt::format("  objective (mean over GPU x family of the median |log(pred/meas)|): {:.4f} -> {:.4f}\n",
+                         f["objective_default"].get<double>(), f["objective_fitted"].get<double>());
     }
     return o;
 }
@@ -1260,12 +1297,14 @@ std::string fits_text(const ordered_json& doc) {
 
 std::string render_validation(const ordered_json& doc) {
     const ordered_json& s = doc["summary"];
-    std::string o = fmt::format("roofline validate: {} cases from {} file(s), {} predicted, {} errors, {} rows skipped\n", s["cases"].get<std::size_t>(),
-                                doc["inputs"].size(), s["predicted"].get<std::size_t>(), s["errors"].get<std::size_t>(), s["skipped"].get<std::size_t>());
+    std::string o = fmt::format("roofline validate: {} cases from {} file(s), {} predicted, {} errors, {} rows skipped\n",
+                                s["cases"].get<std::size_t>(), doc["inputs"].size(), s["predicted"].get<std::size_t>(),
+                                s["errors"].get<std::size_t>(), s["skipped"].get<std::size_t>());
     std::set<std::string> sets;
     for (const auto& g : doc["gpus"]) sets.insert(g["set"].get<std::string>());
     if (sets.count("fit")) o += "set fit: predicted with the compiled-in fitted terms, which were fitted on these GPUs (in-sample)\n";
-    if (sets.count("validation")) o += "set validation: each fitting GPU predicted with the fitted terms refitted without it (leave one GPU out)\n";
+    if (sets.count("validation"))
+        o += "set validation: each fitting GPU predicted with the fitted terms refitted without it (leave one GPU out)\n";
     if (sets.count("held-out")) o += "set held-out: GPUs and runs never used for fitting, predicted with the compiled-in fitted terms\n";
     o += "error = predicted / measured - 1; median and p90 of |error|, bias = median signed error\n\n";
     o += fmt::format("{:<30} {:<16} {:<11} {:<12} {:>7} {:>8} {:>8} {:>8}\n", "GPU", "spec", "set", "family", "n", "median", "p90", "bias");
@@ -1289,9 +1328,9 @@ std::string render_validation(const ordered_json& doc) {
             const auto worst = std::max_element(failing.begin(), failing.end(), [](const auto& a, const auto& b) {
                 return std::fabs(a["value_pct"].template get<double>()) < std::fabs(b["value_pct"].template get<double>());
             });
-            detail = fmt::format(": {} of {} groups miss (worst: {}{} {} {})", failing.size(), v["groups"].get<std::size_t>(), (*worst)["gpu"].get<std::string>(),
-                                 worst->value("source", "") == "measure" ? " [measure]" : "", worst->value("family", "end to end"),
-                                 pct((*worst)["value_pct"].get<double>()));
+            detail = fmt::format(": {} of {} groups miss (worst: {}{} {} {})", failing.size(), v["groups"].get<std::size_t>(),
+                                 (*worst)["gpu"].get<std::string>(), worst->value("source", "") == "measure" ? " [measure]" : "",
+                                 worst->value("family", "end to end"), pct((*worst)["value_pct"].get<double>()));
         } else {
             detail = fmt::format(": {} groups", v["groups"].get<std::size_t>());
         }
@@ -1301,16 +1340,18 @@ std::string render_validation(const ordered_json& doc) {
     }
     if (!doc["worst"].empty()) {
         o += "\nWorst cases (by |log(predicted / measured)|)\n";
-        o += fmt::format("  {:<24} {:<11} {:<8} {:<34} {:>10} {:>10} {:>8}  {}\n", "GPU", "set", "op", "shape", "predicted", "measured", "error", "file:row");
+        o += fmt::format("  {:<24} {:<11} {:<8} {:<34} {:>10} {:>10} {:>8}  {}\n", "GPU", "set", "op", "shape", "predicted", "measured",
+                         "error", "file:row");
         for (const auto& c : doc["worst"]) o += case_line(c);
     }
     for (const auto& k : doc["skipped"])
-        o += fmt::format("\nskipped: {} {} rows ({})\n", k["rows"].get<std::size_t>(), k["op"].get<std::string>(), k["reason"].get<std::string>());
+        o += fmt::format("\nskipped: {} {} rows ({})\n", k["rows"].get<std::size_t>(), k["op"].get<std::string>(),
+                         k["reason"].get<std::string>());
     if (!doc["errors"].empty()) {
         o += fmt::format("\n{} case(s) could not be predicted:\n", doc["errors"].size());
         for (const auto& e : doc["errors"]) {
-            o += fmt::format("  {}:{} {} ({}): {}\n", e["file"].get<std::string>(), e["row"].get<std::int64_t>(), e["shape"].get<std::string>(),
-                             e["gpu"].get<std::string>(), e["message"].get<std::string>());
+            o += fmt::format("  {}:{} {} ({}): {}\n", e["file"].get<std::string>(), e["row"].get<std::int64_t>(),
+                             e["shape"].get<std::string>(), e["gpu"].get<std::string>(), e["message"].get<std::string>());
         }
     }
     return o;

@@ -30,11 +30,11 @@ struct ValidateOptions {
     // Device name (as in the files; '_' and ' ' are the same) -> hardware spec (built-in name or
     // file): extends or overrides the built-in table (validate_device_table()).
     std::map<std::string, std::string> hw_map;
-    std::string configs_dir;  // end-to-end configs; empty: configs/ beside each end_to_end.csv
-    bool leave_one_out = false;  // refit the fitted terms without each GPU, predict it with them
-    bool fit = false;            // also fit the terms on every fitting GPU and report the values
+    std::string configs_dir;            // end-to-end configs; empty: configs/ beside each end_to_end.csv
+    bool leave_one_out = false;         // refit the fitted terms without each GPU, predict it with them
+    bool fit = false;                   // also fit the terms on every fitting GPU and report the values
     std::vector<std::string> families;  // only these families or op names (empty: all)
-    std::size_t max_rows = 0;  // per file and device, an evenly spaced deterministic sample (0: all)
+    std::size_t max_rows = 0;           // per file and device, an evenly spaced deterministic sample (0: all)
     // The GPUs whose cases may be fitted on (device names); the others are held out. Default: the
     // five public fitting GPUs of tests/data/public/neusight.
     std::vector<std::string> fitting_gpus = default_fitting_gpus();
@@ -68,15 +68,15 @@ struct ValidationCase {
     std::string family;     // matmul, conv, softmax, layernorm, elementwise, other, e2e
     std::string shape;      // "B=1 M=237 N=1950 K=20", the model and its dims, or the node name
     double measured_s = 0;
-    double predicted_s = 0;  // 0 until predicted (or when it could not be)
-    std::string set;         // fit, validation, held-out
+    double predicted_s = 0;          // 0 until predicted (or when it could not be)
+    std::string set;                 // fit, validation, held-out
     std::string source = "pytorch";  // pytorch (a latency CSV: eager PyTorch) or measure (a `roofline measure` JSON)
-    std::string error;       // why it could not be predicted (end-to-end models that do not load)
+    std::string error;               // why it could not be predicted (end-to-end models that do not load)
     // How it is predicted (internal to validate.cpp).
-    std::vector<std::int64_t> dims;     // op cases: the shape columns in file order
-    std::string config;                 // end-to-end: the config file
-    std::string mode;                   // end-to-end: inf or train
-    bool fixed = false;                 // measure JSON: predicted once by compare, never refitted
+    std::vector<std::int64_t> dims;  // op cases: the shape columns in file order
+    std::string config;              // end-to-end: the config file
+    std::string mode;                // end-to-end: inf or train
+    bool fixed = false;              // measure JSON: predicted once by compare, never refitted
 };
 
 struct MeasurementSet {

@@ -72,9 +72,12 @@ AchievedRates achieved_rates(const Hardware& hw, const GpuModelOptions& opt) {
     r.level_bytes_per_s.reserve(hw.memory.size());
     for (const MemoryLevel& level : hw.memory) {
         double bps = level.bytes_per_s.value;
-        if (level.role == MemoryRole::device) bps = r.dram_bytes_per_s;
-        else if (level.role == MemoryRole::l2 && hw.achieved.l2_bytes_per_s && !calibrated(level.bytes_per_s)) bps = std::min(bps, hw.achieved.l2_bytes_per_s->value);
-        else if (!calibrated(level.bytes_per_s)) bps *= r.clock_ratio;  // on-chip bandwidth scales with the SM clock
+        if (level.role == MemoryRole::device)
+            bps = r.dram_bytes_per_s;
+        else if (level.role == MemoryRole::l2 && hw.achieved.l2_bytes_per_s && !calibrated(level.bytes_per_s))
+            bps = std::min(bps, hw.achieved.l2_bytes_per_s->value);
+        else if (!calibrated(level.bytes_per_s))
+            bps *= r.clock_ratio;  // on-chip bandwidth scales with the SM clock
         r.level_bytes_per_s.push_back(bps);
     }
     return r;

@@ -75,7 +75,6 @@ double single_call_latency_s(const Graph& g, const Analysis& a, const AnalysisOp
     return std::pow(std::pow(recorded, p) + std::pow(gpu_end, p), 1.0 / p);
 }
 
-
 namespace {
 
 void append_desc(std::string& s, const TensorDesc& d) {
@@ -99,10 +98,12 @@ std::string node_signature(const Graph& g, NodeId n) {
         std::visit(
             [&](const auto& x) {
                 using T = std::decay_t<decltype(x)>;
-                if constexpr (std::is_same_v<T, std::string>) s += x;
+                if constexpr (std::is_same_v<T, std::string>)
+                    s += x;
                 else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>)
                     for (std::int64_t e : x) s += std::to_string(e) + ",";
-                else s += std::to_string(x);
+                else
+                    s += std::to_string(x);
             },
             v);
         s += ';';
@@ -114,8 +115,10 @@ std::string node_signature(const Graph& g, NodeId n) {
 }
 
 std::string group_signature(const Graph& g, const FusionGroup& grp) {
-    std::string s = "F" + std::to_string(static_cast<int>(grp.kind)) + "|" + node_signature(g, grp.anchor) + "|" + node_signature(g, grp.nodes.front());
-    for (std::int64_t x : {grp.work.matrix_flops, grp.work.vector_flops, grp.work.transcendentals, grp.work.bytes_read, grp.work.bytes_written}) {
+    std::string s =
+        "F" + std::to_string(static_cast<int>(grp.kind)) + "|" + node_signature(g, grp.anchor) + "|" + node_signature(g, grp.nodes.front());
+    for (std::int64_t x :
+         {grp.work.matrix_flops, grp.work.vector_flops, grp.work.transcendentals, grp.work.bytes_read, grp.work.bytes_written}) {
         s += std::to_string(x) + ",";
     }
     return s;
@@ -137,7 +140,8 @@ std::shared_ptr<KernelCostCache> make_kernel_cost_cache() { return std::make_sha
 
 Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt) {
     Analysis a;
-    if (opt.fusion != nullptr && opt.fusion->group_of.size() != g.nodes().size()) throw InputError("analyze: the fusion plan is for another graph");
+    if (opt.fusion != nullptr && opt.fusion->group_of.size() != g.nodes().size())
+        throw InputError("analyze: the fusion plan is for another graph");
     KernelCostCache local;
     std::unordered_map<std::string, Costed>& cache = opt.cost_cache != nullptr ? opt.cost_cache->map : local.map;
     for (NodeId n : g.topological_order()) {
@@ -158,7 +162,8 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
             op.roofline = op_roofline(grp != nullptr ? grp->work : g.work(n), op_compute_dtype(g, n), hw);
             if (grp == nullptr) op.modelled = tpu_node_cost(g, n, hw, opt.tpu);
         } else {
-            const std::string key = (opt.runtime == Runtime::eager ? "E" : "") + (grp != nullptr ? group_signature(g, *grp) : node_signature(g, n));
+            const std::string key =
+                (opt.runtime == Runtime::eager ? "E" : "") + (grp != nullptr ? group_signature(g, *grp) : node_signature(g, n));
             auto it = cache.find(key);
             if (it == cache.end()) {
                 Costed c;

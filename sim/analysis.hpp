@@ -19,7 +19,7 @@ struct FusionPlan;  // sim/fusion.hpp
 struct OpAnalysis {
     NodeId node = kNoNode;
     OpRoofline roofline;
-    std::optional<Kernel> kernel;        // GPU kernel model (L1); absent for views and on TPUs
+    std::optional<Kernel> kernel;  // GPU kernel model (L1); absent for views and on TPUs
     std::optional<KernelCost> modelled;
     int fusion_group = -1;  // with a fusion plan: the group it runs in (its anchor carries the group's work and kernel)
 };
@@ -38,7 +38,7 @@ struct PhaseTotals {
 struct Analysis {
     std::vector<OpAnalysis> ops;  // in execution (topological) order
     Work total;
-    double time_s = 0;  // sum of op lower bounds: ops run one after another on one stream
+    double time_s = 0;           // sum of op lower bounds: ops run one after another on one stream
     double modelled_time_s = 0;  // sum of L1 kernel-model times (GPU specs), one stream
     bool has_kernel_model = false;
     std::map<std::string, BoundShare> by_bound;   // Bound::label()

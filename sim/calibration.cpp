@@ -72,13 +72,20 @@ json* entry_of(json& spec, const Target& t) {
 std::string builtin_for_device(const std::string& device_name) {
     const std::string n = lower(device_name);
     std::string name;
-    if (has(n, "h200")) name = "h200";
-    else if (has(n, "h100") && has(n, "pcie")) name = "h100-pcie";
-    else if (has(n, "h100")) name = "h100-sxm";
-    else if (has(n, "a100") && (has(n, "80gb") || has(n, "80 gb"))) name = "a100-sxm-80gb";
-    else if (has(n, "a100")) name = "a100-sxm-40gb";
-    else if (has(n, "l4")) name = "l4";
-    else if (has(n, "t4")) name = "t4";
+    if (has(n, "h200"))
+        name = "h200";
+    else if (has(n, "h100") && has(n, "pcie"))
+        name = "h100-pcie";
+    else if (has(n, "h100"))
+        name = "h100-sxm";
+    else if (has(n, "a100") && (has(n, "80gb") || has(n, "80 gb")))
+        name = "a100-sxm-80gb";
+    else if (has(n, "a100"))
+        name = "a100-sxm-40gb";
+    else if (has(n, "l4"))
+        name = "l4";
+    else if (has(n, "t4"))
+        name = "t4";
     const auto names = builtin_hardware_names();
     if (name.empty() || std::find(names.begin(), names.end(), name) == names.end()) {
         std::string list;
@@ -142,8 +149,8 @@ std::string render_calibration(const json& cal, const std::string& base_name) {
     const json base = resolve_hardware_json(base_name);
     const json measured = calibrated_spec(base, cal);
     std::string o = fmt::format("calibrated {} at {} (base spec: {})\n\n{:<26} {:>14} {:>14} {:>8} {:>7}\n",
-                                cal.value("device", json::object()).value("name", "?"), cal.value("date_utc", ""), base_name,
-                                "quantity", "datasheet", "measured", "ratio", "spread");
+                                cal.value("device", json::object()).value("name", "?"), cal.value("date_utc", ""), base_name, "quantity",
+                                "datasheet", "measured", "ratio", "spread");
     for (const json& p : cal["points"]) {
         const std::string q = p.value("quantity", "");
         double before = 0;

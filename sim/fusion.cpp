@@ -119,8 +119,7 @@ struct Builder {
             case FusionKind::reduction:
                 if (r == Role::elementwise && opt.reductions) return FusionKind::reduction;
                 return std::nullopt;
-            default:
-                return std::nullopt;
+            default: return std::nullopt;
         }
     }
 
@@ -143,9 +142,12 @@ struct Builder {
             join(v, gi);
             return;
         }
-        if (r == Role::elementwise) start(v, FusionKind::elementwise, v);
-        else if (r == Role::reduction) start(v, FusionKind::reduction, v);
-        else start(v, FusionKind::gemm, v);
+        if (r == Role::elementwise)
+            start(v, FusionKind::elementwise, v);
+        else if (r == Role::reduction)
+            start(v, FusionKind::reduction, v);
+        else
+            start(v, FusionKind::gemm, v);
     }
 };
 
@@ -202,14 +204,17 @@ void finish_group(const Graph& g, FusionGroup& grp, const std::vector<int>& grou
         for (TensorId t : g.node(n).inputs) {
             const NodeId p = g.tensor(t).producer;
             if (p != kNoNode && group_of[static_cast<std::size_t>(p)] == gi) continue;
-            if (matrix) operand_bytes += g.tensor(t).desc.bytes();
-            else loaded.insert(t);
+            if (matrix)
+                operand_bytes += g.tensor(t).desc.bytes();
+            else
+                loaded.insert(t);
             reads.insert(t);
         }
         for (TensorId t : g.node(n).outputs) {
             bool outside = is_output[static_cast<std::size_t>(t)];
             for (NodeId c : g.consumers(t)) outside = outside || group_of[static_cast<std::size_t>(c)] != gi;
-            if (outside) grp.writes.push_back(t);
+            if (outside)
+                grp.writes.push_back(t);
             else {
                 grp.on_chip.push_back(t);
                 on_chip[static_cast<std::size_t>(t)] = true;
@@ -249,8 +254,9 @@ std::int64_t flash_forward_bytes(std::int64_t heads, std::int64_t sq, std::int64
     // diagonal are skipped, about half of the inner iterations.
     const double passes = flash_passes(sk, d, elt, sram_bytes, causal);
     const double e = static_cast<double>(elt);
-    const double per_head = static_cast<double>(sk * (d + dv)) * e                                            // K, V
-                            + passes * static_cast<double>(sq) * (static_cast<double>(d + 2 * dv) * e + 16.0);  // Q; O read+write; l, m read+write
+    const double per_head =
+        static_cast<double>(sk * (d + dv)) * e                                              // K, V
+        + passes * static_cast<double>(sq) * (static_cast<double>(d + 2 * dv) * e + 16.0);  // Q; O read+write; l, m read+write
     return static_cast<std::int64_t>(static_cast<double>(heads) * per_head);
 }
 
@@ -261,7 +267,7 @@ std::int64_t flash_backward_bytes(std::int64_t heads, std::int64_t sq, std::int6
     // and l_i, m_i and writes dQ_i once per outer iteration, recomputing the probabilities.
     const double passes = flash_passes(sk, d, elt, sram_bytes, causal);
     const double e = static_cast<double>(elt);
-    const double per_head = 2.0 * static_cast<double>(sk * (d + dv)) * e                                            // K, V in; dK, dV out
+    const double per_head = 2.0 * static_cast<double>(sk * (d + dv)) * e                                           // K, V in; dK, dV out
                             + passes * static_cast<double>(sq) * (static_cast<double>(3 * d + 2 * dv) * e + 8.0);  // Q, dQ r/w; O, dO; l, m
     return static_cast<std::int64_t>(static_cast<double>(heads) * per_head);
 }
@@ -312,8 +318,10 @@ FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOp
             const Node& node = g.node(n);
             if (node.phase != Phase::forward || b.group_of[static_cast<std::size_t>(n)] >= 0) continue;
             std::vector<NodeId> core;
-            if (fusion_role(g, n) == FusionRole::attention) core = {n};
-            else if (fusion_role(g, n) == FusionRole::softmax) core = attention_core(g, n);
+            if (fusion_role(g, n) == FusionRole::attention)
+                core = {n};
+            else if (fusion_role(g, n) == FusionRole::softmax)
+                core = attention_core(g, n);
             if (core.empty()) continue;
             const int fi = b.start(core.front(), FusionKind::flash_attention, core.back());
             for (std::size_t i = 1; i < core.size(); ++i) b.join(core[i], fi);

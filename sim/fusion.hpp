@@ -34,15 +34,15 @@ std::string_view fusion_kind_name(FusionKind k);
 struct FusionGroup {
     std::string name;
     FusionKind kind = FusionKind::elementwise;
-    std::vector<NodeId> nodes;     // program order
-    NodeId anchor = kNoNode;       // the node whose kernel the group is lowered as
-    std::vector<TensorId> reads;   // external inputs (read once)
-    std::vector<TensorId> writes;  // outputs something outside the group reads (written once)
-    std::vector<TensorId> on_chip; // never materialised in device memory
-    Work work;                     // the fused kernel's: members' FLOPs, external bytes (flash: tiled traffic)
-    std::int64_t unfused_bytes = 0;      // members' device-memory traffic, one kernel each
-    std::int64_t launches_saved = 0;     // kernels of the members minus one
-    std::int64_t intermediate_bytes = 0; // bytes of the on-chip tensors (allocations saved)
+    std::vector<NodeId> nodes;            // program order
+    NodeId anchor = kNoNode;              // the node whose kernel the group is lowered as
+    std::vector<TensorId> reads;          // external inputs (read once)
+    std::vector<TensorId> writes;         // outputs something outside the group reads (written once)
+    std::vector<TensorId> on_chip;        // never materialised in device memory
+    Work work;                            // the fused kernel's: members' FLOPs, external bytes (flash: tiled traffic)
+    std::int64_t unfused_bytes = 0;       // members' device-memory traffic, one kernel each
+    std::int64_t launches_saved = 0;      // kernels of the members minus one
+    std::int64_t intermediate_bytes = 0;  // bytes of the on-chip tensors (allocations saved)
     std::int64_t hbm_bytes_saved() const { return unfused_bytes - work.bytes(); }
 };
 

@@ -26,7 +26,7 @@ const GemmTile kTiles[] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 1
 // 8x8 micro-tile per thread for the square-ish tiles, 8x4 for the skinny ones; the sliced tiles run
 // four K-slices of the block's warps.
 const GemmTile kSimtTiles[] = {{128, 128, 256, false}, {128, 64, 128, false}, {64, 64, 64, false}, {128, 32, 128, false},
-                               {32, 128, 128, false},  {128, 32, 512, true},  {64, 32, 256, true},  {32, 32, 128, true}};
+                               {32, 128, 128, false},  {128, 32, 512, true},  {64, 32, 256, true}, {32, 32, 128, true}};
 // Batched SGEMMs (bmm) use the unsliced tiles without split-K.
 constexpr std::size_t kSimtBatchedTiles = 5;
 
@@ -74,7 +74,6 @@ Kernel streaming_kernel(const Graph& g, NodeId n, const Work& w, DType d) {
     return k;
 }
 
-
 // The GEMM kernel cuBLAS-like heuristics would pick for shape s: the tile and split-K with the
 // least modelled time.
 Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const GpuModelOptions& opt, bool aligned = true,
@@ -90,10 +89,13 @@ Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const 
     std::optional<KernelCost> best;
     std::int64_t best_area = 0;
     std::vector<std::int64_t> splits = {1, 2, 4, 8, 16};
-    if (opt.split_k) splits = {*opt.split_k};
-    else if (opt.gemm_tile) splits = {1};
+    if (opt.split_k)
+        splits = {*opt.split_k};
+    else if (opt.gemm_tile)
+        splits = {1};
     std::span<const GemmTile> tiles = kTiles;
-    if (!k.tensor_cores) tiles = s.batch > 1 ? std::span<const GemmTile>(kSimtTiles, kSimtBatchedTiles) : std::span<const GemmTile>(kSimtTiles);
+    if (!k.tensor_cores)
+        tiles = s.batch > 1 ? std::span<const GemmTile>(kSimtTiles, kSimtBatchedTiles) : std::span<const GemmTile>(kSimtTiles);
     if (!k.tensor_cores && s.batch > 1 && !opt.split_k) splits = {1};
     for (const GemmTile& t : tiles) {
         if (opt.gemm_tile && (t.m != opt.gemm_tile->m || t.n != opt.gemm_tile->n)) continue;
@@ -500,7 +502,8 @@ KernelCost composite_cost(const Kernel& k, const Hardware& hw, const GpuModelOpt
         c.compute_s += pc.compute_s;
         c.memory_s += pc.memory_s;
         c.floor_s += pc.floor_s;
-        if (c.traffic.empty()) c.traffic = pc.traffic;
+        if (c.traffic.empty())
+            c.traffic = pc.traffic;
         else
             for (std::size_t i = 0; i < c.traffic.size() && i < pc.traffic.size(); ++i) {
                 c.traffic[i].bytes += pc.traffic[i].bytes;
@@ -541,7 +544,8 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         // The busiest SM runs ceil(blocks / SMs) blocks one after another's share of the lanes.
         const double per_sm_blocks = std::ceil(blocks / sms);
         c.tail_efficiency = blocks / (per_sm_blocks * sms);
-        c.tile_efficiency = static_cast<double>(s.batch * s.m * s.n) / (static_cast<double>(s.tiles) * static_cast<double>(s.tile.m * s.tile.n));
+        c.tile_efficiency =
+            static_cast<double>(s.batch * s.m * s.n) / (static_cast<double>(s.tiles) * static_cast<double>(s.tile.m * s.tile.n));
         const auto [mr, nr] = simt_micro_tile(s.tile);
         const double ffma_share = mr * nr / (mr * nr + opt.simt_fragment_load_cost * (mr + nr));
         const double k_per_block = std::ceil(static_cast<double>(s.k) / static_cast<double>(s.split_k));
@@ -604,7 +608,8 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         const double elt = static_cast<double>(dtype_bytes(k.dtype));
         const double c_bytes = static_cast<double>(s.batch * s.m * s.n) * elt;
         // The cluster shares the narrower tile's operand panel (TMA multicast, sm_90+).
-        const double cluster = hw.gpu->compute_capability.at_least(9) ? static_cast<double>(std::max<std::int64_t>(1, opt.cluster_size)) : 1.0;
+        const double cluster =
+            hw.gpu->compute_capability.at_least(9) ? static_cast<double>(std::max<std::int64_t>(1, opt.cluster_size)) : 1.0;
         const double narrow = static_cast<double>(std::min(s.tile.m, s.tile.n)), wide = static_cast<double>(std::max(s.tile.m, s.tile.n));
         panels = static_cast<double>(s.tiles) * (wide + narrow) * static_cast<double>(s.k) * elt + c_bytes;
         l2_panels = static_cast<double>(s.tiles) * (wide + narrow / cluster) * static_cast<double>(s.k) * elt + c_bytes;

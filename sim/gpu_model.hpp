@@ -44,8 +44,8 @@ struct Kernel {
     // Composite ops lowered to several kernels (materialised attention: QK^T GEMM, masked softmax,
     // PV GEMM); the node's cost is the sum of the parts' costs, run one after another.
     std::vector<Kernel> parts;
-    double divergence = 0;          // fraction of issued lanes idle due to branch divergence
-    bool row = false;               // a row-wise kernel (a reduction across each row)
+    double divergence = 0;  // fraction of issued lanes idle due to branch divergence
+    bool row = false;       // a row-wise kernel (a reduction across each row)
     // A softmax-type row kernel as PyTorch eager runs it (softmax, its gradient, log-softmax of
     // cross-entropy; set in the eager runtime only, where the evidence comes from): its reads
     // come in passes separated by row reductions, so it streams at what the loads an SM keeps in

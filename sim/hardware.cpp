@@ -77,7 +77,8 @@ public:
         for (const auto& [k, v] : m.items()) {
             auto d = parse_dtype(k);
             if (!d || !(is_floating(*d) || *d == DType::int8)) {
-                fail(path + "/" + key + "/" + k, "unknown dtype key '" + k + "' (expected f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2, int8)");
+                fail(path + "/" + key + "/" + k,
+                     "unknown dtype key '" + k + "' (expected f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2, int8)");
             }
             out[*d] = sourced_value(v, path + "/" + key + "/" + k, false);
         }
@@ -110,10 +111,10 @@ private:
 
 GpuLimits read_gpu(const SpecReader& r, const json& g) {
     const std::string p = "/gpu";
-    r.only_keys(g, {"compute_capability", "sm_count", "warp_size", "max_threads_per_sm", "max_threads_per_block",
-                    "max_warps_per_sm", "max_blocks_per_sm", "registers_per_sm", "max_registers_per_thread",
-                    "register_allocation_unit", "shared_memory_per_sm_bytes", "max_shared_memory_per_block_bytes",
-                    "shared_memory_allocation_unit_bytes"},
+    r.only_keys(g,
+                {"compute_capability", "sm_count", "warp_size", "max_threads_per_sm", "max_threads_per_block", "max_warps_per_sm",
+                 "max_blocks_per_sm", "registers_per_sm", "max_registers_per_thread", "register_allocation_unit",
+                 "shared_memory_per_sm_bytes", "max_shared_memory_per_block_bytes", "shared_memory_allocation_unit_bytes"},
                 p);
     GpuLimits l;
     const std::string cc = r.string(g, "compute_capability", p);
@@ -165,11 +166,14 @@ std::string read_technology(const SpecReader& r, const json& level, const std::s
 // and anything under a tenth of it is a unit slip (GB/s written as B/s), not a measurement. A peak
 // that `roofline calibrate` measured on the user's own chip (source "calibrated") is no datasheet
 // figure: a published measurement may well exceed it, so it is not compared.
-void check_against_peak(const SpecReader& r, const Sourced& achieved, const Sourced& peak_value, const std::string& peak_path, const std::string& p) {
+void check_against_peak(const SpecReader& r, const Sourced& achieved, const Sourced& peak_value, const std::string& peak_path,
+                        const std::string& p) {
     if (peak_value.source == "calibrated") return;
     const double peak = peak_value.value;
     if (achieved.value > 1.05 * peak) {
-        r.fail(p + "/value", "exceeds " + peak_path + " (" + json(peak).dump() + ") by more than 5%: a measurement above the peak means one of the two is wrong (e.g. a buffer that fit in a cache)");
+        r.fail(p + "/value",
+               "exceeds " + peak_path + " (" + json(peak).dump() +
+                   ") by more than 5%: a measurement above the peak means one of the two is wrong (e.g. a buffer that fit in a cache)");
     }
     if (achieved.value < 0.1 * peak) {
         r.fail(p + "/value", "is under a tenth of " + peak_path + " (" + json(peak).dump() + "): check the unit (bytes/s, Hz)");
@@ -197,13 +201,15 @@ Achieved read_achieved(const SpecReader& r, const json& a, const Hardware& h) {
         // unit slip (MHz written as Hz).
         const double v = out.sustained_clock_hz->value, boost = h.clock_hz.value;
         if (v > 1.5 * boost || v < 0.25 * boost) {
-            r.fail(p + "/sustained_clock_hz/value", "must lie between 0.25x and 1.5x /clock_hz (" + json(boost).dump() + "), got " + json(v).dump() + ": check the unit (Hz)");
+            r.fail(p + "/sustained_clock_hz/value", "must lie between 0.25x and 1.5x /clock_hz (" + json(boost).dump() + "), got " +
+                                                        json(v).dump() + ": check the unit (Hz)");
         }
     }
     if (a.contains("matrix_flop_per_s")) {
         out.matrix_flop_per_s = r.sourced(a, "matrix_flop_per_s", p);
         const auto it = h.matrix_flop_per_s.find(DType::bf16);
-        if (it == h.matrix_flop_per_s.end()) r.fail(p + "/matrix_flop_per_s", "is a bf16 GEMM rate, but the spec has no /matrix_flop_per_s/bf16 to compare it with");
+        if (it == h.matrix_flop_per_s.end())
+            r.fail(p + "/matrix_flop_per_s", "is a bf16 GEMM rate, but the spec has no /matrix_flop_per_s/bf16 to compare it with");
         check_against_peak(r, *out.matrix_flop_per_s, it->second, "/matrix_flop_per_s/bf16", p + "/matrix_flop_per_s");
     }
     return out;
@@ -212,8 +218,8 @@ Achieved read_achieved(const SpecReader& r, const json& a, const Hardware& h) {
 TpuLayout read_tpu(const SpecReader& r, const json& t) {
     const std::string p = "/tpu";
     r.only_keys(t, {"tensor_cores", "mxus_per_core", "mxu_rows", "mxu_cols"}, p);
-    return TpuLayout{r.sourced(t, "tensor_cores", p, true), r.sourced(t, "mxus_per_core", p, true),
-                     r.sourced(t, "mxu_rows", p, true), r.sourced(t, "mxu_cols", p, true)};
+    return TpuLayout{r.sourced(t, "tensor_cores", p, true), r.sourced(t, "mxus_per_core", p, true), r.sourced(t, "mxu_rows", p, true),
+                     r.sourced(t, "mxu_cols", p, true)};
 }
 
 }  // namespace
@@ -252,10 +258,11 @@ std::string_view kind_name(HardwareKind k) {
 Hardware parse_hardware(const json& doc, const std::string& origin) {
     SpecReader r(doc, origin);
     if (!doc.is_object()) r.fail("", std::string("expected a JSON object, got ") + doc.type_name());
-    r.only_keys(doc, {"format", "name", "display_name", "kind", "sources", "clock_hz", "matrix_flop_per_s",
-                      "vector_flop_per_s", "transcendental_per_s", "memory", "gpu", "tpu", "launch_overhead_s",
-                      "host_link", "interconnect", "base_clock_hz", "power_w", "process_nm", "achieved"},
-                "");
+    r.only_keys(
+        doc,
+        {"format", "name", "display_name", "kind", "sources", "clock_hz", "matrix_flop_per_s", "vector_flop_per_s", "transcendental_per_s",
+         "memory", "gpu", "tpu", "launch_overhead_s", "host_link", "interconnect", "base_clock_hz", "power_w", "process_nm", "achieved"},
+        "");
     if (r.string(doc, "format", "") != "roofline-hardware/1") r.fail("/format", "expected \"roofline-hardware/1\"");
     r.read_sources();
     Hardware h;
@@ -264,16 +271,20 @@ Hardware parse_hardware(const json& doc, const std::string& origin) {
     h.name = r.string(doc, "name", "");
     h.display_name = r.string(doc, "display_name", "");
     const std::string kind = r.string(doc, "kind", "");
-    if (kind == "gpu") h.kind = HardwareKind::gpu;
-    else if (kind == "tpu") h.kind = HardwareKind::tpu;
-    else r.fail("/kind", "expected \"gpu\" or \"tpu\", got \"" + kind + "\"");
+    if (kind == "gpu")
+        h.kind = HardwareKind::gpu;
+    else if (kind == "tpu")
+        h.kind = HardwareKind::tpu;
+    else
+        r.fail("/kind", "expected \"gpu\" or \"tpu\", got \"" + kind + "\"");
     h.clock_hz = r.sourced(doc, "clock_hz", "");
     if (doc.contains("base_clock_hz")) {
         h.base_clock_hz = r.sourced(doc, "base_clock_hz", "");
         // The base clock is the guaranteed floor, below the boost clock; under a tenth of it is a
         // unit slip (MHz written as Hz).
         if (h.base_clock_hz->value > h.clock_hz.value || h.base_clock_hz->value < 0.1 * h.clock_hz.value) {
-            r.fail("/base_clock_hz/value", "must lie between 0.1x /clock_hz and /clock_hz (" + json(h.clock_hz.value).dump() + "), got " + json(h.base_clock_hz->value).dump());
+            r.fail("/base_clock_hz/value", "must lie between 0.1x /clock_hz and /clock_hz (" + json(h.clock_hz.value).dump() + "), got " +
+                                               json(h.base_clock_hz->value).dump());
         }
     }
     h.matrix_flop_per_s = r.per_dtype(doc, "matrix_flop_per_s", "", /*allow_empty=*/true);
@@ -300,11 +311,11 @@ Hardware parse_hardware(const json& doc, const std::string& origin) {
         l.capacity_bytes = r.sourced(mem[i], "capacity_bytes", p);
         l.bytes_per_s = r.sourced(mem[i], "bytes_per_s", p);
         static const std::map<std::string, MemoryRole> known = {
-            {"hbm", MemoryRole::device}, {"gddr", MemoryRole::device},         {"dram", MemoryRole::device},
-            {"l2", MemoryRole::l2},      {"smem", MemoryRole::shared},         {"vmem", MemoryRole::vector_memory},
-            {"cmem", MemoryRole::common_memory}};
+            {"hbm", MemoryRole::device},  {"gddr", MemoryRole::device},        {"dram", MemoryRole::device},       {"l2", MemoryRole::l2},
+            {"smem", MemoryRole::shared}, {"vmem", MemoryRole::vector_memory}, {"cmem", MemoryRole::common_memory}};
         const auto role = known.find(l.name);
-        if (role == known.end()) r.fail(p + "/name", "unknown memory level '" + l.name + "' (expected hbm, gddr, dram, l2, smem, vmem or cmem)");
+        if (role == known.end())
+            r.fail(p + "/name", "unknown memory level '" + l.name + "' (expected hbm, gddr, dram, l2, smem, vmem or cmem)");
         l.role = role->second;
         if ((i == 0) != (l.role == MemoryRole::device)) {
             r.fail(p + "/name", i == 0 ? "the first level must be device memory (hbm, gddr or dram)"
@@ -331,9 +342,7 @@ Hardware parse_hardware(const json& doc, const std::string& origin) {
     return h;
 }
 
-Hardware load_hardware_file(const std::string& path) {
-    return parse_hardware(read_json_file(path), path);
-}
+Hardware load_hardware_file(const std::string& path) { return parse_hardware(read_json_file(path), path); }
 
 std::vector<std::string> builtin_hardware_names() {
     std::vector<std::string> names;

@@ -66,9 +66,9 @@ struct ComputeCapability {
 
 struct GpuLimits {
     ComputeCapability compute_capability;
-    Sourced sm_count, warp_size, max_threads_per_sm, max_threads_per_block, max_warps_per_sm, max_blocks_per_sm,
-        registers_per_sm, max_registers_per_thread, register_allocation_unit, shared_memory_per_sm_bytes,
-        max_shared_memory_per_block_bytes, shared_memory_allocation_unit_bytes;
+    Sourced sm_count, warp_size, max_threads_per_sm, max_threads_per_block, max_warps_per_sm, max_blocks_per_sm, registers_per_sm,
+        max_registers_per_thread, register_allocation_unit, shared_memory_per_sm_bytes, max_shared_memory_per_block_bytes,
+        shared_memory_allocation_unit_bytes;
 };
 
 struct TpuLayout {

@@ -56,9 +56,13 @@ MemoryTimeline memory_timeline(const Graph& g, const MemoryOptions& opt) {
         const Node& node = g.node(n);
         for (std::size_t o = 0; o < node.outputs.size(); ++o) {
             int src = -1;
-            if (is_view(node)) src = 0;
-            else if (node.phase == Phase::optimizer) src = in_place_input(node, o);
-            if (src >= 0) storage[static_cast<std::size_t>(node.outputs[o])] = storage[static_cast<std::size_t>(node.inputs[static_cast<std::size_t>(src)])];
+            if (is_view(node))
+                src = 0;
+            else if (node.phase == Phase::optimizer)
+                src = in_place_input(node, o);
+            if (src >= 0)
+                storage[static_cast<std::size_t>(node.outputs[o])] =
+                    storage[static_cast<std::size_t>(node.inputs[static_cast<std::size_t>(src)])];
         }
     }
     // Gradients: what an optimizer node consumes as its gradient, through casts.
@@ -67,7 +71,8 @@ MemoryTimeline memory_timeline(const Graph& g, const MemoryOptions& opt) {
         if (!traits_of(node.kind).optimizer_update) continue;
         TensorId gt = node.inputs[1];
         const Tensor& ten = g.tensor(gt);
-        if (ten.producer != kNoNode && traits_of(g.node(ten.producer).kind).converts_dtype && g.node(ten.producer).phase == Phase::optimizer) {
+        if (ten.producer != kNoNode && traits_of(g.node(ten.producer).kind).converts_dtype &&
+            g.node(ten.producer).phase == Phase::optimizer) {
             is_gradient[static_cast<std::size_t>(storage[static_cast<std::size_t>(g.node(ten.producer).inputs[0])])] = true;
         }
         is_gradient[static_cast<std::size_t>(storage[static_cast<std::size_t>(gt)])] = true;
@@ -104,13 +109,17 @@ MemoryTimeline memory_timeline(const Graph& g, const MemoryOptions& opt) {
         MemoryCategory c = MemoryCategory::temporaries;
         const auto s = static_cast<std::size_t>(storage[t]);
         const Tensor& base = g.tensors()[s];
-        if (base.role == TensorRole::parameter) c = MemoryCategory::weights;
-        else if (base.role == TensorRole::optimizer_state) c = MemoryCategory::optimizer_state;
-        else if (is_gradient[s]) c = MemoryCategory::gradients;
-        else if (read_by_backward[s] && (base.producer == kNoNode || g.node(base.producer).phase == Phase::forward)) c = MemoryCategory::activations;
+        if (base.role == TensorRole::parameter)
+            c = MemoryCategory::weights;
+        else if (base.role == TensorRole::optimizer_state)
+            c = MemoryCategory::optimizer_state;
+        else if (is_gradient[s])
+            c = MemoryCategory::gradients;
+        else if (read_by_backward[s] && (base.producer == kNoNode || g.node(base.producer).phase == Phase::forward))
+            c = MemoryCategory::activations;
         tl.category[t] = c;
         if (storage[t] != static_cast<TensorId>(t) || first[t] == never) continue;  // aliases and unused tensors hold nothing
-        if (opt.on_chip != nullptr && (*opt.on_chip)[t]) continue;                   // fused away: never in device memory
+        if (opt.on_chip != nullptr && (*opt.on_chip)[t]) continue;                  // fused away: never in device memory
         const std::int64_t bytes = ten.desc.bytes();
         if (c == MemoryCategory::activations) tl.saved_activation_bytes = checked_add(tl.saved_activation_bytes, bytes, "memory");
         if (ten.producer == kNoNode) {

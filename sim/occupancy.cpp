@@ -24,9 +24,7 @@ std::int64_t round_up(std::int64_t v, std::int64_t unit) { return (v + unit - 1)
 
 }  // namespace
 
-std::int64_t reserved_shared_bytes_per_block(const GpuLimits& gpu) {
-    return gpu.compute_capability.at_least(8) ? 1024 : 0;
-}
+std::int64_t reserved_shared_bytes_per_block(const GpuLimits& gpu) { return gpu.compute_capability.at_least(8) ? 1024 : 0; }
 
 Occupancy occupancy(const GpuLimits& gpu, const LaunchConfig& l) {
     const std::int64_t warp = as_int(gpu.warp_size);
@@ -52,8 +50,8 @@ Occupancy occupancy(const GpuLimits& gpu, const LaunchConfig& l) {
     const std::int64_t by_blocks = as_int(gpu.max_blocks_per_sm);
     std::int64_t by_smem = by_blocks;
     if (l.shared_bytes_per_block > 0) {
-        const std::int64_t per_block = round_up(l.shared_bytes_per_block, as_int(gpu.shared_memory_allocation_unit_bytes)) +
-                                       reserved_shared_bytes_per_block(gpu);
+        const std::int64_t per_block =
+            round_up(l.shared_bytes_per_block, as_int(gpu.shared_memory_allocation_unit_bytes)) + reserved_shared_bytes_per_block(gpu);
         by_smem = as_int(gpu.shared_memory_per_sm_bytes) / per_block;
     }
     o.blocks_per_sm = by_warps;

@@ -123,7 +123,8 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
     } else {
         for (RecomputeStrategy s : opt.strategies) {
             const std::string n(strategy_name(s));
-            candidates.push_back({n, n, s == RecomputeStrategy::none ? std::nullopt : std::optional<RecomputePlan>(plan_strategy(g, s)), {}});
+            candidates.push_back(
+                {n, n, s == RecomputeStrategy::none ? std::nullopt : std::optional<RecomputePlan>(plan_strategy(g, s)), {}});
         }
         const std::vector<Layer> layers = find_layers(g);
         const auto nl = static_cast<std::int64_t>(layers.size());
@@ -255,7 +256,8 @@ std::vector<SweepSeries> batch_sweep(const std::function<Graph(std::int64_t)>& b
         // Double while it fits, then bisect between the last fit and the first miss.
         std::int64_t lo = 0, hi = 0;
         for (std::int64_t b = 1; b <= max_batch; b *= 2) {
-            if (run(b).fits) lo = b;
+            if (run(b).fits)
+                lo = b;
             else {
                 hi = b;
                 break;
@@ -264,8 +266,10 @@ std::vector<SweepSeries> batch_sweep(const std::function<Graph(std::int64_t)>& b
         if (hi == 0) hi = lo;
         while (hi - lo > 1 && lo > 0) {
             const std::int64_t mid = lo + (hi - lo) / 2;
-            if (run(mid).fits) lo = mid;
-            else hi = mid;
+            if (run(mid).fits)
+                lo = mid;
+            else
+                hi = mid;
         }
         series.max_batch = lo;
         for (auto& [b, r] : rows) series.rows.push_back(r);

@@ -18,7 +18,7 @@
 namespace roofline {
 
 struct PlanOption {
-    std::string name;                 // "fuse + selective", "full on 24/96 layers", ...
+    std::string name;  // "fuse + selective", "full on 24/96 layers", ...
     bool fuse = false;
     std::string recompute = "none";   // a strategy name, or "layers" for a per-layer mix
     std::vector<LayerChoice> layers;  // the per-layer choice of a mix (empty otherwise)
@@ -30,10 +30,10 @@ struct PlanOption {
     std::int64_t memory_saved_bytes = 0;  // baseline peak minus this peak
     std::int64_t saved_activation_bytes = 0;
     std::int64_t recomputed_ops = 0;
-    std::int64_t kernels = 0;             // kernel launches of the step
+    std::int64_t kernels = 0;  // kernel launches of the step
     std::int64_t fused_groups = 0;
-    bool fits = true;                     // peak <= budget (or device capacity)
-    bool pareto = false;                  // on the (peak memory, step time) frontier
+    bool fits = true;     // peak <= budget (or device capacity)
+    bool pareto = false;  // on the (peak memory, step time) frontier
 };
 
 struct GroupSaving {
@@ -62,13 +62,13 @@ struct PlanOptions {
 };
 
 struct Plan {
-    PlanOption baseline;                 // no fusion, no recomputation
-    std::vector<PlanOption> options;     // ranked: fitting first, then by step time
-    std::vector<std::size_t> frontier;   // indices into options, by increasing peak memory
+    PlanOption baseline;                // no fusion, no recomputation
+    std::vector<PlanOption> options;    // ranked: fitting first, then by step time
+    std::vector<std::size_t> frontier;  // indices into options, by increasing peak memory
     std::int64_t budget_bytes = 0;
     std::int64_t capacity_bytes = 0;
     bool training = false;
-    std::vector<GroupSaving> groups;     // the fusion groups of the plain graph and what each saves
+    std::vector<GroupSaving> groups;  // the fusion groups of the plain graph and what each saves
 };
 
 Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt = {});

@@ -42,7 +42,9 @@ bool is_training_step(const Graph& g) {
 namespace {
 
 void require_training(const Graph& g) {
-    if (!is_training_step(g)) throw InputError(g.name + ": recomputation needs a training step (--mode training): an inference graph keeps nothing for a backward pass");
+    if (!is_training_step(g))
+        throw InputError(g.name +
+                         ": recomputation needs a training step (--mode training): an inference graph keeps nothing for a backward pass");
 }
 
 std::string layer_key(const std::string& name) {
@@ -102,8 +104,10 @@ RecomputePlan plan_layers(const Graph& g, const std::vector<Layer>& layers, cons
     if (choices.size() != layers.size()) throw InputError("recompute: one choice per layer is needed");
     RecomputePlan p{std::vector<bool>(g.nodes().size(), false)};
     for (std::size_t i = 0; i < layers.size(); ++i) {
-        if (choices[i] == LayerChoice::full) mark_run(g, layers[i].nodes, p.recompute);
-        else if (choices[i] == LayerChoice::selective) mark_attention_core(g, layers[i].nodes, p.recompute);
+        if (choices[i] == LayerChoice::full)
+            mark_run(g, layers[i].nodes, p.recompute);
+        else if (choices[i] == LayerChoice::selective)
+            mark_attention_core(g, layers[i].nodes, p.recompute);
     }
     return p;
 }
@@ -117,8 +121,9 @@ RecomputePlan plan_mincut(const Graph& g) {
                         boost::property<boost::vertex_color_t, boost::default_color_type,
                                         boost::property<boost::vertex_distance_t, long,
                                                         boost::property<boost::vertex_predecessor_t, Traits::edge_descriptor>>>>,
-        boost::property<boost::edge_capacity_t, double,
-                        boost::property<boost::edge_residual_capacity_t, double, boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
+        boost::property<
+            boost::edge_capacity_t, double,
+            boost::property<boost::edge_residual_capacity_t, double, boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
     const std::size_t nt = g.tensors().size();
     // Vertices: source 0, sink 1, then (in, out) per tensor.
     FlowGraph fg(2 + 2 * nt);
@@ -175,25 +180,22 @@ RecomputePlan plan_strategy(const Graph& g, RecomputeStrategy s) {
     require_training(g);
     const std::vector<Layer> layers = find_layers(g);
     switch (s) {
-        case RecomputeStrategy::none:
-            return RecomputePlan{std::vector<bool>(g.nodes().size(), false)};
-        case RecomputeStrategy::full:
-            return plan_layers(g, layers, std::vector<LayerChoice>(layers.size(), LayerChoice::full));
-        case RecomputeStrategy::selective:
-            return plan_layers(g, layers, std::vector<LayerChoice>(layers.size(), LayerChoice::selective));
+        case RecomputeStrategy::none: return RecomputePlan{std::vector<bool>(g.nodes().size(), false)};
+        case RecomputeStrategy::full: return plan_layers(g, layers, std::vector<LayerChoice>(layers.size(), LayerChoice::full));
+        case RecomputeStrategy::selective: return plan_layers(g, layers, std::vector<LayerChoice>(layers.size(), LayerChoice::selective));
         case RecomputeStrategy::sqrt: {
             RecomputePlan p{std::vector<bool>(g.nodes().size(), false)};
             const auto n = layers.size();
             const auto k = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(n))));
             for (std::size_t s0 = 0; s0 < n; s0 += std::max<std::size_t>(1, k)) {
                 std::vector<NodeId> run;
-                for (std::size_t i = s0; i < std::min(n, s0 + k); ++i) run.insert(run.end(), layers[i].nodes.begin(), layers[i].nodes.end());
+                for (std::size_t i = s0; i < std::min(n, s0 + k); ++i)
+                    run.insert(run.end(), layers[i].nodes.begin(), layers[i].nodes.end());
                 mark_run(g, run, p.recompute);
             }
             return p;
         }
-        case RecomputeStrategy::mincut:
-            return plan_mincut(g);
+        case RecomputeStrategy::mincut: return plan_mincut(g);
     }
     return RecomputePlan{std::vector<bool>(g.nodes().size(), false)};
 }

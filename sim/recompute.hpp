@@ -66,9 +66,9 @@ RecomputePlan plan_mincut(const Graph& g);
 
 struct RecomputeResult {
     Graph graph;
-    std::vector<NodeId> origin;   // per node of the new graph: the original node (a clone: the node it recomputes)
-    std::int64_t clones = 0;      // recomputed node executions
-    std::int64_t extra_flops = 0; // FLOPs of the clones
+    std::vector<NodeId> origin;    // per node of the new graph: the original node (a clone: the node it recomputes)
+    std::int64_t clones = 0;       // recomputed node executions
+    std::int64_t extra_flops = 0;  // FLOPs of the clones
 };
 
 RecomputeResult apply_recompute(const Graph& g, const RecomputePlan& plan);

@@ -65,8 +65,10 @@ OpRoofline op_roofline(const Work& w, DType dtype, const Hardware& hw) {
 
     // The ceiling that names the compute bound: the unit with the longest time.
     const ComputeCeiling* main = &r.vector;
-    if (r.matrix_time_s >= r.vector_time_s && r.matrix_time_s >= r.transcendental_time_s && w.matrix_flops > 0) main = &r.matrix;
-    else if (r.transcendental_time_s > r.vector_time_s) main = &r.transcendental;
+    if (r.matrix_time_s >= r.vector_time_s && r.matrix_time_s >= r.transcendental_time_s && w.matrix_flops > 0)
+        main = &r.matrix;
+    else if (r.transcendental_time_s > r.vector_time_s)
+        main = &r.transcendental;
     r.compute_flop_per_s = r.compute_time_s > 0 ? flops / r.compute_time_s : main->flop_per_s;
 
     r.time_s = r.compute_time_s;

@@ -45,7 +45,7 @@ enum class BoundKind { compute, memory, none };
 
 struct Bound {
     BoundKind kind = BoundKind::none;
-    std::string what;  // "matrix bf16", "vector f32", "transcendental", "hbm", "l2", ...
+    std::string what;           // "matrix bf16", "vector f32", "transcendental", "hbm", "l2", ...
     std::string label() const;  // "compute (matrix bf16)", "memory (hbm)", "none"
 };
 
@@ -54,9 +54,9 @@ struct OpRoofline {
     DType dtype = DType::f32;
     ComputeCeiling matrix, vector, transcendental;
     double matrix_time_s = 0, vector_time_s = 0, transcendental_time_s = 0;
-    double compute_time_s = 0;         // max of the three: the units run concurrently
-    double compute_flop_per_s = 0;     // the op's effective compute ceiling: flops / compute time
-    std::vector<LevelRoofline> levels; // one per memory level, outermost first
+    double compute_time_s = 0;          // max of the three: the units run concurrently
+    double compute_flop_per_s = 0;      // the op's effective compute ceiling: flops / compute time
+    std::vector<LevelRoofline> levels;  // one per memory level, outermost first
     Bound bound;
     double time_s = 0;                 // lower bound: max(compute, every level)
     double attainable_flop_per_s = 0;  // flops / time

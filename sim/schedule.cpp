@@ -24,7 +24,10 @@ void contracted_order(const Graph& g, const std::vector<int>* group_of_ptr, std:
     if (group_of.size() != n) throw InputError("schedule: one fusion group entry per node is needed");
     int groups = 0;
     for (int gi : group_of) groups = std::max(groups, gi + 1);
-    auto unit = [&](NodeId v) { return group_of[static_cast<std::size_t>(v)] >= 0 ? static_cast<std::size_t>(group_of[static_cast<std::size_t>(v)]) : static_cast<std::size_t>(groups) + static_cast<std::size_t>(v); };
+    auto unit = [&](NodeId v) {
+        return group_of[static_cast<std::size_t>(v)] >= 0 ? static_cast<std::size_t>(group_of[static_cast<std::size_t>(v)])
+                                                          : static_cast<std::size_t>(groups) + static_cast<std::size_t>(v);
+    };
     const std::size_t units = static_cast<std::size_t>(groups) + n;
     std::vector<std::vector<NodeId>> members(units);
     std::vector<std::vector<std::size_t>> next(units);
@@ -142,7 +145,8 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
 std::string chrome_trace_json(const Graph& g, const Schedule& s) {
     nlohmann::ordered_json events = nlohmann::ordered_json::array();
     for (int st = 0; st < s.streams; ++st) {
-        events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", st}, {"args", {{"name", "stream " + std::to_string(st)}}}});
+        events.push_back(
+            {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", st}, {"args", {{"name", "stream " + std::to_string(st)}}}});
     }
     for (const ScheduledOp& op : s.ops) {
         if (op.kernel_s <= 0 || op.end_s <= op.start_s) continue;

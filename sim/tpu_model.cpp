@@ -5,7 +5,6 @@
 
 #include "ops/op_rule.hpp"
 
-
 namespace roofline {
 
 std::string_view dataflow_name(Dataflow d) {
@@ -76,7 +75,8 @@ std::optional<KernelCost> tpu_node_cost(const Graph& g, NodeId n, const Hardware
         if (in >= 0) w.bytes_read = std::max<std::int64_t>(0, w.bytes_read - g.tensor(in).desc.bytes());
         for (TensorId t : node.outputs) {
             const std::vector<NodeId> users = g.consumers(t);
-            if (users.size() == 1 && fused_input(g, users[0]) == t) w.bytes_written = std::max<std::int64_t>(0, w.bytes_written - g.tensor(t).desc.bytes());
+            if (users.size() == 1 && fused_input(g, users[0]) == t)
+                w.bytes_written = std::max<std::int64_t>(0, w.bytes_written - g.tensor(t).desc.bytes());
         }
     }
     const DType d = op_compute_dtype(g, n);
@@ -87,8 +87,8 @@ std::optional<KernelCost> tpu_node_cost(const Graph& g, NodeId n, const Hardware
     for (const LevelRoofline& l : roof.levels) memory = std::max(memory, l.time_s);
     c.memory_s = memory;
     const KernelForm form = traits_of(node.kind).kernel;
-    const bool gemm = (form == KernelForm::gemm || form == KernelForm::linear_gemm) && w.matrix_flops > 0 &&
-                      hw.matrix_flop_per_s.count(d) != 0;
+    const bool gemm =
+        (form == KernelForm::gemm || form == KernelForm::linear_gemm) && w.matrix_flops > 0 && hw.matrix_flop_per_s.count(d) != 0;
     if (gemm) {
         const auto& out = g.tensor(node.outputs[0]).desc;
         const std::int64_t cols_n = out.shape.back();

@@ -17,10 +17,10 @@ enum class Dataflow { weight_stationary, output_stationary, input_stationary };
 std::string_view dataflow_name(Dataflow d);
 
 struct SystolicRun {
-    std::int64_t folds = 0;           // array-sized pieces of the stationary operand
+    std::int64_t folds = 0;  // array-sized pieces of the stationary operand
     std::int64_t cycles_per_fold = 0;
-    std::int64_t cycles = 0;          // one array, SCALE-Sim's "Total Cycles" convention
-    double utilization = 0;           // useful MACs / (R * C * cycles)
+    std::int64_t cycles = 0;  // one array, SCALE-Sim's "Total Cycles" convention
+    double utilization = 0;   // useful MACs / (R * C * cycles)
 };
 
 // One GEMM of M x K times K x N on one R x C array.
@@ -28,7 +28,7 @@ SystolicRun systolic_gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::i
 
 struct TpuModelOptions {
     Dataflow dataflow = Dataflow::weight_stationary;  // the TPU's MXUs hold weights stationary
-    bool overlap = true;  // HBM transfers overlap with compute (XLA pipelines them through VMEM)
+    bool overlap = true;                              // HBM transfers overlap with compute (XLA pipelines them through VMEM)
     // XLA fuses elementwise ops into their producer (loop and output fusion): when an elementwise
     // op is the only consumer of its producer's output, that intermediate never goes to HBM: the
     // producer does not write it and the elementwise op does not read it (both stay in VMEM).

@@ -42,20 +42,32 @@ constexpr std::int64_t kMaxGrid = std::int64_t{1} << 20;  // blocks; kernels loo
 template <typename T>
 __device__ __forceinline__ float to_f(T v);
 template <>
-__device__ __forceinline__ float to_f<float>(float v) { return v; }
+__device__ __forceinline__ float to_f<float>(float v) {
+    return v;
+}
 template <>
-__device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f<__half>(__half v) {
+    return __half2float(v);
+}
 template <>
-__device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v) {
+    return __bfloat162float(v);
+}
 
 template <typename T>
 __device__ __forceinline__ T from_f(float v);
 template <>
-__device__ __forceinline__ float from_f<float>(float v) { return v; }
+__device__ __forceinline__ float from_f<float>(float v) {
+    return v;
+}
 template <>
-__device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ __half from_f<__half>(float v) {
+    return __float2half_rn(v);
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
 
 __device__ __forceinline__ float warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -87,8 +99,7 @@ __global__ void add_row_bias_kernel(T* c, std::int64_t ldc, const T* bias, std::
 template <typename T>
 void add_row_bias_t(void* c, std::int64_t ldc, const void* bias, std::int64_t rows, std::int64_t n, cudaStream_t s) {
     const std::int64_t blocks = std::min<std::int64_t>(ceil_div(rows * n, 256), 4096);
-    add_row_bias_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, s>>>(static_cast<T*>(c), ldc,
-                                                                        static_cast<const T*>(bias), rows, n);
+    add_row_bias_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, s>>>(static_cast<T*>(c), ldc, static_cast<const T*>(bias), rows, n);
     check_launch("add_row_bias_kernel");
 }
 
@@ -256,8 +267,7 @@ __device__ __forceinline__ void combine(float& m, float& s, float m2, float s2) 
 
 // One block (256 threads) per row for long rows: an online max/sum pass, then the write pass.
 template <typename T>
-__global__ void __launch_bounds__(256) softmax_block_kernel(T* s, std::int64_t rows, std::int64_t n, std::int64_t sq,
-                                                            int causal) {
+__global__ void __launch_bounds__(256) softmax_block_kernel(T* s, std::int64_t rows, std::int64_t n, std::int64_t sq, int causal) {
     __shared__ float red_m[32], red_s[32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -316,22 +326,20 @@ void softmax_rows_t(void* s, std::int64_t rows, std::int64_t n, std::int64_t sq,
     const int wpr = softmax_warps_per_row(n);
     if (wpr > 0) {
         const int rpb = kSoftmaxThreads / (32 * wpr);
-        const bool vec =
-            reinterpret_cast<std::uintptr_t>(s) % 16 == 0 && (n * static_cast<std::int64_t>(sizeof(T))) % 16 == 0;
+        const bool vec = reinterpret_cast<std::uintptr_t>(s) % 16 == 0 && (n * static_cast<std::int64_t>(sizeof(T))) % 16 == 0;
         const std::int64_t blocks = grid_for(ceil_div(rows, rpb));
         const int c = causal ? 1 : 0;
         if (vec) {
-            softmax_reg_kernel<T, VecIO<T>::V><<<static_cast<unsigned>(blocks), kSoftmaxThreads, 0, st>>>(
-                static_cast<T*>(s), rows, static_cast<int>(n), sq, c, wpr);
+            softmax_reg_kernel<T, VecIO<T>::V>
+                <<<static_cast<unsigned>(blocks), kSoftmaxThreads, 0, st>>>(static_cast<T*>(s), rows, static_cast<int>(n), sq, c, wpr);
         } else {
-            softmax_reg_kernel<T, 1><<<static_cast<unsigned>(blocks), kSoftmaxThreads, 0, st>>>(
-                static_cast<T*>(s), rows, static_cast<int>(n), sq, c, wpr);
+            softmax_reg_kernel<T, 1>
+                <<<static_cast<unsigned>(blocks), kSoftmaxThreads, 0, st>>>(static_cast<T*>(s), rows, static_cast<int>(n), sq, c, wpr);
         }
         check_launch("softmax_reg_kernel");
     } else {
         const std::int64_t blocks = grid_for(rows);
-        softmax_block_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, st>>>(static_cast<T*>(s), rows, n, sq,
-                                                                                causal ? 1 : 0);
+        softmax_block_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, st>>>(static_cast<T*>(s), rows, n, sq, causal ? 1 : 0);
         check_launch("softmax_block_kernel");
     }
 }
@@ -497,8 +505,8 @@ __device__ void block_mma(float* C, int ldc, const T* A, int lda, const T* B, in
 // matrix into dst (leading dimension ld), zero-filling rows >= rows_total and columns >= cols.
 // vec: 16-byte loads (src 16-byte aligned and cols * sizeof(T) a multiple of 16).
 template <typename T>
-__device__ void load_tile(T* dst, int ld, const T* src, std::int64_t row0, std::int64_t rows_total, int cols,
-                          int cols_pad, int rows, bool vec) {
+__device__ void load_tile(T* dst, int ld, const T* src, std::int64_t row0, std::int64_t rows_total, int cols, int cols_pad, int rows,
+                          bool vec) {
     if (vec) {
         constexpr int V = 16 / static_cast<int>(sizeof(T));
         const int chunks = cols_pad / V;
@@ -889,10 +897,9 @@ void launch_flash_fwd(const FwdParams& p, cudaStream_t s, LaunchContext& ctx) {
     const std::int64_t grid = grid_for(items);
     flash_fwd_kernel<T><<<static_cast<unsigned>(grid), kFlashThreads, L.bytes, s>>>(p);
     check_launch("flash_fwd_kernel");
-    ctx.notes.push_back("flash attention forward: " + std::to_string(Tiles<T>::kFwdQ) + "x" +
-                        std::to_string(Tiles<T>::kFwdK) + " query x key tiles, " + std::to_string(kFlashThreads) +
-                        " threads, " + std::to_string(L.bytes) + " B shared memory, grid " + std::to_string(grid) +
-                        (Tiles<T>::kScalar ? ", FMA" : ", WMMA tensor cores"));
+    ctx.notes.push_back("flash attention forward: " + std::to_string(Tiles<T>::kFwdQ) + "x" + std::to_string(Tiles<T>::kFwdK) +
+                        " query x key tiles, " + std::to_string(kFlashThreads) + " threads, " + std::to_string(L.bytes) +
+                        " B shared memory, grid " + std::to_string(grid) + (Tiles<T>::kScalar ? ", FMA" : ", WMMA tensor cores"));
 }
 
 template <typename T>
@@ -911,16 +918,15 @@ void launch_flash_bwd(const BwdParams& p, cudaStream_t s, LaunchContext& ctx) {
         flash_bwd_dkdv_kernel<T><<<static_cast<unsigned>(grid_for(dkv_items)), kFlashThreads, Lk.bytes, s>>>(p);
         check_launch("flash_bwd_dkdv_kernel");
     }
-    ctx.notes.push_back("flash attention backward: dq kernel " + std::to_string(Tiles<T>::kDqQ) + "x" +
-                        std::to_string(Tiles<T>::kDqK) + " tiles, " + std::to_string(Lq.bytes) +
-                        " B shared memory; dk/dv kernel " + std::to_string(Tiles<T>::kDkvK) + "x" +
+    ctx.notes.push_back("flash attention backward: dq kernel " + std::to_string(Tiles<T>::kDqQ) + "x" + std::to_string(Tiles<T>::kDqK) +
+                        " tiles, " + std::to_string(Lq.bytes) + " B shared memory; dk/dv kernel " + std::to_string(Tiles<T>::kDkvK) + "x" +
                         std::to_string(Tiles<T>::kDkvQ) + " tiles, " + std::to_string(Lk.bytes) + " B shared memory");
 }
 
 bool floating_device_dtype(DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; }
 
-bool attention_materialised(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v,
-                            const DeviceTensor& o, double scale, bool causal, LaunchContext& ctx) {
+bool attention_materialised(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v, const DeviceTensor& o, double scale,
+                            bool causal, LaunchContext& ctx) {
     const DType dt = q.desc.dtype;
     if (!gemm_supported(dt, dt)) return false;
     const Shape& qs = q.desc.shape;
@@ -957,8 +963,8 @@ bool attention_materialised(const DeviceTensor& q, const DeviceTensor& k, const 
             case DType::bf16: softmax_rows_t<__nv_bfloat16>(s, rows, sk, sq, causal, st); break;
             default: return false;
         }
-        ctx.notes.push_back(std::string("attention softmax") + (causal ? " (causal)" : "") + ": " + std::to_string(rows) +
-                            " rows of " + std::to_string(sk) + ", " +
+        ctx.notes.push_back(std::string("attention softmax") + (causal ? " (causal)" : "") + ": " + std::to_string(rows) + " rows of " +
+                            std::to_string(sk) + ", " +
                             (softmax_warps_per_row(sk) > 0
                                  ? std::to_string(softmax_warps_per_row(sk)) + " warp(s) per row, register-resident"
                                  : std::string("one 256-thread block per row")) +
@@ -981,8 +987,7 @@ bool attention_materialised(const DeviceTensor& q, const DeviceTensor& k, const 
 
 }  // namespace
 
-void add_row_bias(void* c, std::int64_t ldc, const void* bias, DType dtype, std::int64_t rows, std::int64_t n,
-                  CUstream_st* stream) {
+void add_row_bias(void* c, std::int64_t ldc, const void* bias, DType dtype, std::int64_t rows, std::int64_t n, CUstream_st* stream) {
     if (rows == 0 || n == 0) return;
     auto* s = static_cast<cudaStream_t>(stream);
     switch (dtype) {
@@ -1014,8 +1019,8 @@ bool flash_attention_supported(const DeviceTensor& q, const DeviceTensor& k, con
     return true;
 }
 
-bool flash_attention_forward(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v,
-                             const DeviceTensor& o, float* lse, double scale, bool causal, LaunchContext& ctx) {
+bool flash_attention_forward(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v, const DeviceTensor& o, float* lse,
+                             double scale, bool causal, LaunchContext& ctx) {
     if (!flash_attention_supported(q, k, v)) return false;
     const Shape& qs = q.desc.shape;
     const std::size_t r = qs.size();
@@ -1025,8 +1030,7 @@ bool flash_attention_forward(const DeviceTensor& q, const DeviceTensor& k, const
     expect.push_back(qs[r - 2]);
     expect.push_back(v.desc.shape[r - 1]);
     if (o.desc.shape != expect || o.desc.dtype != q.desc.dtype) {
-        throw InputError("flash attention: output " + desc_str(o.desc) + " should be " +
-                         desc_str(TensorDesc{expect, q.desc.dtype}));
+        throw InputError("flash attention: output " + desc_str(o.desc) + " should be " + desc_str(TensorDesc{expect, q.desc.dtype}));
     }
     FwdParams p{};
     p.q = q.data;
@@ -1044,10 +1048,7 @@ bool flash_attention_forward(const DeviceTensor& q, const DeviceTensor& k, const
     p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
     p.causal = causal ? 1 : 0;
     const std::int64_t es = dtype_bytes(q.desc.dtype);
-    p.vec = aligned16(q.data) && aligned16(k.data) && aligned16(v.data) && (p.hd * es) % 16 == 0 &&
-                    (p.hdv * es) % 16 == 0
-                ? 1
-                : 0;
+    p.vec = aligned16(q.data) && aligned16(k.data) && aligned16(v.data) && (p.hd * es) % 16 == 0 && (p.hdv * es) % 16 == 0 ? 1 : 0;
     p.map = make_batch_map(qb, kb, vb, ob);
     auto* s = static_cast<cudaStream_t>(ctx.stream);
     switch (q.desc.dtype) {
@@ -1059,13 +1060,12 @@ bool flash_attention_forward(const DeviceTensor& q, const DeviceTensor& k, const
     return true;
 }
 
-void flash_attention_backward(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v,
-                              const DeviceTensor& o, const DeviceTensor& dout, const float* lse,
-                              const DeviceTensor& dq, const DeviceTensor& dk, const DeviceTensor& dv, double scale,
-                              bool causal, LaunchContext& ctx) {
+void flash_attention_backward(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v, const DeviceTensor& o,
+                              const DeviceTensor& dout, const float* lse, const DeviceTensor& dq, const DeviceTensor& dk,
+                              const DeviceTensor& dv, double scale, bool causal, LaunchContext& ctx) {
     if (!flash_attention_supported(q, k, v)) {
-        throw InputError("flash attention backward: unsupported q " + desc_str(q.desc) + ", k " + desc_str(k.desc) +
-                         ", v " + desc_str(v.desc) + " (f32/f16/bf16, head dims 1..128)");
+        throw InputError("flash attention backward: unsupported q " + desc_str(q.desc) + ", k " + desc_str(k.desc) + ", v " +
+                         desc_str(v.desc) + " (f32/f16/bf16, head dims 1..128)");
     }
     const Shape& qs = q.desc.shape;
     const std::size_t r = qs.size();
@@ -1075,10 +1075,9 @@ void flash_attention_backward(const DeviceTensor& q, const DeviceTensor& k, cons
     const bool same_batch = batch_of(qs) == batch_of(k.desc.shape) && batch_of(qs) == batch_of(v.desc.shape);
     const auto is = [dt](const DeviceTensor& t, const Shape& s) { return t.desc.shape == s && t.desc.dtype == dt; };
     if (!same_batch || !is(o, os) || !is(dout, os) || !is(dq, qs) || !is(dk, k.desc.shape) || !is(dv, v.desc.shape)) {
-        throw InputError("flash attention backward: q, k, v must share their batch dims, o and dout be " +
-                         desc_str(TensorDesc{os, dt}) + ", dq/dk/dv shaped like q/k/v (got o " + desc_str(o.desc) +
-                         ", dout " + desc_str(dout.desc) + ", dq " + desc_str(dq.desc) + ", dk " + desc_str(dk.desc) +
-                         ", dv " + desc_str(dv.desc) + ")");
+        throw InputError("flash attention backward: q, k, v must share their batch dims, o and dout be " + desc_str(TensorDesc{os, dt}) +
+                         ", dq/dk/dv shaped like q/k/v (got o " + desc_str(o.desc) + ", dout " + desc_str(dout.desc) + ", dq " +
+                         desc_str(dq.desc) + ", dk " + desc_str(dk.desc) + ", dv " + desc_str(dv.desc) + ")");
     }
     BwdParams p{};
     p.sq = qs[r - 2];
@@ -1110,8 +1109,8 @@ void flash_attention_backward(const DeviceTensor& q, const DeviceTensor& k, cons
     p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
     p.causal = causal ? 1 : 0;
     const std::int64_t es = dtype_bytes(dt);
-    p.vec = aligned16(q.data) && aligned16(k.data) && aligned16(v.data) && aligned16(dout.data) &&
-                    (p.hd * es) % 16 == 0 && (p.hdv * es) % 16 == 0
+    p.vec = aligned16(q.data) && aligned16(k.data) && aligned16(v.data) && aligned16(dout.data) && (p.hd * es) % 16 == 0 &&
+                    (p.hdv * es) % 16 == 0
                 ? 1
                 : 0;
     auto* s = static_cast<cudaStream_t>(ctx.stream);

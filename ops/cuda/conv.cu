@@ -44,9 +44,9 @@ struct ConvParams {
     float* partial = nullptr;    // split-K partials [split][group][M][N], or null
     int n = 0, ci = 0, h = 0, w = 0, co = 0, kh = 0, kw = 0, groups = 1, ho = 0, wo = 0;
     int sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-    int cig = 0, cog = 0;        // channels per group
-    int M = 0, N = 0, K = 0;     // per-group GEMM
-    int k_per_split = 0;         // multiple of kBK
+    int cig = 0, cog = 0;     // channels per group
+    int M = 0, N = 0, K = 0;  // per-group GEMM
+    int k_per_split = 0;      // multiple of kBK
     int splits = 1;
 };
 

@@ -23,8 +23,8 @@ bool flash_attention_supported(const DeviceTensor& q, const DeviceTensor& k, con
 // skipped. Batch dims broadcast as matmul's do (o has the broadcast batch). When lse is not null it
 // receives the natural-log logsumexp of every (scaled, masked) score row, f32 [o's batch..., Sq]
 // contiguous (-inf for Sk = 0). Returns false, enqueueing nothing, when !flash_attention_supported.
-bool flash_attention_forward(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v,
-                             const DeviceTensor& o, float* lse, double scale, bool causal, LaunchContext& ctx);
+bool flash_attention_forward(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v, const DeviceTensor& o, float* lse,
+                             double scale, bool causal, LaunchContext& ctx);
 
 // Gradients of o = attention(q, k, v) given dout, as a fused kernel pair that recomputes P tile by
 // tile from q, k and the forward's saved logsumexp (never materialising S, P or dS in global memory):
@@ -36,9 +36,8 @@ bool flash_attention_forward(const DeviceTensor& q, const DeviceTensor& k, const
 // forward runs first (into ctx.scratch) to produce it. q, k, v, o, dout, dq, dk, dv must share a
 // batch shape (no broadcasting); dq is shaped like q, dk like k, dv like v. Throws InputError for
 // tensors the kernels do not take, CudaError for a failed launch.
-void flash_attention_backward(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v,
-                              const DeviceTensor& o, const DeviceTensor& dout, const float* lse,
-                              const DeviceTensor& dq, const DeviceTensor& dk, const DeviceTensor& dv, double scale,
-                              bool causal, LaunchContext& ctx);
+void flash_attention_backward(const DeviceTensor& q, const DeviceTensor& k, const DeviceTensor& v, const DeviceTensor& o,
+                              const DeviceTensor& dout, const float* lse, const DeviceTensor& dq, const DeviceTensor& dk,
+                              const DeviceTensor& dv, double scale, bool causal, LaunchContext& ctx);
 
 }  // namespace roofline::cuda

@@ -24,14 +24,15 @@ namespace {
 
 void check_lt(cublasStatus_t s, const char* call) {
     if (s != CUBLAS_STATUS_SUCCESS) {
-        throw CudaError(std::string(call) + ": cuBLASLt status " + std::to_string(static_cast<int>(s)) + " (" +
-                        cublasLtGetStatusName(s) + ")");
+        throw CudaError(std::string(call) + ": cuBLASLt status " + std::to_string(static_cast<int>(s)) + " (" + cublasLtGetStatusName(s) +
+                        ")");
     }
 }
 
 cudaDataType_t cuda_type(DType d) {
     switch (d) {
-        case DType::f32: case DType::tf32: return CUDA_R_32F;
+        case DType::f32:
+        case DType::tf32: return CUDA_R_32F;
         case DType::f16: return CUDA_R_16F;
         case DType::bf16: return CUDA_R_16BF;
         default: break;
@@ -105,17 +106,14 @@ std::string algo_note(const cublasLtMatmulHeuristicResult_t& r, bool bias_epilog
              "cublasLtMatmulAlgoConfigGetAttribute(ID)");
     check_lt(cublasLtMatmulAlgoConfigGetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &written),
              "cublasLtMatmulAlgoConfigGetAttribute(TILE_ID)");
-    check_lt(cublasLtMatmulAlgoConfigGetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages),
-                                                  &written),
+    check_lt(cublasLtMatmulAlgoConfigGetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages), &written),
              "cublasLtMatmulAlgoConfigGetAttribute(STAGES_ID)");
-    check_lt(cublasLtMatmulAlgoConfigGetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k, sizeof(split_k),
-                                                  &written),
+    check_lt(cublasLtMatmulAlgoConfigGetAttribute(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k, sizeof(split_k), &written),
              "cublasLtMatmulAlgoConfigGetAttribute(SPLITK_NUM)");
     char buf[192];
-    std::snprintf(buf, sizeof buf, "cublasLt algo=%d tile=%u stages=%u splitK=%d wavesCount=%.3f workspace=%zu%s",
-                  static_cast<int>(id), static_cast<unsigned>(tile), static_cast<unsigned>(stages),
-                  static_cast<int>(split_k), static_cast<double>(r.wavesCount), r.workspaceSize,
-                  bias_epilogue ? " epilogue=bias" : "");
+    std::snprintf(buf, sizeof buf, "cublasLt algo=%d tile=%u stages=%u splitK=%d wavesCount=%.3f workspace=%zu%s", static_cast<int>(id),
+                  static_cast<unsigned>(tile), static_cast<unsigned>(stages), static_cast<int>(split_k), static_cast<double>(r.wavesCount),
+                  r.workspaceSize, bias_epilogue ? " epilogue=bias" : "");
     return buf;
 }
 
@@ -149,11 +147,10 @@ std::unique_ptr<Plan> make_plan(const Gemm& g, cublasLtHandle_t handle, std::siz
     check_lt(cublasLtMatmulPreferenceSetAttribute(pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
              "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
     const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; ++i) {
-        check_lt(cublasLtMatmulPreferenceSetAttribute(pref.p, align_attr[i], &align[static_cast<std::size_t>(i)],
-                                                      sizeof(std::uint32_t)),
+        check_lt(cublasLtMatmulPreferenceSetAttribute(pref.p, align_attr[i], &align[static_cast<std::size_t>(i)], sizeof(std::uint32_t)),
                  "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
     }
 
@@ -166,8 +163,7 @@ std::unique_ptr<Plan> make_plan(const Gemm& g, cublasLtHandle_t handle, std::siz
                  "cublasLtMatmulDescSetAttribute(EPILOGUE)");
         check_lt(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)),
                  "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
-        const cublasStatus_t s =
-            cublasLtMatmulAlgoGetHeuristic(handle, p->op, p->la, p->lb, p->lc, p->lc, pref.p, 1, &result, &returned);
+        const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle, p->op, p->la, p->lb, p->lc, p->lc, pref.p, 1, &result, &returned);
         if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) {
             check_lt(s, "cublasLtMatmulAlgoGetHeuristic");
         }
@@ -186,9 +182,8 @@ std::unique_ptr<Plan> make_plan(const Gemm& g, cublasLtHandle_t handle, std::siz
                  "cublasLtMatmulAlgoGetHeuristic");
     }
     if (returned < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
-        throw CudaError("cublasLtMatmulAlgoGetHeuristic: no algorithm for a " + std::to_string(g.m) + "x" +
-                        std::to_string(g.n) + "x" + std::to_string(g.k) + " " + std::string(dtype_name(g.ab_dtype)) +
-                        " GEMM (batch " + std::to_string(g.batch) + ")");
+        throw CudaError("cublasLtMatmulAlgoGetHeuristic: no algorithm for a " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
+                        std::to_string(g.k) + " " + std::string(dtype_name(g.ab_dtype)) + " GEMM (batch " + std::to_string(g.batch) + ")");
     }
     p->algo = result.algo;
     p->workspace = result.workspaceSize;
@@ -218,7 +213,8 @@ void add_bias_batches(const Gemm& g, LaunchContext& ctx) {
 
 bool gemm_supported(DType ab, DType c) {
     switch (ab) {
-        case DType::f32: case DType::tf32: return c == DType::f32 || c == DType::tf32;
+        case DType::f32:
+        case DType::tf32: return c == DType::f32 || c == DType::tf32;
         case DType::f16: return c == DType::f16 || c == DType::f32;
         case DType::bf16: return c == DType::bf16 || c == DType::f32;
         default: return false;
@@ -230,8 +226,7 @@ void run_gemm(const Gemm& g, LaunchContext& ctx, const char* label) {
         throw InputError("cuBLASLt GEMM: no configuration for " + std::string(dtype_name(g.ab_dtype)) + " inputs and " +
                          std::string(dtype_name(g.c_dtype)) + " output");
     }
-    if (g.m < 0 || g.n < 0 || g.k < 0 || g.batch < 0 || g.ldc < g.n || g.lda < (g.trans_a ? g.m : g.k) ||
-        g.ldb < (g.trans_b ? g.k : g.n)) {
+    if (g.m < 0 || g.n < 0 || g.k < 0 || g.batch < 0 || g.ldc < g.n || g.lda < (g.trans_a ? g.m : g.k) || g.ldb < (g.trans_b ? g.k : g.n)) {
         throw InputError("cuBLASLt GEMM: inconsistent sizes or leading dimensions");
     }
     if (g.m == 0 || g.n == 0 || g.batch == 0) return;
@@ -246,22 +241,33 @@ void run_gemm(const Gemm& g, LaunchContext& ctx, const char* label) {
     check(cudaGetDevice(&device), "cudaGetDevice");
     const std::int64_t ab_bytes = dtype_bytes(g.ab_dtype), c_bytes = dtype_bytes(g.c_dtype);
     const std::array<std::uint32_t, 4> align = {alignment(g.b, g.stride_b, ab_bytes, g.batch),
-                                                alignment(g.a, g.stride_a, ab_bytes, g.batch),
-                                                alignment(g.c, g.stride_c, c_bytes, g.batch),
+                                                alignment(g.a, g.stride_a, ab_bytes, g.batch), alignment(g.c, g.stride_c, c_bytes, g.batch),
                                                 alignment(g.c, g.stride_c, c_bytes, g.batch)};
     const std::uint32_t bias_align = g.bias == nullptr ? 0 : alignment(g.bias, 0, c_bytes, 1);
     const Key key = {device,
                      static_cast<std::int64_t>(g.ab_dtype),
                      static_cast<std::int64_t>(g.c_dtype),
-                     g.m, g.n, g.k,
-                     g.trans_a ? 1 : 0, g.trans_b ? 1 : 0,
-                     g.lda, g.ldb, g.ldc,
-                     g.batch > 1 ? g.stride_a : 0, g.batch > 1 ? g.stride_b : 0, g.batch > 1 ? g.stride_c : 0,
+                     g.m,
+                     g.n,
+                     g.k,
+                     g.trans_a ? 1 : 0,
+                     g.trans_b ? 1 : 0,
+                     g.lda,
+                     g.ldb,
+                     g.ldc,
+                     g.batch > 1 ? g.stride_a : 0,
+                     g.batch > 1 ? g.stride_b : 0,
+                     g.batch > 1 ? g.stride_c : 0,
                      g.batch,
                      g.bias != nullptr ? 1 : 0,
-                     align[0], align[1], align[2], bias_align,
+                     align[0],
+                     align[1],
+                     align[2],
+                     bias_align,
                      static_cast<std::int64_t>(ctx.workspace_bytes),
-                     0, 0, 0};
+                     0,
+                     0,
+                     0};
     std::lock_guard<std::mutex> lock(cache_mutex());
     auto& plans = cache();
     auto it = plans.find(key);
@@ -280,8 +286,7 @@ void run_gemm(const Gemm& g, LaunchContext& ctx, const char* label) {
              "cublasLtMatmul");
     if (g.bias != nullptr && !p.bias_epilogue) add_bias_batches(g, ctx);
     if (label != nullptr) {
-        std::string note = std::string(label) + " " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
-                           std::to_string(g.k);
+        std::string note = std::string(label) + " " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k);
         if (g.batch > 1) note += " batch " + std::to_string(g.batch);
         note += " " + std::string(dtype_name(g.ab_dtype)) + ": " + p.note;
         ctx.notes.push_back(std::move(note));

@@ -77,7 +77,6 @@ std::int64_t batch_offset(const Shape& operand_batch, const Shape& c_batch, cons
 // attention.cu: C[r, :] += bias for every row r < rows of a row-major C[rows x n] with leading
 // dimension ldc (dtype f32, f16 or bf16, bias of the same dtype). The fallback when cuBLASLt has no
 // bias epilogue for a GEMM, and the whole linear when K = 0.
-void add_row_bias(void* c, std::int64_t ldc, const void* bias, DType dtype, std::int64_t rows, std::int64_t n,
-                  CUstream_st* stream);
+void add_row_bias(void* c, std::int64_t ldc, const void* bias, DType dtype, std::int64_t rows, std::int64_t n, CUstream_st* stream);
 
 }  // namespace roofline::cuda

@@ -26,7 +26,7 @@ struct DeviceTensor {
 // What every launch needs besides its tensors.
 struct LaunchContext {
     CUstream_st* stream = nullptr;
-    void* cublaslt = nullptr;  // cublasLtHandle_t, created by the caller (measure/)
+    void* cublaslt = nullptr;   // cublasLtHandle_t, created by the caller (measure/)
     void* workspace = nullptr;  // cuBLASLt workspace
     std::size_t workspace_bytes = 0;
     // attention: one fused flash-style kernel (tiled, online softmax) instead of the materialised
@@ -44,7 +44,6 @@ struct LaunchContext {
 // (out descriptors from infer_outputs). Asynchronous: returns after enqueueing. Throws
 // InputError for a dtype/op combination without a kernel (naming both) and CudaError for a
 // failed CUDA call.
-void launch_op(OpKind k, const std::vector<DeviceTensor>& in, const Attrs& attrs,
-               const std::vector<DeviceTensor>& out, LaunchContext& ctx);
+void launch_op(OpKind k, const std::vector<DeviceTensor>& in, const Attrs& attrs, const std::vector<DeviceTensor>& out, LaunchContext& ctx);
 
 }  // namespace roofline::cuda

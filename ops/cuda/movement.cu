@@ -83,17 +83,23 @@ __device__ __forceinline__ void copy_rows(const CopyBatch& b) {
 }
 
 template <class Chunk>
-__global__ void __launch_bounds__(kThreads) reshape_copy_kernel(CopyBatch b) { copy_rows<Chunk>(b); }
+__global__ void __launch_bounds__(kThreads) reshape_copy_kernel(CopyBatch b) {
+    copy_rows<Chunk>(b);
+}
 template <class Chunk>
-__global__ void __launch_bounds__(kThreads) concat_copy_kernel(CopyBatch b) { copy_rows<Chunk>(b); }
+__global__ void __launch_bounds__(kThreads) concat_copy_kernel(CopyBatch b) {
+    copy_rows<Chunk>(b);
+}
 template <class Chunk>
-__global__ void __launch_bounds__(kThreads) split_copy_kernel(CopyBatch b) { copy_rows<Chunk>(b); }
+__global__ void __launch_bounds__(kThreads) split_copy_kernel(CopyBatch b) {
+    copy_rows<Chunk>(b);
+}
 
 // ---------------------------------------------------------------------------------------------
 // transpose / permute
 
 struct Layout {
-    int rank = 0;                      // collapsed output dims, innermost first
+    int rank = 0;  // collapsed output dims, innermost first
     std::int64_t shape[kMaxDims] = {};
     std::int64_t stride[kMaxDims] = {};  // input stride (elements) of each output dim
 };
@@ -124,7 +130,8 @@ __global__ void __launch_bounds__(kThreads) permute_strided_kernel(const T* __re
 // that dim. L is in Chunk units (L.shape[0] = chunks per row, L.stride[0] = 1), so each thread
 // moves one Chunk (16 bytes in the common case) and computes its source offset once per chunk.
 template <class Chunk>
-__global__ void __launch_bounds__(kThreads) permute_rows_kernel(const Chunk* __restrict__ x, Chunk* __restrict__ y, Layout L, std::int64_t n) {
+__global__ void __launch_bounds__(kThreads)
+    permute_rows_kernel(const Chunk* __restrict__ x, Chunk* __restrict__ y, Layout L, std::int64_t n) {
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     if (n <= INT_MAX) {
         const unsigned n32 = static_cast<unsigned>(n), s32 = static_cast<unsigned>(stride);
@@ -138,8 +145,8 @@ __global__ void __launch_bounds__(kThreads) permute_rows_kernel(const Chunk* __r
 
 // x [batch][rows][cols] -> y [batch][cols][rows], through a 32x32 tile in shared memory.
 template <class T>
-__global__ void __launch_bounds__(kTile * kTileRows) transpose_tiled_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t batch,
-                                                                            std::int64_t rows, std::int64_t cols) {
+__global__ void __launch_bounds__(kTile* kTileRows)
+    transpose_tiled_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t batch, std::int64_t rows, std::int64_t cols) {
     __shared__ T tile[kTile][kTile + 1];
     const std::int64_t tiles_r = (rows + kTile - 1) / kTile, tiles_c = (cols + kTile - 1) / kTile;
     for (std::int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
@@ -167,14 +174,15 @@ __global__ void __launch_bounds__(kTile * kTileRows) transpose_tiled_kernel(cons
 // embedding, embedding_grad
 
 __device__ __forceinline__ std::int64_t load_index(const void* idx, bool idx64, std::int64_t r) {
-    return idx64 ? static_cast<std::int64_t>(static_cast<const long long*>(idx)[r]) : static_cast<std::int64_t>(static_cast<const int*>(idx)[r]);
+    return idx64 ? static_cast<std::int64_t>(static_cast<const long long*>(idx)[r])
+                 : static_cast<std::int64_t>(static_cast<const int*>(idx)[r]);
 }
 
 // y[r, :] = table[idx[r], :], in chunks of units per row.
 template <class Chunk>
-__global__ void __launch_bounds__(kThreads) embedding_gather_kernel(const Chunk* __restrict__ table, const void* __restrict__ idx, bool idx64,
-                                                                    Chunk* __restrict__ y, std::int64_t rows, std::int64_t units,
-                                                                    std::int64_t vocab) {
+__global__ void __launch_bounds__(kThreads)
+    embedding_gather_kernel(const Chunk* __restrict__ table, const void* __restrict__ idx, bool idx64, Chunk* __restrict__ y,
+                            std::int64_t rows, std::int64_t units, std::int64_t vocab) {
     const std::int64_t total = rows * units;
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
@@ -195,9 +203,9 @@ __device__ __forceinline__ float load_float(const void* p, int dt, std::int64_t 
 }
 
 // acc[idx[r], j] += dy[r, j]
-__global__ void __launch_bounds__(kThreads) embedding_grad_scatter_add_kernel(const void* __restrict__ dy, int dy_dt, const void* __restrict__ idx,
-                                                                              bool idx64, float* acc, std::int64_t rows, std::int64_t dim,
-                                                                              std::int64_t vocab) {
+__global__ void __launch_bounds__(kThreads)
+    embedding_grad_scatter_add_kernel(const void* __restrict__ dy, int dy_dt, const void* __restrict__ idx, bool idx64, float* acc,
+                                      std::int64_t rows, std::int64_t dim, std::int64_t vocab) {
     const std::int64_t total = rows * dim;
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
@@ -208,11 +216,14 @@ __global__ void __launch_bounds__(kThreads) embedding_grad_scatter_add_kernel(co
 }
 
 // The f32 accumulator to the output dtype (f16 or bf16), round to nearest even.
-__global__ void __launch_bounds__(kThreads) embedding_grad_store_kernel(const float* __restrict__ acc, void* __restrict__ y, int dt, std::int64_t n) {
+__global__ void __launch_bounds__(kThreads)
+    embedding_grad_store_kernel(const float* __restrict__ acc, void* __restrict__ y, int dt, std::int64_t n) {
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        if (dt == fdt_f16) static_cast<__half*>(y)[i] = __float2half_rn(acc[i]);
-        else static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16_rn(acc[i]);
+        if (dt == fdt_f16)
+            static_cast<__half*>(y)[i] = __float2half_rn(acc[i]);
+        else
+            static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16_rn(acc[i]);
     }
 }
 
@@ -287,9 +298,9 @@ void launch_copies(CopyKind kind, const std::vector<CopyPart>& all, LaunchContex
         for (std::size_t i = first; i < end; ++i) {
             const CopyPart& p = parts[i];
             b.part[b.nparts++] = p;
-            for (std::uint64_t v : {static_cast<std::uint64_t>(addr(p.src)), static_cast<std::uint64_t>(addr(p.dst)),
-                                    static_cast<std::uint64_t>(p.row_bytes), static_cast<std::uint64_t>(p.src_pitch),
-                                    static_cast<std::uint64_t>(p.dst_pitch)}) {
+            for (std::uint64_t v :
+                 {static_cast<std::uint64_t>(addr(p.src)), static_cast<std::uint64_t>(addr(p.dst)), static_cast<std::uint64_t>(p.row_bytes),
+                  static_cast<std::uint64_t>(p.src_pitch), static_cast<std::uint64_t>(p.dst_pitch)}) {
                 values.push_back(v);
             }
         }
@@ -303,7 +314,9 @@ void launch_copies(CopyKind kind, const std::vector<CopyPart>& all, LaunchContex
             case 2: launch_copy_batch<unsigned short>(kind, b, max_units, s); break;
             default: launch_copy_batch<unsigned char>(kind, b, max_units, s); break;
         }
-        ctx.notes.push_back(std::string(kind == CopyKind::reshape ? "reshape" : kind == CopyKind::concat ? "concat" : "split") +
+        ctx.notes.push_back(std::string(kind == CopyKind::reshape  ? "reshape"
+                                        : kind == CopyKind::concat ? "concat"
+                                                                   : "split") +
                             "_copy_kernel: " + std::to_string(b.nparts) + " parts, " + std::to_string(c) + "-byte chunks");
     }
 }
@@ -398,7 +411,8 @@ bool make_layout(const Shape& o, const std::vector<std::int64_t>& strides, Layou
 template <class Chunk>
 void launch_permute_rows_chunk(const DeviceTensor& x, const DeviceTensor& y, const Layout& L, std::int64_t units, cudaStream_t s) {
     // The kernel uses 32-bit indices when units <= INT_MAX: i + grid stride (<= 2^31 + 2^25) fits in 32 bits.
-    permute_rows_kernel<Chunk><<<grid_for(units), kThreads, 0, s>>>(static_cast<const Chunk*>(x.data), static_cast<Chunk*>(y.data), L, units);
+    permute_rows_kernel<Chunk>
+        <<<grid_for(units), kThreads, 0, s>>>(static_cast<const Chunk*>(x.data), static_cast<Chunk*>(y.data), L, units);
     check_launch("permute_rows_kernel");
 }
 
@@ -440,12 +454,13 @@ void launch_permute(const DeviceTensor& x, const DeviceTensor& y, const Layout& 
     if (swap2 || swap3) {
         const std::int64_t rows = L.shape[0], cols = L.shape[1], batch = swap3 ? L.shape[2] : 1;
         const std::int64_t tiles_r = (rows + kTile - 1) / kTile, tiles_c = (cols + kTile - 1) / kTile;
-        const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(tiles_c, INT_MAX)), static_cast<unsigned>(std::min<std::int64_t>(tiles_r, 65535)),
+        const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(tiles_c, INT_MAX)),
+                        static_cast<unsigned>(std::min<std::int64_t>(tiles_r, 65535)),
                         static_cast<unsigned>(std::min<std::int64_t>(batch, 65535)));
         transpose_tiled_kernel<T><<<grid, dim3(kTile, kTileRows), 0, s>>>(xp, yp, batch, rows, cols);
         check_launch("transpose_tiled_kernel");
-        ctx.notes.push_back("transpose_tiled_kernel: " + std::to_string(batch) + " x [" + std::to_string(rows) + "," + std::to_string(cols) +
-                            "], 32x32 tiles");
+        ctx.notes.push_back("transpose_tiled_kernel: " + std::to_string(batch) + " x [" + std::to_string(rows) + "," +
+                            std::to_string(cols) + "], 32x32 tiles");
         return;
     }
     permute_strided_kernel<T><<<grid_for(n), kThreads, 0, s>>>(xp, yp, L, n);
@@ -491,8 +506,8 @@ template <class Chunk>
 void launch_gather(const DeviceTensor& table, const DeviceTensor& idx, const DeviceTensor& y, std::int64_t rows, std::int64_t units,
                    cudaStream_t s) {
     embedding_gather_kernel<Chunk><<<grid_for(rows * units), kThreads, 0, s>>>(static_cast<const Chunk*>(table.data), idx.data,
-                                                                                 idx.desc.dtype == DType::int64, static_cast<Chunk*>(y.data),
-                                                                                 rows, units, table.desc.shape[0]);
+                                                                               idx.desc.dtype == DType::int64, static_cast<Chunk*>(y.data),
+                                                                               rows, units, table.desc.shape[0]);
     check_launch("embedding_gather_kernel");
 }
 
@@ -506,8 +521,8 @@ bool launch_embedding(const Tensors& in, const DeviceTensor& y, LaunchContext& c
     if (y.desc.numel() != rows * dim) mismatch(OpKind::embedding, idx.desc, y.desc);
     const std::int64_t row_bytes = dim * dtype_bytes(y.desc.dtype);
     if (rows == 0 || row_bytes == 0) return true;
-    const int c = chunk_bytes({static_cast<std::uint64_t>(row_bytes), static_cast<std::uint64_t>(addr(table.data)),
-                               static_cast<std::uint64_t>(addr(y.data))});
+    const int c = chunk_bytes(
+        {static_cast<std::uint64_t>(row_bytes), static_cast<std::uint64_t>(addr(table.data)), static_cast<std::uint64_t>(addr(y.data))});
     const std::int64_t units = row_bytes / c;
     switch (c) {
         case 16: launch_gather<uint4>(table, idx, y, rows, units, s); break;
@@ -549,8 +564,8 @@ bool launch_embedding_grad(const Tensors& in, const DeviceTensor& y, LaunchConte
     }
     check(cudaMemsetAsync(acc, 0, static_cast<std::size_t>(n) * sizeof(float), s), "cudaMemsetAsync(embedding_grad accumulator)");
     if (rows > 0) {
-        embedding_grad_scatter_add_kernel<<<grid_for(rows * dim), kThreads, 0, s>>>(dy.data, dy_dt, idx.data, idx.desc.dtype == DType::int64,
-                                                                                    acc, rows, dim, vocab);
+        embedding_grad_scatter_add_kernel<<<grid_for(rows * dim), kThreads, 0, s>>>(dy.data, dy_dt, idx.data,
+                                                                                    idx.desc.dtype == DType::int64, acc, rows, dim, vocab);
         check_launch("embedding_grad_scatter_add_kernel");
     }
     if (y_dt != fdt_f32) {
@@ -583,18 +598,10 @@ bool launch_movement(OpKind k, const Tensors& in, const Attrs& a, const Tensors&
             require_arity(k, in, 1, 1, out, 1, 1);
             if (in[0].desc.dtype != out[0].desc.dtype) return false;
             return launch_transpose_permute(k, in[0], out[0], a, ctx);
-        case OpKind::concat:
-            require_arity(k, in, 1, SIZE_MAX, out, 1, 1);
-            return launch_concat_split(k, in, out[0], a, ctx);
-        case OpKind::split:
-            require_arity(k, in, 1, 1, out, 1, SIZE_MAX);
-            return launch_concat_split(k, out, in[0], a, ctx);
-        case OpKind::embedding:
-            require_arity(k, in, 2, 2, out, 1, 1);
-            return launch_embedding(in, out[0], ctx);
-        case OpKind::embedding_grad:
-            require_arity(k, in, 2, 2, out, 1, 1);
-            return launch_embedding_grad(in, out[0], ctx);
+        case OpKind::concat: require_arity(k, in, 1, SIZE_MAX, out, 1, 1); return launch_concat_split(k, in, out[0], a, ctx);
+        case OpKind::split: require_arity(k, in, 1, 1, out, 1, SIZE_MAX); return launch_concat_split(k, out, in[0], a, ctx);
+        case OpKind::embedding: require_arity(k, in, 2, 2, out, 1, 1); return launch_embedding(in, out[0], ctx);
+        case OpKind::embedding_grad: require_arity(k, in, 2, 2, out, 1, 1); return launch_embedding_grad(in, out[0], ctx);
         default: return false;
     }
 }

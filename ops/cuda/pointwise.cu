@@ -113,8 +113,14 @@ __device__ __forceinline__ void load8(const void* p, int dt, std::int64_t i, flo
         case dt_f32: {
             const float4* q = reinterpret_cast<const float4*>(static_cast<const float*>(p) + i);
             const float4 a = q[0], b = q[1];
-            v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-            v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+            v[0] = a.x;
+            v[1] = a.y;
+            v[2] = a.z;
+            v[3] = a.w;
+            v[4] = b.x;
+            v[5] = b.y;
+            v[6] = b.z;
+            v[7] = b.w;
             return;
         }
         case dt_f16:
@@ -192,7 +198,7 @@ struct EwArgs {
 };
 
 struct Layout {
-    int rank = 0;                              // collapsed dims, innermost first
+    int rank = 0;  // collapsed dims, innermost first
     std::int64_t shape[kMaxDims] = {};
     std::int64_t stride[kMaxIn][kMaxDims] = {};  // elements; 0 on broadcast dims
 };
@@ -218,18 +224,20 @@ struct UnaryOp {
     OpKind kind;
     float factor;
     bool tanh_form;
-    __device__ void operator()(std::int64_t, const float* x, float* y) const {
-        (void)unary_value(kind, x[0], factor, tanh_form, y[0]);
-    }
+    __device__ void operator()(std::int64_t, const float* x, float* y) const { (void)unary_value(kind, x[0], factor, tanh_form, y[0]); }
     __device__ __forceinline__ void vec8(std::int64_t, const Vec8In& x, Vec8Out& y) const {
         switch (kind) {
             case OpKind::relu: unary8<OpKind::relu, true>(factor, x[0], y[0]); return;
             case OpKind::gelu:
-                if (tanh_form) unary8<OpKind::gelu, true>(factor, x[0], y[0]);
-                else unary8<OpKind::gelu, false>(factor, x[0], y[0]);
+                if (tanh_form)
+                    unary8<OpKind::gelu, true>(factor, x[0], y[0]);
+                else
+                    unary8<OpKind::gelu, false>(factor, x[0], y[0]);
                 return;
-#define ROOFLINE_UNARY(name, ...) \
-    case OpKind::name: unary8<OpKind::name, true>(factor, x[0], y[0]); return;
+#define ROOFLINE_UNARY(name, ...)                       \
+    case OpKind::name:                                  \
+        unary8<OpKind::name, true>(factor, x[0], y[0]); \
+        return;
 #include "ops/unary_ops.def"
 #undef ROOFLINE_UNARY
             case OpKind::neg: unary8<OpKind::neg, true>(factor, x[0], y[0]); return;
@@ -256,7 +264,7 @@ struct BinaryOp {
             case OpKind::mul: y[0] = a * b; break;
             case OpKind::div: y[0] = a / b; break;
             case OpKind::pow: y[0] = powf(a, b); break;  // a tensor exponent
-            default: y[0] = a < b ? b : a; break;  // maximum
+            default: y[0] = a < b ? b : a; break;        // maximum
         }
     }
     __device__ __forceinline__ void vec8(std::int64_t, const Vec8In& x, Vec8Out& y) const {
@@ -299,18 +307,20 @@ __device__ __forceinline__ void unary_grad8(const float (&dy)[kVec], const float
 struct UnaryGradOp {
     OpKind of;
     bool tanh_form;
-    __device__ void operator()(std::int64_t, const float* x, float* y) const {
-        (void)unary_grad_math(of, tanh_form, x[0], x[1], y[0]);
-    }
+    __device__ void operator()(std::int64_t, const float* x, float* y) const { (void)unary_grad_math(of, tanh_form, x[0], x[1], y[0]); }
     __device__ __forceinline__ void vec8(std::int64_t, const Vec8In& x, Vec8Out& y) const {
         switch (of) {
             case OpKind::relu: unary_grad8<OpKind::relu, true>(x[0], x[1], y[0]); return;
             case OpKind::gelu:
-                if (tanh_form) unary_grad8<OpKind::gelu, true>(x[0], x[1], y[0]);
-                else unary_grad8<OpKind::gelu, false>(x[0], x[1], y[0]);
+                if (tanh_form)
+                    unary_grad8<OpKind::gelu, true>(x[0], x[1], y[0]);
+                else
+                    unary_grad8<OpKind::gelu, false>(x[0], x[1], y[0]);
                 return;
-#define ROOFLINE_UNARY(name, ...) \
-    case OpKind::name: unary_grad8<OpKind::name, true>(x[0], x[1], y[0]); return;
+#define ROOFLINE_UNARY(name, ...)                          \
+    case OpKind::name:                                     \
+        unary_grad8<OpKind::name, true>(x[0], x[1], y[0]); \
+        return;
 #include "ops/unary_ops.def"
 #undef ROOFLINE_UNARY
             default:  // rejected on the host, kept exact all the same
@@ -544,7 +554,8 @@ __global__ void __launch_bounds__(kThreads) pointwise_rowcol_kernel(Op op, EwArg
         const I q = i / c, r = i - q * c;
         std::int64_t off[kMaxIn];
 #pragma unroll
-        for (int k = 0; k < kMaxIn; ++k) off[k] = rowcol_offset(rc.mode[k], static_cast<std::int64_t>(i), static_cast<std::int64_t>(q), static_cast<std::int64_t>(r));
+        for (int k = 0; k < kMaxIn; ++k)
+            off[k] = rowcol_offset(rc.mode[k], static_cast<std::int64_t>(i), static_cast<std::int64_t>(q), static_cast<std::int64_t>(r));
         apply_scalar(op, a, static_cast<std::int64_t>(i), off);
     }
 }
@@ -555,8 +566,8 @@ __global__ void __launch_bounds__(kThreads) pointwise_rowcol_kernel(Op op, EwArg
 // either wholly above the diagonal (stored as value without reading x), wholly on or below it
 // (copied), or crosses it (per element). I is the index type, as in pointwise_rowcol_kernel.
 template <class I>
-__global__ void __launch_bounds__(kThreads) causal_mask_kernel(const void* x, int x_dt, void* y, int y_dt, I n, I sq, I sk, float value,
-                                                               bool vectorized) {
+__global__ void __launch_bounds__(kThreads)
+    causal_mask_kernel(const void* x, int x_dt, void* y, int y_dt, I n, I sq, I sk, float value, bool vectorized) {
     const I stride = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);
     const I tid = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);
     I done = 0;
@@ -641,8 +652,10 @@ __global__ void __launch_bounds__(kThreads) expand_broadcast_kernel(const T* x, 
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     std::int64_t off[kMaxIn];
     for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        if (n <= INT_MAX) input_offsets(static_cast<unsigned>(i), L, off);
-        else input_offsets(static_cast<std::uint64_t>(i), L, off);
+        if (n <= INT_MAX)
+            input_offsets(static_cast<unsigned>(i), L, off);
+        else
+            input_offsets(static_cast<std::uint64_t>(i), L, off);
         y[i] = x[off[0]];
     }
 }
@@ -789,11 +802,16 @@ bool rowcol_pattern(const Layout& L, std::size_t nin, RowCol& rc) {
     for (std::size_t k = 0; k < nin; ++k) {
         const std::int64_t s0 = L.stride[k][0], s1 = L.rank == 2 ? L.stride[k][1] : 0;
         int m = -1;
-        if (L.rank == 1) m = s0 == 1 ? bm_full : s0 == 0 ? bm_scalar : -1;
-        else if (s0 == 1 && s1 == rc.c) m = bm_full;
-        else if (s0 == 1 && s1 == 0) m = bm_row;
-        else if (s0 == 0 && s1 == 1) m = bm_col;
-        else if (s0 == 0 && s1 == 0) m = bm_scalar;
+        if (L.rank == 1)
+            m = s0 == 1 ? bm_full : s0 == 0 ? bm_scalar : -1;
+        else if (s0 == 1 && s1 == rc.c)
+            m = bm_full;
+        else if (s0 == 1 && s1 == 0)
+            m = bm_row;
+        else if (s0 == 0 && s1 == 1)
+            m = bm_col;
+        else if (s0 == 0 && s1 == 0)
+            m = bm_scalar;
         if (m < 0) return false;
         rc.mode[k] = m;
     }
@@ -827,8 +845,8 @@ void launch_rowcol(const Op& op, const Tensors& in, const Tensors& out, const Ro
 }
 
 template <class I>
-unsigned launch_causal_as(const DeviceTensor& x, const DeviceTensor& y, std::int64_t n, std::int64_t sq, std::int64_t sk, float value, bool vec,
-                          cudaStream_t s) {
+unsigned launch_causal_as(const DeviceTensor& x, const DeviceTensor& y, std::int64_t n, std::int64_t sq, std::int64_t sk, float value,
+                          bool vec, cudaStream_t s) {
     const unsigned grid = grid_for_kernel<causal_mask_kernel<I>>(vec ? n / kVec : n);
     causal_mask_kernel<I><<<grid, kThreads, 0, s>>>(x.data, dt_code(x.desc.dtype), y.data, dt_code(y.desc.dtype), static_cast<I>(n),
                                                     static_cast<I>(sq), static_cast<I>(sk), value, vec);
@@ -859,8 +877,8 @@ bool launch_broadcasting(const Op& op, const Tensors& in, const Tensors& out, La
     const unsigned grid = grid_for(n);
     pointwise_broadcast_kernel<Op><<<grid, kThreads, 0, ctx.stream>>>(op, make_args(in, out), L, n);
     check_launch(broadcast_name);
-    ctx.notes.push_back(std::string(broadcast_name) + " over " + std::to_string(L.rank) + " collapsed dims, grid " +
-                        std::to_string(grid) + "x" + std::to_string(kThreads));
+    ctx.notes.push_back(std::string(broadcast_name) + " over " + std::to_string(L.rank) + " collapsed dims, grid " + std::to_string(grid) +
+                        "x" + std::to_string(kThreads));
     return true;
 }
 
@@ -881,7 +899,8 @@ void require_same_numel(OpKind k, const Tensors& in, const Tensors& out) {
     for (const auto* ts : {&in, &out}) {
         for (const auto& t : *ts) {
             if (t.desc.numel() != n) {
-                throw InputError(std::string(op_name(k)) + ": operand " + desc_str(t.desc) + " does not match output " + desc_str(out[0].desc));
+                throw InputError(std::string(op_name(k)) + ": operand " + desc_str(t.desc) + " does not match output " +
+                                 desc_str(out[0].desc));
             }
         }
     }
@@ -889,7 +908,12 @@ void require_same_numel(OpKind k, const Tensors& in, const Tensors& out) {
 
 bool is_unary_kind(OpKind k) {
     switch (k) {
-        case OpKind::relu: case OpKind::gelu: case OpKind::neg: case OpKind::scale: case OpKind::shift: case OpKind::pow:
+        case OpKind::relu:
+        case OpKind::gelu:
+        case OpKind::neg:
+        case OpKind::scale:
+        case OpKind::shift:
+        case OpKind::pow:
 #define ROOFLINE_UNARY(name, ...) case OpKind::name:
 #include "ops/unary_ops.def"
 #undef ROOFLINE_UNARY
@@ -920,8 +944,14 @@ std::optional<uint4> fill_pattern(double v, DType d) {
             std::memcpy(e, &h, es = 2);
             break;
         }
-        case DType::u8: e[0] = static_cast<unsigned char>(static_cast<long long>(std::nearbyint(v))); es = 1; break;
-        case DType::int8: e[0] = static_cast<unsigned char>(static_cast<long long>(std::nearbyint(v))); es = 1; break;
+        case DType::u8:
+            e[0] = static_cast<unsigned char>(static_cast<long long>(std::nearbyint(v)));
+            es = 1;
+            break;
+        case DType::int8:
+            e[0] = static_cast<unsigned char>(static_cast<long long>(std::nearbyint(v)));
+            es = 1;
+            break;
         case DType::int32: {
             const auto i = static_cast<std::int32_t>(std::nearbyint(v));
             std::memcpy(e, &i, es = 4);
@@ -960,20 +990,24 @@ bool launch_pointwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors
         require_arity(k, in, 1, 1, out, 1);
         if (!all_float(in) || !all_float(out)) return false;
         require_same_numel(k, in, out);
-        const double operand = k == OpKind::scale ? a.get_double("factor", 1.0)
-                             : k == OpKind::shift ? a.get_double("offset", 0.0)
-                             : k == OpKind::pow   ? a.get_double("exponent", 1.0)
-                                                  : 1.0;
+        const double operand = k == OpKind::scale   ? a.get_double("factor", 1.0)
+                               : k == OpKind::shift ? a.get_double("offset", 0.0)
+                               : k == OpKind::pow   ? a.get_double("exponent", 1.0)
+                                                    : 1.0;
         const UnaryOp op{k, static_cast<float>(operand), k != OpKind::gelu || gelu_tanh_form(a)};
         launch_contiguous(op, in, out, out[0].desc.numel(), ctx, "pointwise_contiguous_kernel<UnaryOp>");
         return true;
     }
     switch (k) {
-        case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::maximum:
+        case OpKind::add:
+        case OpKind::sub:
+        case OpKind::mul:
+        case OpKind::div:
+        case OpKind::maximum:
             require_arity(k, in, 2, 2, out, 1);
             if (!all_float(in) || !all_float(out)) return false;
-            return launch_broadcasting(BinaryOp{k}, in, out, ctx, "pointwise_contiguous_kernel<BinaryOp>", "pointwise_rowcol_kernel<BinaryOp>",
-                                       "pointwise_broadcast_kernel<BinaryOp>");
+            return launch_broadcasting(BinaryOp{k}, in, out, ctx, "pointwise_contiguous_kernel<BinaryOp>",
+                                       "pointwise_rowcol_kernel<BinaryOp>", "pointwise_broadcast_kernel<BinaryOp>");
         case OpKind::unary_grad: {
             require_arity(k, in, 2, 2, out, 1);
             if (!all_float(in) || !all_float(out)) return false;
@@ -995,8 +1029,7 @@ bool launch_pointwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors
                 throw InputError("maximum_grad: dy " + desc_str(in[0].desc) + " and the outputs must have one shape");
             }
             return launch_broadcasting(MaximumGradOp{}, in, out, ctx, "pointwise_contiguous_kernel<MaximumGradOp>",
-                                       "pointwise_rowcol_kernel<MaximumGradOp>",
-                                       "pointwise_broadcast_kernel<MaximumGradOp>");
+                                       "pointwise_rowcol_kernel<MaximumGradOp>", "pointwise_broadcast_kernel<MaximumGradOp>");
         case OpKind::dropout: {
             require_arity(k, in, 1, 1, out, 2);
             if (!all_float(in) || !is_float_dt(out[0].desc.dtype) || out[1].desc.dtype != DType::u8) return false;
@@ -1028,8 +1061,8 @@ bool launch_pointwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors
             const bool vec = n >= kVec && aligned16(in[0].data) && aligned16(out[0].data);
             const unsigned grid = n <= INT_MAX ? launch_causal_as<unsigned>(in[0], out[0], n, sq, sk, value, vec, s)
                                                : launch_causal_as<std::uint64_t>(in[0], out[0], n, sq, sk, value, vec, s);
-            ctx.notes.push_back(std::string("causal_mask_kernel") + (vec ? " 16-byte vectors" : " scalar") + ", grid " + std::to_string(grid) +
-                                "x" + std::to_string(kThreads));
+            ctx.notes.push_back(std::string("causal_mask_kernel") + (vec ? " 16-byte vectors" : " scalar") + ", grid " +
+                                std::to_string(grid) + "x" + std::to_string(kThreads));
             return true;
         }
         case OpKind::cast: {
@@ -1054,8 +1087,8 @@ bool launch_pointwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors
             const std::int64_t bytes = out[0].desc.bytes();
             if (bytes == 0) return true;
             const bool aligned = aligned16(out[0].data);
-            fill_kernel<<<grid_for(aligned ? bytes / 16 + 1 : bytes), kThreads, 0, s>>>(static_cast<unsigned char*>(out[0].data),
-                                                                                       bytes, *pattern, aligned);
+            fill_kernel<<<grid_for(aligned ? bytes / 16 + 1 : bytes), kThreads, 0, s>>>(static_cast<unsigned char*>(out[0].data), bytes,
+                                                                                        *pattern, aligned);
             check_launch("fill_kernel");
             return true;
         }

@@ -11,9 +11,9 @@
 //    reduction; when K is a multiple of the 16-byte vector (8 f16/bf16, 4 f32) and x is aligned,
 //    reduce_columns_vec_kernel: (32, 8)-thread blocks, each thread owning the 8 (4) columns of one
 //    16-byte vector and walking a chunk of rows with 4 loads in flight, rows split into chunks
-//    for about 4 blocks per SM, f32 partials combined by (32, 32)-thread blocks; otherwise (32, 8)-thread blocks reading 32 consecutive columns per row (coalesced), the
-//    8 row lanes combined in shared memory; when A * K is too small to fill the GPU the rows are
-//    split into chunks whose partials (ctx.scratch) a second kernel combines;
+//    for about 4 blocks per SM, f32 partials combined by (32, 32)-thread blocks; otherwise (32, 8)-thread blocks reading 32 consecutive
+//    columns per row (coalesced), the 8 row lanes combined in shared memory; when A * K is too small to fill the GPU the rows are split
+//    into chunks whose partials (ctx.scratch) a second kernel combines;
 //  * anything else (e.g. axes {0, 2, 3} of NCHW): the row-reduction kernel in its general form,
 //    a warp or a block per output element, walking the reduced elements through their strides.
 // reduce_max_grad: one thread per input element routes dy to positions equal to the maximum.
@@ -181,8 +181,10 @@ __device__ __forceinline__ uint4 vload(const typename Tr<T>::S* r, int start, in
     if constexpr (E == 4) {
         return make_uint4(e[0], e[1], e[2], e[3]);
     } else {
-        return make_uint4(static_cast<unsigned>(e[0]) | (static_cast<unsigned>(e[1]) << 16), static_cast<unsigned>(e[2]) | (static_cast<unsigned>(e[3]) << 16),
-                          static_cast<unsigned>(e[4]) | (static_cast<unsigned>(e[5]) << 16), static_cast<unsigned>(e[6]) | (static_cast<unsigned>(e[7]) << 16));
+        return make_uint4(static_cast<unsigned>(e[0]) | (static_cast<unsigned>(e[1]) << 16),
+                          static_cast<unsigned>(e[2]) | (static_cast<unsigned>(e[3]) << 16),
+                          static_cast<unsigned>(e[4]) | (static_cast<unsigned>(e[5]) << 16),
+                          static_cast<unsigned>(e[6]) | (static_cast<unsigned>(e[7]) << 16));
     }
 }
 
@@ -190,16 +192,16 @@ constexpr int kRowsBlockMax = 512;
 constexpr int kUnroll = 4;
 
 template <class T>
-__global__ void __launch_bounds__(kRowsBlockMax) reduce_rows_vec_kernel(const T* x, T* y, std::int64_t rows, std::int64_t R, int op, float divisor,
-                                                                      int tpr) {
+__global__ void __launch_bounds__(kRowsBlockMax)
+    reduce_rows_vec_kernel(const T* x, T* y, std::int64_t rows, std::int64_t R, int op, float divisor, int tpr) {
     using S = typename Tr<T>::S;
     constexpr int E = Tr<T>::E;
     __shared__ float sh[kRowsBlockMax / 32];
     const bool is_max = op == kMax;
     const S pad = is_max ? Tr<T>::kNegInf : S(0);
-    const uint4 padv = is_max ? (E == 4 ? make_uint4(pad, pad, pad, pad)
-                                        : make_uint4(pad * 0x10001u, pad * 0x10001u, pad * 0x10001u, pad * 0x10001u))
-                              : make_uint4(0u, 0u, 0u, 0u);
+    const uint4 padv =
+        is_max ? (E == 4 ? make_uint4(pad, pad, pad, pad) : make_uint4(pad * 0x10001u, pad * 0x10001u, pad * 0x10001u, pad * 0x10001u))
+               : make_uint4(0u, 0u, 0u, 0u);
     const S* X = reinterpret_cast<const S*>(x);
     const int tid = static_cast<int>(threadIdx.x);
     const int rpb = static_cast<int>(blockDim.x) / tpr;
@@ -280,9 +282,9 @@ __global__ void __launch_bounds__(256) reduce_columns_kernel(const T* x, T* y, f
 // (blockIdx.y) with kUnroll loads in flight; the 8 row lanes are combined in shared memory in a
 // fixed order. partial != null: f32 partials [chunk][A*K], else the output.
 template <class T>
-__global__ void __launch_bounds__(256) reduce_columns_vec_kernel(const T* __restrict__ x, T* __restrict__ y, float* __restrict__ partial,
-                                                                 int op, std::int64_t A, std::int64_t R, std::int64_t K,
-                                                                 std::int64_t rows_per_chunk, float divisor) {
+__global__ void __launch_bounds__(256)
+    reduce_columns_vec_kernel(const T* __restrict__ x, T* __restrict__ y, float* __restrict__ partial, int op, std::int64_t A,
+                              std::int64_t R, std::int64_t K, std::int64_t rows_per_chunk, float divisor) {
     using S = typename Tr<T>::S;
     constexpr int E = Tr<T>::E;
     __shared__ float sh[E][8][32];
@@ -346,8 +348,8 @@ __global__ void __launch_bounds__(256) reduce_columns_vec_kernel(const T* __rest
 // Combines chunks partials of each of 32 consecutive outputs per (32, 32) block: lane ty sums
 // chunks ty, ty + 32, ..., then the 32 lanes are combined in shared memory in a fixed order.
 template <class T>
-__global__ void __launch_bounds__(1024) reduce_finalize_block_kernel(const float* __restrict__ partial, std::int64_t chunks, std::int64_t outputs,
-                                                                     T* __restrict__ y, int op, float divisor) {
+__global__ void __launch_bounds__(1024) reduce_finalize_block_kernel(const float* __restrict__ partial, std::int64_t chunks,
+                                                                     std::int64_t outputs, T* __restrict__ y, int op, float divisor) {
     __shared__ float sh[32][33];
     const bool is_max = op == kMax;
     const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
@@ -371,8 +373,8 @@ __global__ void __launch_bounds__(1024) reduce_finalize_block_kernel(const float
 
 // Combines chunks x outputs partials (coalesced across outputs).
 template <class T>
-__global__ void __launch_bounds__(256) reduce_finalize_kernel(const float* partial, std::int64_t chunks, std::int64_t outputs, T* y, int op,
-                                                              float divisor) {
+__global__ void __launch_bounds__(256)
+    reduce_finalize_kernel(const float* partial, std::int64_t chunks, std::int64_t outputs, T* y, int op, float divisor) {
     const bool is_max = op == kMax;
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     for (std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += stride) {
@@ -518,8 +520,8 @@ std::string launch_rows_vec(const T* x, T* y, std::int64_t rows, std::int64_t R,
     int per_sm = 0;
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reduce_rows_vec_kernel<T>, threads, 0),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor(reduce_rows_vec_kernel)");
-    const auto grid = static_cast<unsigned>(
-        std::max<std::int64_t>(1, std::min(ceil_div(rows, rpb), std::int64_t{sms} * std::max(per_sm, 1))));
+    const auto grid =
+        static_cast<unsigned>(std::max<std::int64_t>(1, std::min(ceil_div(rows, rpb), std::int64_t{sms} * std::max(per_sm, 1))));
     reduce_rows_vec_kernel<T><<<grid, threads, 0, ctx.stream>>>(x, y, rows, R, op, divisor, tpr);
     check_launch("reduce_rows_vec_kernel");
     return "last-axis rows [" + std::to_string(rows) + ", " + std::to_string(R) + "], " + std::to_string(tpr) + " threads per row, " +
@@ -530,7 +532,8 @@ std::string launch_rows_vec(const T* x, T* y, std::int64_t rows, std::int64_t R,
 // chunks so that about 4 blocks of 256 threads per SM run, f32 partials combined by
 // reduce_finalize_block_kernel.
 template <class T>
-std::string launch_columns_vec(const T* x, T* y, int op, std::int64_t A, std::int64_t R, std::int64_t K, float divisor, LaunchContext& ctx) {
+std::string launch_columns_vec(const T* x, T* y, int op, std::int64_t A, std::int64_t R, std::int64_t K, float divisor,
+                               LaunchContext& ctx) {
     const int sms = sm_count();
     constexpr int E = Tr<T>::E;
     const std::int64_t blocks_x = A * ceil_div(K / E, 32);
@@ -588,7 +591,7 @@ std::string launch_columns(const T* x, T* y, int op, std::int64_t A, std::int64_
 // [A, R, K] -> [A, K]. A host function, so the CPU tests can check the shape analysis.
 struct ReducePlan {
     bool columns = false;
-    GeneralReduce g;                  // !columns
+    GeneralReduce g;                   // !columns
     std::int64_t A = 1, R = 1, K = 1;  // columns
 };
 
@@ -697,7 +700,7 @@ bool launch_max_grad(const Tensors& in, const Attrs& a, const Tensors& out, Laun
         const int sms = sm_count();
         const auto grid = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(m.numel, 256), std::int64_t{sms} * 32));
         reduce_max_grad_kernel<T><<<grid, 256, 0, ctx.stream>>>(static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
-                                                              static_cast<const T*>(in[2].data), static_cast<T*>(out[0].data), m);
+                                                                static_cast<const T*>(in[2].data), static_cast<T*>(out[0].data), m);
         check_launch("reduce_max_grad_kernel");
         ctx.notes.push_back("reduce_max_grad: thread per input element, 256-thread blocks");
     });

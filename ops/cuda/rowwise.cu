@@ -40,7 +40,7 @@ namespace roofline::cuda {
 namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
-constexpr int kBlockMax = 1024;              // most threads of the block-per-row kernel
+constexpr int kBlockMax = 1024;                 // most threads of the block-per-row kernel
 constexpr std::int64_t kCacheBytes = 40 << 10;  // shared-memory row cache of the block kernel
 
 // ---- element access: load as float, store rounded to nearest ----
@@ -180,10 +180,14 @@ struct Tr<__nv_bfloat16> {
 
 __device__ __forceinline__ unsigned word_of(const uint4& u, int w) { return w == 0 ? u.x : w == 1 ? u.y : w == 2 ? u.z : u.w; }
 __device__ __forceinline__ void set_word(uint4& u, int w, unsigned v) {
-    if (w == 0) u.x = v;
-    else if (w == 1) u.y = v;
-    else if (w == 2) u.z = v;
-    else u.w = v;
+    if (w == 0)
+        u.x = v;
+    else if (w == 1)
+        u.y = v;
+    else if (w == 2)
+        u.z = v;
+    else
+        u.w = v;
 }
 
 // Storage bits of element k (a compile-time constant after unrolling) of a vector.
@@ -733,9 +737,9 @@ __global__ void __launch_bounds__(256) row_column_kernel(RowParams p) {
 // ---- layernorm/rmsnorm parameter gradients: block (32, 8) per 32 columns and one chunk of
 // rows; partial sums of dy * x_hat (and dy) per chunk and column. ----
 template <class T>
-__global__ void __launch_bounds__(256) norm_param_partial_kernel(const T* dy, const T* x, const float* mean, const float* rstd,
-                                                                 float* pw, float* pb, std::int64_t rows, std::int64_t d,
-                                                                 std::int64_t rows_per_chunk) {
+__global__ void __launch_bounds__(256)
+    norm_param_partial_kernel(const T* dy, const T* x, const float* mean, const float* rstd, float* pw, float* pb, std::int64_t rows,
+                              std::int64_t d, std::int64_t rows_per_chunk) {
     __shared__ float sw[8][33];
     __shared__ float sb[8][33];
     const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
@@ -770,10 +774,10 @@ __global__ void __launch_bounds__(256) norm_param_partial_kernel(const T* dy, co
 // accumulating in f32 registers; the 8 row lanes are combined in shared memory in a fixed order.
 constexpr int kParamUnroll = 2;
 template <class T>
-__global__ void __launch_bounds__(256) norm_param_partial_vec_kernel(const T* __restrict__ dy, const T* __restrict__ x,
-                                                                     const float* __restrict__ mean, const float* __restrict__ rstd,
-                                                                     float* __restrict__ pw, float* __restrict__ pb, std::int64_t rows,
-                                                                     std::int64_t d, std::int64_t rows_per_chunk) {
+__global__ void __launch_bounds__(256)
+    norm_param_partial_vec_kernel(const T* __restrict__ dy, const T* __restrict__ x, const float* __restrict__ mean,
+                                  const float* __restrict__ rstd, float* __restrict__ pw, float* __restrict__ pb, std::int64_t rows,
+                                  std::int64_t d, std::int64_t rows_per_chunk) {
     using S = typename Tr<T>::S;
     constexpr int E = Tr<T>::E;
     __shared__ float sw[E][8][32];
@@ -1013,7 +1017,8 @@ void launch_param_grads(const RowParams& p, const DeviceTensor& dw, const Device
     if (d == 0) return;
     if (rows == 0) {
         check(cudaMemsetAsync(dw.data, 0, static_cast<std::size_t>(dw.desc.bytes()), ctx.stream), "cudaMemsetAsync(dweight)");
-        if (db != nullptr) check(cudaMemsetAsync(db->data, 0, static_cast<std::size_t>(db->desc.bytes()), ctx.stream), "cudaMemsetAsync(dbias)");
+        if (db != nullptr)
+            check(cudaMemsetAsync(db->data, 0, static_cast<std::size_t>(db->desc.bytes()), ctx.stream), "cudaMemsetAsync(dbias)");
         return;
     }
     const int sms = sm_count();
@@ -1035,8 +1040,8 @@ void launch_param_grads(const RowParams& p, const DeviceTensor& dw, const Device
                                                                                p.row_mean, p.row_rstd, pw, pb, rows, d, rows_per_chunk);
         check_launch("norm_param_partial_vec_kernel");
     } else {
-        norm_param_partial_kernel<T><<<grid, dim3(32, 8), 0, ctx.stream>>>(static_cast<const T*>(p.a), static_cast<const T*>(p.b), p.row_mean,
-                                                                           p.row_rstd, pw, pb, rows, d, rows_per_chunk);
+        norm_param_partial_kernel<T><<<grid, dim3(32, 8), 0, ctx.stream>>>(static_cast<const T*>(p.a), static_cast<const T*>(p.b),
+                                                                           p.row_mean, p.row_rstd, pw, pb, rows, d, rows_per_chunk);
         check_launch("norm_param_partial_kernel");
     }
     const auto g2 = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(d, 32), std::int64_t{sms} * 8));
@@ -1044,7 +1049,8 @@ void launch_param_grads(const RowParams& p, const DeviceTensor& dw, const Device
                                                               db != nullptr ? static_cast<T*>(db->data) : nullptr);
     check_launch("column_sum_kernel");
     ctx.notes.push_back("parameter gradients: " + std::to_string(chunks) + " row chunks x " + std::to_string(col_blocks) +
-                        " column blocks of (32, 8) threads" + (vec ? " (16-byte vectors of " + std::to_string(E) + " columns per thread)" : "") +
+                        " column blocks of (32, 8) threads" +
+                        (vec ? " (16-byte vectors of " + std::to_string(E) + " columns per thread)" : "") +
                         ", then a column sum in (32, 32)-thread blocks");
 }
 
@@ -1146,7 +1152,8 @@ bool launch_rowwise(OpKind k, const Tensors& in, const Attrs& a, const Tensors& 
             }
             loss_reduce_kernel<<<1, 1024, 0, ctx.stream>>>(losses, p.rows, static_cast<float*>(out[0].data), red == "mean" ? 1 : 0);
             check_launch("loss_reduce_kernel");
-            ctx.notes.push_back(name + ": " + (note.empty() ? std::string("no rows") : note) + "; one 1024-thread block sums the row losses");
+            ctx.notes.push_back(name + ": " + (note.empty() ? std::string("no rows") : note) +
+                                "; one 1024-thread block sums the row losses");
             return true;
         }
         default: return false;

@@ -53,7 +53,7 @@ TEST_CASE("calibration of the GPU gives plausible figures", "[gpu]") {
     CHECK(c.sm_clock_hz > 0);
     CHECK(c.runtime_version > 0);
     CHECK(c.driver_version >= c.runtime_version / 1000 * 1000);  // the driver supports the runtime's major
-    CHECK(c.date_utc.size() == 20);                                // "YYYY-MM-DDTHH:MM:SSZ"
+    CHECK(c.date_utc.size() == 20);                              // "YYYY-MM-DDTHH:MM:SSZ"
 
     for (const auto& p : c.points) {
         INFO(p.quantity << " = " << p.value << " " << p.unit << " (spread " << p.spread << "): " << p.method);
@@ -63,10 +63,10 @@ TEST_CASE("calibration of the GPU gives plausible figures", "[gpu]") {
         CHECK(!p.unit.empty());
         CHECK(!p.method.empty());
     }
-    for (const char* qty : {"hbm_bytes_per_s", "hbm_read_bytes_per_s", "l2_bytes_per_s", "smem_bytes_per_s",
-                            "vector_flop_per_s.f32", "vector_flop_per_s.f16", "vector_flop_per_s.bf16",
-                            "vector_flop_per_s.f64", "matrix_flop_per_s.f16", "matrix_flop_per_s.bf16",
-                            "matrix_flop_per_s.tf32", "launch_overhead_s", "launch_latency_s", "sm_clock_observed_hz"}) {
+    for (const char* qty :
+         {"hbm_bytes_per_s", "hbm_read_bytes_per_s", "l2_bytes_per_s", "smem_bytes_per_s", "vector_flop_per_s.f32", "vector_flop_per_s.f16",
+          "vector_flop_per_s.bf16", "vector_flop_per_s.f64", "matrix_flop_per_s.f16", "matrix_flop_per_s.bf16", "matrix_flop_per_s.tf32",
+          "launch_overhead_s", "launch_latency_s", "sm_clock_observed_hz"}) {
         INFO(qty);
         CHECK(c.find(qty) != nullptr);
     }
@@ -101,17 +101,15 @@ TEST_CASE("calibration of the GPU gives plausible figures", "[gpu]") {
     REQUIRE(!c.gemm_efficiency.empty());
     bool has_f16 = false, has_bf16 = false;
     for (const auto& g : c.gemm_efficiency) {
-        INFO(g.dtype << " " << g.m << "x" << g.n << "x" << g.k << ": " << g.flop_per_s << " FLOP/s, efficiency "
-                     << g.efficiency);
+        INFO(g.dtype << " " << g.m << "x" << g.n << "x" << g.k << ": " << g.flop_per_s << " FLOP/s, efficiency " << g.efficiency);
         has_f16 = has_f16 || g.dtype == "f16";
         has_bf16 = has_bf16 || g.dtype == "bf16";
         CHECK(g.seconds > 0);
         CHECK(g.flop_per_s > 0);
         CHECK(g.efficiency > 0);
         CHECK(g.efficiency < 1.5);  // the peak is the largest square GEMM; nothing is much faster
-        CHECK(g.flop_per_s == Approx(2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
-                                     static_cast<double>(g.k) / g.seconds)
-                                  .epsilon(1e-9));
+        CHECK(g.flop_per_s ==
+              Approx(2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) / g.seconds).epsilon(1e-9));
     }
     CHECK(has_f16);
     CHECK(has_bf16);
@@ -206,9 +204,9 @@ TEST_CASE("rep_stats interpolates percentiles and the relative spread") {
     CHECK(s.p90 == Approx(10));  // position 9 -> 10
     CHECK(s.spread == Approx(8.0 / 6.0));
     const auto even = roofline::rep_stats({1, 2, 3, 4});
-    CHECK(even.median == Approx(2.5));       // position 1.5
-    CHECK(even.p10 == Approx(1.3));          // position 0.3
-    CHECK(even.p90 == Approx(3.7));          // position 2.7
+    CHECK(even.median == Approx(2.5));  // position 1.5
+    CHECK(even.p10 == Approx(1.3));     // position 0.3
+    CHECK(even.p90 == Approx(3.7));     // position 2.7
     const auto one = roofline::rep_stats({2.5});
     CHECK(one.median == 2.5);
     CHECK(one.spread == 0);

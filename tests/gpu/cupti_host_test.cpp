@@ -43,10 +43,10 @@ roofline::HostTensor random_tensor(const roofline::Shape& shape, roofline::DType
 // (google/sanitizers#611): the host-API tests run in the normal build and report skipped under
 // ASan rather than failing on the library's loading.
 #if defined(__SANITIZE_ADDRESS__)
-#define SKIP_UNDER_ASAN()                                                                                       \
-    do {                                                                                                      \
+#define SKIP_UNDER_ASAN()                                                                                                        \
+    do {                                                                                                                         \
         std::printf("SKIP: libnvperf_host cannot be loaded under AddressSanitizer (RTLD_DEEPBIND); runs in the normal build\n"); \
-        return;                                                                                               \
+        return;                                                                                                                  \
     } while (false)
 #else
 #define SKIP_UNDER_ASAN() \
@@ -67,8 +67,8 @@ TEST_CASE("CUPTI: the roofline metric set validates offline on GH100 and GA100")
     CHECK(gh100.size() == 23);
     CHECK(ga100.size() == 23);
     // Measured with CUPTI 13.0 (CUPTI_API_VERSION 130001): the 23-metric set needs 5 passes on
-    // GH100 and on GA100 (6 with the tensor metrics in a less lucky order). The count comes from CUPTI's scheduler and may change with a CUPTI
-    // release: update these numbers then, not the code.
+    // GH100 and on GA100 (6 with the tensor metrics in a less lucky order). The count comes from CUPTI's scheduler and may change with a
+    // CUPTI release: update these numbers then, not the code.
     CHECK(roofline::count_passes("GH100", gh100) == 5);
     CHECK(roofline::count_passes("GA100", ga100) == 5);
     // Hardware-only metrics (no _sass_ instruction counters) fit in one pass.
@@ -230,7 +230,8 @@ TEST_CASE("CUPTI: profile_kernels reads the DRAM bytes of a 64 MiB relu", "[gpu]
     const std::vector<std::string> metrics = {"dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum"};
 
     std::string problem;
-    const auto ranges = profile_kernels(device, metrics, [&] { run_op_on_gpu(OpKind::relu, {&x}, Attrs{}, out); }, &problem);
+    const auto ranges = profile_kernels(
+        device, metrics, [&] { run_op_on_gpu(OpKind::relu, {&x}, Attrs{}, out); }, &problem);
     if (!problem.empty()) {
         // Counters need privileges this machine may not grant: a skip, with the reason.
         CHECK(ranges.empty());
@@ -272,7 +273,8 @@ TEST_CASE("CUPTI: the roofline metric set is collected on this GPU", "[gpu]") {
     const std::vector<TensorDesc> out = infer_outputs(OpKind::relu, std::vector<TensorDesc>{x.desc}, Attrs{});
     const std::vector<std::string> metrics = roofline_metrics(chip);
     std::string problem;
-    const auto ranges = profile_kernels(device, metrics, [&] { run_op_on_gpu(OpKind::relu, {&x}, Attrs{}, out); }, &problem);
+    const auto ranges = profile_kernels(
+        device, metrics, [&] { run_op_on_gpu(OpKind::relu, {&x}, Attrs{}, out); }, &problem);
     if (!problem.empty()) {
         std::printf("SKIP: %s\n", problem.c_str());
         return;

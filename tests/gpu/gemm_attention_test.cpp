@@ -178,8 +178,7 @@ TEST_CASE("matmul on cuBLASLt matches the reference across shapes, transposes an
             const HostTensor b = random_tensor(c.b, d, 12);
             std::vector<std::string> notes;
             const double err = gpu_vs_reference(OpKind::matmul, {&a, &b}, attrs, false, &notes);
-            INFO(std::string(dtype_name(d)) + " " + shape_str(c.a) + (c.ta ? "^T" : "") + " x " + shape_str(c.b) +
-                 (c.tb ? "^T" : ""));
+            INFO(std::string(dtype_name(d)) + " " + shape_str(c.a) + (c.ta ? "^T" : "") + " x " + shape_str(c.b) + (c.tb ? "^T" : ""));
             CHECK(err <= tolerance(d));
             CHECK(any_note_contains(notes, "cublasLt algo="));
         }
@@ -193,11 +192,9 @@ TEST_CASE("linear on cuBLASLt matches the reference with and without bias", "[gp
         bool bias;
     };
     const LinearCase cases[] = {
-        {{3, 37, 129}, {67, 129}, true},
-        {{3, 37, 129}, {67, 129}, false},
-        {{5}, {3, 5}, true},           // a single row
-        {{1000, 64}, {1, 64}, false},  // one output feature
-        {{2, 9, 3}, {1000, 3}, true},  // K = 3, wide output
+        {{3, 37, 129}, {67, 129}, true}, {{3, 37, 129}, {67, 129}, false}, {{5}, {3, 5}, true},  // a single row
+        {{1000, 64}, {1, 64}, false},                                                            // one output feature
+        {{2, 9, 3}, {1000, 3}, true},                                                            // K = 3, wide output
     };
     for (const DType d : kFloatTypes) {
         for (const LinearCase& c : cases) {
@@ -305,8 +302,7 @@ struct Grads {
 // Attention backward in double, batch by batch (the matmul / softmax_grad recipe):
 // S = scale q k^T (masked), P = softmax(S), O = P v; dv = P^T dO; dP = dO v^T;
 // dS = P * (dP - rowsum(dP * P)); dq = scale dS k; dk = scale dS^T q.
-Grads reference_grads(const HostTensor& q, const HostTensor& k, const HostTensor& v, const HostTensor& dout,
-                      double scale, bool causal) {
+Grads reference_grads(const HostTensor& q, const HostTensor& k, const HostTensor& v, const HostTensor& dout, double scale, bool causal) {
     const Shape& qs = q.desc.shape;
     const std::size_t r = qs.size();
     const std::int64_t sq = qs[r - 2], d = qs[r - 1], sk = k.desc.shape[r - 2], dv = v.desc.shape[r - 1];
@@ -365,7 +361,7 @@ TEST_CASE("flash attention backward matches reference gradients", "[gpu]") {
             for (const bool causal : {false, true}) cases.push_back({{2, s, d}, {2, s, d}, {2, s, d}, causal, 0});
         }
     }
-    cases.push_back({{1, 37, 64}, {1, 100, 64}, {1, 100, 32}, true, 0});   // Sq != Sk, Dv != D
+    cases.push_back({{1, 37, 64}, {1, 100, 64}, {1, 100, 32}, true, 0});  // Sq != Sk, Dv != D
     cases.push_back({{2, 3, 90, 80}, {2, 3, 70, 80}, {2, 3, 70, 80}, false, 0.2});
     bool recompute_lse = false;
     for (const DType dt : kFloatTypes) {
@@ -379,8 +375,8 @@ TEST_CASE("flash attention backward matches reference gradients", "[gpu]") {
             const HostTensor v = random_tensor(c.v, dt, 43);
             const HostTensor dout = random_tensor(os, dt, 44);
             const Grads ref = reference_grads(q, k, v, dout, scale, c.causal);
-            INFO(std::string(dtype_name(dt)) + " q " + shape_str(c.q) + " k " + shape_str(c.k) + " v " +
-                 shape_str(c.v) + (c.causal ? " causal" : ""));
+            INFO(std::string(dtype_name(dt)) + " q " + shape_str(c.q) + " k " + shape_str(c.k) + " v " + shape_str(c.v) +
+                 (c.causal ? " causal" : ""));
 
             CudaSession session;
             cuda::LaunchContext ctx = session.context(true);
@@ -390,14 +386,14 @@ TEST_CASE("flash attention backward matches reference gradients", "[gpu]") {
             DeviceBuffer lse(static_cast<std::size_t>(numel(Shape(c.q.begin(), c.q.end() - 1))) * sizeof(float));
             DeviceBuffer gq(static_cast<std::size_t>(q.desc.bytes())), gk(static_cast<std::size_t>(k.desc.bytes())),
                 gv(static_cast<std::size_t>(v.desc.bytes()));
-            const cuda::DeviceTensor tq{qbuf->p, q.desc}, tk{kbuf->p, k.desc}, tv{vbuf->p, v.desc},
-                to{o.p, od}, tdo{dobuf->p, od}, tgq{gq.p, q.desc}, tgk{gk.p, k.desc}, tgv{gv.p, v.desc};
+            const cuda::DeviceTensor tq{qbuf->p, q.desc}, tk{kbuf->p, k.desc}, tv{vbuf->p, v.desc}, to{o.p, od}, tdo{dobuf->p, od},
+                tgq{gq.p, q.desc}, tgk{gk.p, k.desc}, tgv{gv.p, v.desc};
             REQUIRE(cuda::flash_attention_forward(tq, tk, tv, to, static_cast<float*>(lse.p), scale, c.causal, ctx));
             // Once per dtype, let the backward recompute the logsumexp itself.
             const bool no_lse = !recompute_lse;
             recompute_lse = true;
-            cuda::flash_attention_backward(tq, tk, tv, to, tdo, no_lse ? nullptr : static_cast<const float*>(lse.p), tgq,
-                                           tgk, tgv, scale, c.causal, ctx);
+            cuda::flash_attention_backward(tq, tk, tv, to, tdo, no_lse ? nullptr : static_cast<const float*>(lse.p), tgq, tgk, tgv, scale,
+                                           c.causal, ctx);
             session.synchronize();
             CHECK(relative_error(download(gq.p, q.desc), ref.dq) <= backward_tolerance(dt));
             CHECK(relative_error(download(gk.p, k.desc), ref.dk) <= backward_tolerance(dt));

@@ -26,11 +26,11 @@
 
 using namespace roofline;
 
-#define SKIP_WITHOUT_GPU()                                 \
-    const auto q = roofline::query_cuda_devices();         \
-    if (q.devices.empty()) {                               \
-        std::printf("SKIP: %s\n", q.problem.c_str());      \
-        return;                                            \
+#define SKIP_WITHOUT_GPU()                            \
+    const auto q = roofline::query_cuda_devices();    \
+    if (q.devices.empty()) {                          \
+        std::printf("SKIP: %s\n", q.problem.c_str()); \
+        return;                                       \
     }
 
 namespace {
@@ -130,8 +130,10 @@ TEST_CASE("unary pointwise kernels match the reference", "[gpu]") {
         for (const Shape& shape : {Shape{1027}, Shape{3, 37}, Shape{1}}) {
             for (const auto [k, positive] : kinds) {
                 const HostTensor x = random_tensor(shape, d, 1, positive);
-                if (k == OpKind::scale) check_op(k, {x}, attrs("factor", 0.37));
-                else check_op(k, {x}, attrs());
+                if (k == OpKind::scale)
+                    check_op(k, {x}, attrs("factor", 0.37));
+                else
+                    check_op(k, {x}, attrs());
             }
             check_op(OpKind::gelu, {random_tensor(shape, d, 2)}, attrs("approximate", std::string("erf")));
             // pow with the exponents HF's activations use (3: gelu_new), a square root's and a
@@ -187,7 +189,8 @@ TEST_CASE("unary_grad kernels match the reference", "[gpu]") {
 TEST_CASE("maximum_grad kernels match the reference, dense and broadcast", "[gpu]") {
     SKIP_WITHOUT_GPU();
     for (DType d : kFloatTypes) {
-        check_op(OpKind::maximum_grad, {random_tensor({5, 37}, d, 16), random_tensor({5, 37}, d, 17), random_tensor({5, 37}, d, 18)}, attrs());
+        check_op(OpKind::maximum_grad, {random_tensor({5, 37}, d, 16), random_tensor({5, 37}, d, 17), random_tensor({5, 37}, d, 18)},
+                 attrs());
         check_op(OpKind::maximum_grad, {random_tensor({5, 37}, d, 19), random_tensor({5, 1}, d, 20), random_tensor({37}, d, 21)}, attrs());
         check_op(OpKind::maximum_grad, {random_tensor({4, 64}, d, 36), random_tensor({4, 1}, d, 37), random_tensor({64}, d, 38)}, attrs());
         check_op(OpKind::maximum_grad, {random_tensor({4, 64}, d, 39), random_tensor({64}, d, 40), random_tensor({4, 64}, d, 41)}, attrs());
@@ -268,15 +271,15 @@ TEST_CASE("sgd_update and adam_update kernels match the reference", "[gpu]") {
         check_op(OpKind::sgd_update, {p, g, buf}, attrs("lr", 0.01, "momentum", 0.9, "weight_decay", 0.01, "grad_scale", 0.5));
         const HostTensor m = random_tensor(s, d, 37), v = random_tensor(s, d, 38, true);
         for (bool decoupled : {false, true}) {
-            check_op(OpKind::adam_update, {p, g, m, v},
-                     attrs("lr", 0.01, "weight_decay", 0.01, "grad_scale", 0.5, "decoupled", decoupled));
+            check_op(OpKind::adam_update, {p, g, m, v}, attrs("lr", 0.01, "weight_decay", 0.01, "grad_scale", 0.5, "decoupled", decoupled));
         }
         check_op(OpKind::adam_update, {p, g, m, v}, attrs());
     }
     // fp32 master weights and state with a bf16 gradient
     const Shape s{1027};
-    check_op(OpKind::adam_update, {random_tensor(s, DType::f32, 39), random_tensor(s, DType::bf16, 40), random_tensor(s, DType::f32, 41),
-                                   random_tensor(s, DType::f32, 42, true)},
+    check_op(OpKind::adam_update,
+             {random_tensor(s, DType::f32, 39), random_tensor(s, DType::bf16, 40), random_tensor(s, DType::f32, 41),
+              random_tensor(s, DType::f32, 42, true)},
              attrs("lr", 0.001));
 }
 

@@ -44,9 +44,9 @@ const DType kFloatTypes[] = {DType::f32, DType::f16, DType::bf16};
 
 double tolerance(DType d) {
     switch (d) {
-        case DType::f16: return 2e-3;   // ~2 ulp of a 10-bit mantissa (one rounding of an f32 result)
+        case DType::f16: return 2e-3;     // ~2 ulp of a 10-bit mantissa (one rounding of an f32 result)
         case DType::bf16: return 1.6e-2;  // ~2 ulp of a 7-bit mantissa
-        default: return 1e-5;           // f32: f32 accumulation in another order (see the header)
+        default: return 1e-5;             // f32: f32 accumulation in another order (see the header)
     }
 }
 
@@ -276,11 +276,11 @@ TEST_CASE("conv2d, conv2d_grad_input and conv2d_grad_weight kernels match the re
         bool bias;
     };
     const Case cases[] = {
-        {{2, 3, 9, 11}, {5, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},   // padded 3x3
-        {{2, 4, 13, 10}, {6, 2, 3, 2}, {2, 1}, {0, 2}, {1, 2}, 2, false},  // strided, dilated, grouped
-        {{1, 3, 7, 7}, {3, 1, 5, 5}, {3, 2}, {2, 2}, {1, 1}, 3, true},     // depthwise, stride 3
-        {{4, 8, 16, 16}, {70, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false}, // N > 64 tile; split-K for dw
-        {{2, 5, 6, 6}, {4, 5, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true},     // 1x1
+        {{2, 3, 9, 11}, {5, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},     // padded 3x3
+        {{2, 4, 13, 10}, {6, 2, 3, 2}, {2, 1}, {0, 2}, {1, 2}, 2, false},   // strided, dilated, grouped
+        {{1, 3, 7, 7}, {3, 1, 5, 5}, {3, 2}, {2, 2}, {1, 1}, 3, true},      // depthwise, stride 3
+        {{4, 8, 16, 16}, {70, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false},  // N > 64 tile; split-K for dw
+        {{2, 5, 6, 6}, {4, 5, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true},      // 1x1
     };
     for (DType d : kFloatTypes) {
         for (const Case& c : cases) {

@@ -16,8 +16,8 @@ using namespace roofline;
 namespace {
 
 Graph gpt_step(std::int64_t layers, std::int64_t batch, std::int64_t seq) {
-    const nlohmann::json cfg = {{"n_layer", layers}, {"d_model", 64}, {"n_head", 4}, {"vocab", 256}, {"n_ctx", seq},
-                                {"batch", batch},    {"seq", seq},    {"dtype", "bf16"}};
+    const nlohmann::json cfg = {{"n_layer", layers}, {"d_model", 64},  {"n_head", 4}, {"vocab", 256},
+                                {"n_ctx", seq},      {"batch", batch}, {"seq", seq},  {"dtype", "bf16"}};
     return build_training_step(load_model(expand_template("gpt", cfg, "test"), "test"), TrainingOptions{});
 }
 
@@ -53,7 +53,8 @@ void check_no_overlap(const Graph& g, const ArenaPlan& p) {
             ++pairs;
             const std::int64_t eb = p.offset[b] + g.tensors()[b].desc.bytes();
             const bool disjoint = ea <= p.offset[b] || eb <= p.offset[a];
-            if (!disjoint) FAIL_CHECK("tensors '" << g.tensors()[a].name << "' and '" << g.tensors()[b].name << "' share bytes while both alive");
+            if (!disjoint)
+                FAIL_CHECK("tensors '" << g.tensors()[a].name << "' and '" << g.tensors()[b].name << "' share bytes while both alive");
         }
     }
     REQUIRE(pairs > 0);

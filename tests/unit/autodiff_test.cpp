@@ -63,14 +63,24 @@ TEST_CASE("every differentiable op kind yields a gradient for each parameter inp
     };
     std::vector<Case> cases = {
         {OpKind::matmul, {m, TensorDesc{{6, 5}, DType::f32}}, {}, {}},
-        {OpKind::matmul, {TensorDesc{{6, 4}, DType::f32}, TensorDesc{{5, 6}, DType::f32}}, attr2("transpose_a", true, "transpose_b", true), {}},
+        {OpKind::matmul,
+         {TensorDesc{{6, 4}, DType::f32}, TensorDesc{{5, 6}, DType::f32}},
+         attr2("transpose_a", true, "transpose_b", true),
+         {}},
         {OpKind::matmul, {TensorDesc{{2, 4, 6}, DType::f32}, TensorDesc{{5, 6}, DType::f32}}, attr("transpose_b", true), {}},
         {OpKind::linear, {m, TensorDesc{{3, 6}, DType::f32}, TensorDesc{{3}, DType::f32}}, {}, {}},
-        {OpKind::conv2d, {TensorDesc{{1, 4, 8, 8}, DType::f32}, TensorDesc{{6, 2, 3, 3}, DType::f32}, TensorDesc{{6}, DType::f32}},
-         attr2("groups", std::int64_t{2}, "padding", std::vector<std::int64_t>{1, 1}), {}},
-        {OpKind::add, {m, v}, {}, {}},  {OpKind::sub, {m, v}, {}, {}}, {OpKind::mul, {m, v}, {}, {}},
-        {OpKind::div, {m, v}, {}, {}},  {OpKind::maximum, {m, v}, {}, {}},
-        {OpKind::softmax, {m}, {}, {}}, {OpKind::layernorm, {m, v, v}, {}, {}}, {OpKind::rmsnorm, {m, v}, {}, {}},
+        {OpKind::conv2d,
+         {TensorDesc{{1, 4, 8, 8}, DType::f32}, TensorDesc{{6, 2, 3, 3}, DType::f32}, TensorDesc{{6}, DType::f32}},
+         attr2("groups", std::int64_t{2}, "padding", std::vector<std::int64_t>{1, 1}),
+         {}},
+        {OpKind::add, {m, v}, {}, {}},
+        {OpKind::sub, {m, v}, {}, {}},
+        {OpKind::mul, {m, v}, {}, {}},
+        {OpKind::div, {m, v}, {}, {}},
+        {OpKind::maximum, {m, v}, {}, {}},
+        {OpKind::softmax, {m}, {}, {}},
+        {OpKind::layernorm, {m, v, v}, {}, {}},
+        {OpKind::rmsnorm, {m, v}, {}, {}},
         {OpKind::reduce_sum, {m}, attr("axes", std::vector<std::int64_t>{0}), {}},
         {OpKind::reduce_mean, {m}, attr2("axes", std::vector<std::int64_t>{1}, "keepdim", true), {}},
         {OpKind::reduce_max, {m}, attr("axes", std::vector<std::int64_t>{1}), {}},
@@ -83,11 +93,20 @@ TEST_CASE("every differentiable op kind yields a gradient for each parameter inp
         {OpKind::dropout, {m}, attr("p", 0.1), {}},
         {OpKind::causal_mask, {TensorDesc{{3, 3}, DType::f32}}, {}, {}},
         {OpKind::cross_entropy, {m}, {}, {TensorDesc{{4}, DType::int64}}},
-        {OpKind::attention, {TensorDesc{{2, 5, 8}, DType::f32}, TensorDesc{{2, 5, 8}, DType::f32}, TensorDesc{{2, 5, 8}, DType::f32}}, attr("causal", true), {}},
+        {OpKind::attention,
+         {TensorDesc{{2, 5, 8}, DType::f32}, TensorDesc{{2, 5, 8}, DType::f32}, TensorDesc{{2, 5, 8}, DType::f32}},
+         attr("causal", true),
+         {}},
         {OpKind::expand, {TensorDesc{{4, 1}, DType::f32}}, attr("shape", std::vector<std::int64_t>{2, 4, 6}), {}},
         {OpKind::slice, {m}, attr2("starts", std::vector<std::int64_t>{1, 2}, "ends", std::vector<std::int64_t>{3, 5}), {}},
-        {OpKind::max_pool2d, {TensorDesc{{1, 2, 5, 5}, DType::f32}}, attr2("kernel", std::vector<std::int64_t>{3, 3}, "stride", std::vector<std::int64_t>{2, 2}), {}},
-        {OpKind::avg_pool2d, {TensorDesc{{1, 2, 5, 5}, DType::f32}}, attr2("kernel", std::vector<std::int64_t>{2, 2}, "padding", std::vector<std::int64_t>{1, 1}), {}},
+        {OpKind::max_pool2d,
+         {TensorDesc{{1, 2, 5, 5}, DType::f32}},
+         attr2("kernel", std::vector<std::int64_t>{3, 3}, "stride", std::vector<std::int64_t>{2, 2}),
+         {}},
+        {OpKind::avg_pool2d,
+         {TensorDesc{{1, 2, 5, 5}, DType::f32}},
+         attr2("kernel", std::vector<std::int64_t>{2, 2}, "padding", std::vector<std::int64_t>{1, 1}),
+         {}},
     };
     for (OpKind k : {OpKind::relu, OpKind::gelu, OpKind::neg}) cases.push_back({k, {m}, {}, {}});
     for (const PlainUnaryOp& u : kPlainUnaryOps) cases.push_back({u.kind, {m}, {}, {}});  // ops/unary_ops.def
@@ -170,7 +189,8 @@ TEST_CASE("training FLOPs: three times the forward GEMMs (Narayanan et al. 2021)
         std::int64_t b, s;
         double l, h;
     };
-    for (const Case& c : {Case{"gpt2-small", 2, 1024, 12, 768}, Case{"gpt2-xl", 1, 1024, 48, 1600}, Case{"gpt3-175b", 1, 2048, 96, 12288}}) {
+    for (const Case& c :
+         {Case{"gpt2-small", 2, 1024, 12, 768}, Case{"gpt2-xl", 1, 1024, 48, 1600}, Case{"gpt3-175b", 1, 2048, 96, 12288}}) {
         INFO(c.model);
         const Graph t = build_training_step(load_model_arg(c.model, ModelOverrides{c.b, c.s, {}}), {});
         const PhaseWork w = phase_work(t);
@@ -203,13 +223,13 @@ TEST_CASE("a matmul chain trains in 3x its forward FLOPs, less the unneeded inpu
 }
 
 TEST_CASE("the dtype policy of the model file sets master weights and loss scaling", "[autodiff]") {
-    const nlohmann::json doc = {{"format", "roofline-model/1"},
-                                {"dtype_policy", {{"compute", "f16"}, {"master_weights", false}, {"loss_scale", 512}}},
-                                {"parameters", {{{"name", "w"}, {"shape", {4, 4}}}}},
-                                {"inputs", {{{"name", "x"}, {"shape", {2, 4}}}}},
-                                {"nodes", {{{"name", "mm"}, {"op", "matmul"}, {"inputs", {"x", "w"}}},
-                                           {{"name", "s"}, {"op", "reduce_sum"}, {"inputs", {"mm"}}}}},
-                                {"outputs", {"s"}}};
+    const nlohmann::json doc = {
+        {"format", "roofline-model/1"},
+        {"dtype_policy", {{"compute", "f16"}, {"master_weights", false}, {"loss_scale", 512}}},
+        {"parameters", {{{"name", "w"}, {"shape", {4, 4}}}}},
+        {"inputs", {{{"name", "x"}, {"shape", {2, 4}}}}},
+        {"nodes", {{{"name", "mm"}, {"op", "matmul"}, {"inputs", {"x", "w"}}}, {{"name", "s"}, {"op", "reduce_sum"}, {"inputs", {"mm"}}}}},
+        {"outputs", {"s"}}};
     const Graph fwd = load_model(doc, "policy.json");
     CHECK_FALSE(fwd.precision.master_weights);
     CHECK(fwd.precision.loss_scale == 512);
@@ -217,11 +237,14 @@ TEST_CASE("the dtype policy of the model file sets master weights and loss scali
     opt.master_weights = fwd.precision.master_weights;
     opt.loss_scale = fwd.precision.loss_scale;
     const Graph t = build_training_step(fwd, opt);
-    CHECK(t.find_tensor("w.master") == -1);                   // no fp32 copy
+    CHECK(t.find_tensor("w.master") == -1);                               // no fp32 copy
     CHECK(t.tensor(t.find_tensor("w.adam_m")).desc.dtype == DType::f32);  // state still fp32
     const Node& seed = t.node(t.find_node("grad.seed"));
-    CHECK(seed.attrs.get_double("value", 0) == 512);          // the loss gradient is scaled
+    CHECK(seed.attrs.get_double("value", 0) == 512);  // the loss gradient is scaled
     CHECK(t.node(t.find_node("opt.w.adam")).attrs.get_double("grad_scale", 1) == Approx(1.0 / 512));
-    CHECK_THROWS_WITH(load_model(nlohmann::json{{"format", "roofline-model/1"}, {"dtype_policy", {{"loss_scale", -1}}}, {"nodes", nlohmann::json::array()}}, "p.json"),
-                      Catch::Contains("p.json: /dtype_policy/loss_scale: expected a non-negative number"));
+    CHECK_THROWS_WITH(
+        load_model(
+            nlohmann::json{{"format", "roofline-model/1"}, {"dtype_policy", {{"loss_scale", -1}}}, {"nodes", nlohmann::json::array()}},
+            "p.json"),
+        Catch::Contains("p.json: /dtype_policy/loss_scale: expected a non-negative number"));
 }

@@ -14,18 +14,23 @@ namespace {
 json calibration_doc() {
     // Shaped like `roofline calibrate --raw` output; the values are round numbers chosen for the
     // test, not measurements.
-    return json{{"schema", "roofline-calibration/1"},
-                {"device", {{"name", "NVIDIA H100 80GB HBM3"}, {"compute_capability", "9.0"}, {"sm_count", 132},
-                            {"driver_version", 13000}, {"runtime_version", 13000}}},
-                {"date_utc", "2026-11-23T01:00:00Z"},
-                {"points", json::array({
-                               {{"quantity", "hbm_bytes_per_s"}, {"value", 3.0e12}, {"unit", "B/s"}, {"method", "copy"}, {"spread", 0.01}},
-                               {{"quantity", "l2_bytes_per_s"}, {"value", 9.0e12}, {"unit", "B/s"}, {"method", "cg reads"}, {"spread", 0.02}},
-                               {{"quantity", "matrix_flop_per_s.bf16"}, {"value", 7.0e14}, {"unit", "FLOP/s"}, {"method", "gemm"}, {"spread", 0.0}},
-                               {{"quantity", "launch_overhead_s"}, {"value", 2.5e-6}, {"unit", "s"}, {"method", "empty"}, {"spread", 0.0}},
-                               {{"quantity", "launch_latency_s"}, {"value", 9e-6}, {"unit", "s"}, {"method", "sync"}, {"spread", 0.0}},
-                           })},
-                {"gemm_efficiency", json::array()}};
+    return json{
+        {"schema", "roofline-calibration/1"},
+        {"device",
+         {{"name", "NVIDIA H100 80GB HBM3"},
+          {"compute_capability", "9.0"},
+          {"sm_count", 132},
+          {"driver_version", 13000},
+          {"runtime_version", 13000}}},
+        {"date_utc", "2026-11-23T01:00:00Z"},
+        {"points", json::array({
+                       {{"quantity", "hbm_bytes_per_s"}, {"value", 3.0e12}, {"unit", "B/s"}, {"method", "copy"}, {"spread", 0.01}},
+                       {{"quantity", "l2_bytes_per_s"}, {"value", 9.0e12}, {"unit", "B/s"}, {"method", "cg reads"}, {"spread", 0.02}},
+                       {{"quantity", "matrix_flop_per_s.bf16"}, {"value", 7.0e14}, {"unit", "FLOP/s"}, {"method", "gemm"}, {"spread", 0.0}},
+                       {{"quantity", "launch_overhead_s"}, {"value", 2.5e-6}, {"unit", "s"}, {"method", "empty"}, {"spread", 0.0}},
+                       {{"quantity", "launch_latency_s"}, {"value", 9e-6}, {"unit", "s"}, {"method", "sync"}, {"spread", 0.0}},
+                   })},
+        {"gemm_efficiency", json::array()}};
 }
 
 }  // namespace

@@ -20,9 +20,21 @@ using nlohmann::json;
 
 namespace {
 
-const std::set<std::string> kGpus = {"h100-sxm",      "h100-pcie",     "h200",           "a100-sxm-40gb",  "a100-sxm-80gb",
-                                     "a100-pcie-40gb", "a100-pcie-80gb", "v100-pcie-32gb", "v100-sxm-32gb",  "p100-pcie-16gb",
-                                     "p4",            "t4",            "a10",            "l4",             "rtx-4090"};
+const std::set<std::string> kGpus = {"h100-sxm",
+                                     "h100-pcie",
+                                     "h200",
+                                     "a100-sxm-40gb",
+                                     "a100-sxm-80gb",
+                                     "a100-pcie-40gb",
+                                     "a100-pcie-80gb",
+                                     "v100-pcie-32gb",
+                                     "v100-sxm-32gb",
+                                     "p100-pcie-16gb",
+                                     "p4",
+                                     "t4",
+                                     "a10",
+                                     "l4",
+                                     "rtx-4090"};
 const std::set<std::string> kTpus = {"tpu-v4", "tpu-v5e", "tpu-v5p"};
 
 json builtin_json(const std::string& name) {
@@ -32,9 +44,7 @@ json builtin_json(const std::string& name) {
     return {};
 }
 
-const Sourced& peak(const Hardware& hw, char unit, DType d) {
-    return (unit == 'm' ? hw.matrix_flop_per_s : hw.vector_flop_per_s).at(d);
-}
+const Sourced& peak(const Hardware& hw, char unit, DType d) { return (unit == 'm' ? hw.matrix_flop_per_s : hw.vector_flop_per_s).at(d); }
 
 }  // namespace
 
@@ -94,11 +104,24 @@ TEST_CASE("memory technology of every chip", "[hardware][catalog]") {
     // separately); H100 PCIe HBM2e, H100 SXM HBM3, H200 HBM3e; P4 GDDR5; T4/A10/L4 GDDR6; RTX 4090
     // GDDR6X; Google Cloud TPU pages: v4/v5e HBM2, v5p HBM2e.
     const std::pair<const char*, const char*> expected[] = {
-        {"p100-pcie-16gb", "hbm2"}, {"v100-pcie-32gb", "hbm2"},  {"v100-sxm-32gb", "hbm2"},   {"a100-sxm-40gb", "hbm2"},
-        {"a100-pcie-40gb", "hbm2"}, {"a100-sxm-80gb", "hbm2e"},  {"a100-pcie-80gb", "hbm2e"}, {"h100-pcie", "hbm2e"},
-        {"h100-sxm", "hbm3"},       {"h200", "hbm3e"},           {"p4", "gddr5"},             {"t4", "gddr6"},
-        {"a10", "gddr6"},           {"l4", "gddr6"},             {"rtx-4090", "gddr6x"},      {"tpu-v4", "hbm2"},
-        {"tpu-v5e", "hbm2"},        {"tpu-v5p", "hbm2e"},
+        {"p100-pcie-16gb", "hbm2"},
+        {"v100-pcie-32gb", "hbm2"},
+        {"v100-sxm-32gb", "hbm2"},
+        {"a100-sxm-40gb", "hbm2"},
+        {"a100-pcie-40gb", "hbm2"},
+        {"a100-sxm-80gb", "hbm2e"},
+        {"a100-pcie-80gb", "hbm2e"},
+        {"h100-pcie", "hbm2e"},
+        {"h100-sxm", "hbm3"},
+        {"h200", "hbm3e"},
+        {"p4", "gddr5"},
+        {"t4", "gddr6"},
+        {"a10", "gddr6"},
+        {"l4", "gddr6"},
+        {"rtx-4090", "gddr6x"},
+        {"tpu-v4", "hbm2"},
+        {"tpu-v5e", "hbm2"},
+        {"tpu-v5p", "hbm2e"},
     };
     for (const auto& [name, tech] : expected) {
         INFO(name);
@@ -222,9 +245,10 @@ TEST_CASE("published measurements are where a chip has one, under its peaks", "[
     // gpu-mechanisms notes, section 1: triad / copy measurements per chip; none for P100, P4, V100
     // SXM2, A100 PCIe 80GB and L4, whose model falls back to the per-technology fraction.
     const std::pair<const char*, double> dram[] = {
-        {"v100-pcie-32gb", 814e9}, {"a100-sxm-40gb", 1360e9}, {"a100-pcie-40gb", 1360e9}, {"a100-sxm-80gb", 1759e9},
-        {"h100-pcie", 1832e9},     {"h100-sxm", 2.783e12},    {"h200", 3534e9},           {"t4", 239.6e9},
-        {"a10", 469e9},            {"rtx-4090", 912e9},
+        {"v100-pcie-32gb", 814e9}, {"a100-sxm-40gb", 1360e9}, {"a100-pcie-40gb", 1360e9},
+        {"a100-sxm-80gb", 1759e9}, {"h100-pcie", 1832e9},     {"h100-sxm", 2.783e12},
+        {"h200", 3534e9},          {"t4", 239.6e9},           {"a10", 469e9},
+        {"rtx-4090", 912e9},
     };
     std::set<std::string> with_dram;
     for (const auto& [name, bps] : dram) {
@@ -326,7 +350,9 @@ TEST_CASE("bad memory_technology values are rejected naming the JSON path", "[ha
     };
     json d = base;
     d["memory"][0]["memory_technology"] = "hbm4";
-    rejects(d, "/memory/0/memory_technology: unknown memory technology 'hbm4' (expected one of hbm2, hbm2e, hbm3, hbm3e, gddr5, gddr5x, gddr6, gddr6x)");
+    rejects(d,
+            "/memory/0/memory_technology: unknown memory technology 'hbm4' (expected one of hbm2, hbm2e, hbm3, hbm3e, gddr5, gddr5x, "
+            "gddr6, gddr6x)");
     d = base;
     d["memory"][0]["memory_technology"] = "gddr6";
     rejects(d, "/memory/0/memory_technology: 'gddr6' is not a technology of a 'hbm' level");

@@ -44,10 +44,12 @@ TEST_CASE("bad input: one clear message, exit code 2, no report written", "[cli]
         {"unknown tensor", "analyze '" + bad + "unknown-tensor.json'", "/nodes/0/inputs/1: node 'r' uses tensor 'y', which no input"},
         {"unknown hardware key", "analyze mlp --hw '" + hw + "bad-unknown-key.json'",
          "bad-unknown-key.json: /memory/0/bandwith_bytes_per_s: unknown key 'bandwith_bytes_per_s'"},
-        {"missing hardware key", "analyze mlp --hw '" + hw + "bad-missing-key.json'", "bad-missing-key.json: /memory/1: missing key 'bytes_per_s'"},
+        {"missing hardware key", "analyze mlp --hw '" + hw + "bad-missing-key.json'",
+         "bad-missing-key.json: /memory/1: missing key 'bytes_per_s'"},
         {"non-positive rate", "analyze mlp --hw '" + hw + "bad-negative-rate.json'",
          "bad-negative-rate.json: /vector_flop_per_s/f32/value: must be positive"},
-        {"unsourced value", "analyze mlp --hw '" + hw + "bad-unknown-source.json'", "/clock_hz/source: source 'nowhere' is not a key of /sources"},
+        {"unsourced value", "analyze mlp --hw '" + hw + "bad-unknown-source.json'",
+         "/clock_hz/source: source 'nowhere' is not a key of /sources"},
         {"unknown hardware name", "analyze mlp --hw h900", "unknown hardware 'h900'"},
         {"unknown model", "analyze gpt5", "MODEL 'gpt5' is neither a model file nor a built-in template"},
         {"missing hardware file", "analyze mlp --hw /nonexistent/chip.json", "/nonexistent/chip.json: cannot open file"},
@@ -106,8 +108,8 @@ TEST_CASE("an exported template analyses to the same report as the template", "[
 }
 
 TEST_CASE("every subcommand answers --help, --version prints the version", "[cli]") {
-    for (const char* cmd : {"", "analyze", "measure", "compare", "calibrate", "hw", "hw list", "hw show", "model",
-                            "model export", "model list"}) {
+    for (const char* cmd :
+         {"", "analyze", "measure", "compare", "calibrate", "hw", "hw list", "hw show", "model", "model export", "model list"}) {
         INFO(cmd);
         const auto r = run_cli(std::string(cmd) + " --help");
         CHECK(r.code == 0);
@@ -121,7 +123,8 @@ TEST_CASE("every subcommand answers --help, --version prints the version", "[cli
 TEST_CASE("hw list and hw show cover the catalog", "[cli][hardware]") {
     const auto list = run_cli("hw list");
     REQUIRE(list.code == 0);
-    for (const char* name : {"h100-sxm", "h100-pcie", "h200", "a100-sxm-40gb", "a100-sxm-80gb", "l4", "t4", "tpu-v4", "tpu-v5e", "tpu-v5p"}) {
+    for (const char* name :
+         {"h100-sxm", "h100-pcie", "h200", "a100-sxm-40gb", "a100-sxm-80gb", "l4", "t4", "tpu-v4", "tpu-v5e", "tpu-v5p"}) {
         INFO(name);
         CHECK_THAT(list.out, Catch::Contains(name));
         const auto show = run_cli(std::string("hw show ") + name);
@@ -209,10 +212,12 @@ TEST_CASE("measure and calibrate without a GPU exit 3 naming the reason, and wri
     CHECK(bad.code == 2);
     // So are options that contradict each other or the graph: reused memory cannot be checked, and
     // an inference graph has nothing to recompute.
-    const auto reuse_check = run_cli("measure '" + source_path("examples/two-layer-mlp.json") + "' --mode training --memory reuse -o '" + out + "'");
+    const auto reuse_check =
+        run_cli("measure '" + source_path("examples/two-layer-mlp.json") + "' --mode training --memory reuse -o '" + out + "'");
     CHECK(reuse_check.code == 2);
     CHECK(reuse_check.out.find("--check off") != std::string::npos);
-    const auto recompute_inference = run_cli("measure '" + source_path("examples/two-layer-mlp.json") + "' --recompute full -o '" + out + "'");
+    const auto recompute_inference =
+        run_cli("measure '" + source_path("examples/two-layer-mlp.json") + "' --recompute full -o '" + out + "'");
     CHECK(recompute_inference.code == 2);
     CHECK(recompute_inference.out.find("training step") != std::string::npos);
 }
@@ -237,7 +242,8 @@ TEST_CASE("analyze shows the 25 slowest ops by default, every op with --top all"
 TEST_CASE("--help lists every model source and the exit codes; an unknown command names them all", "[cli]") {
     const auto h = test::run_cli("--help");
     CHECK(h.code == 0);
-    for (const char* s : {"built-in template", "roofline-model/1 JSON", "Hugging Face config.json", "ONNX file", "Exit codes"}) CHECK_THAT(h.out, Catch::Contains(s));
+    for (const char* s : {"built-in template", "roofline-model/1 JSON", "Hugging Face config.json", "ONNX file", "Exit codes"})
+        CHECK_THAT(h.out, Catch::Contains(s));
     const auto u = test::run_cli("frobnicate");
     CHECK(u.code == 2);
     CHECK_THAT(u.out, Catch::Contains("commands: analyze, plan, hw, model, measure, compare, calibrate, validate"));

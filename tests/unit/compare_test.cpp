@@ -118,7 +118,8 @@ TEST_CASE("roofline compare works offline on saved files and writes deterministi
     // A measurement of another graph: exit 2, nothing written.
     const std::string c = test::tmp_path("cmp-c.json");
     std::remove(c.c_str());
-    const auto bad = test::run_cli("compare '" + pred + "' '" + test::source_path(kMeasured + "gpt2-small-train.json") + "' -o '" + c + "'");
+    const auto bad =
+        test::run_cli("compare '" + pred + "' '" + test::source_path(kMeasured + "gpt2-small-train.json") + "' -o '" + c + "'");
     CHECK(bad.code == 2);
     CHECK_FALSE(std::ifstream(c).good());
 }

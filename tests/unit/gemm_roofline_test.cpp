@@ -25,9 +25,9 @@ double macs_per_element(const Work& w, std::int64_t elem) {
 }  // namespace
 
 TEST_CASE("GEMM 10x20x30: 6,000 multiply-adds, 1,100 elements moved, 5.45 per element", "[gemm]") {
-    const Work w = gemm(10, 30, 20, DType::f32);  // M=10, N=30, K=20
-    CHECK(w.matrix_flops == 2 * 6000);            // 10*20*30 multiply-adds
-    CHECK(w.bytes() == 1100 * 4);                 // 10*20 + 20*30 + 10*30 elements, f32
+    const Work w = gemm(10, 30, 20, DType::f32);                              // M=10, N=30, K=20
+    CHECK(w.matrix_flops == 2 * 6000);                                        // 10*20*30 multiply-adds
+    CHECK(w.bytes() == 1100 * 4);                                             // 10*20 + 20*30 + 10*30 elements, f32
     CHECK(macs_per_element(w, 4) == Approx(6000.0 / 1100.0).epsilon(1e-12));  // 5.4545...
     CHECK(macs_per_element(w, 4) == Approx(5.45).margin(0.005));
 }
@@ -101,7 +101,7 @@ TEST_CASE("roofline on a round-number chip: bounds, times, ridge points", "[roof
         Work w;
         w.transcendentals = 5'000'000'000;  // 1 ms at 5e12/s
         w.vector_flops = 1'000'000;
-        w.bytes_read = 1'000'000;           // 0.5 us at 2e12 B/s
+        w.bytes_read = 1'000'000;  // 0.5 us at 2e12 B/s
         const OpRoofline r = op_roofline(w, DType::f32, hw);
         CHECK(r.bound.label() == "compute (transcendental)");
         CHECK(r.time_s == Approx(1e-3));

@@ -168,7 +168,8 @@ TEST_CASE("split-K fills the SMs for a GEMM with few tiles and a long K", "[gpu-
     const Hardware h100 = builtin_hardware("h100-sxm");
     const Kernel h100_chosen = *lower_to_kernel(g, 0, h100);
     CHECK(h100_chosen.gemm->split_k > 1);
-    INFO("tile " << h100_chosen.gemm->tile.m << "x" << h100_chosen.gemm->tile.n << " split " << h100_chosen.gemm->split_k << " tiles " << h100_chosen.gemm->tiles);
+    INFO("tile " << h100_chosen.gemm->tile.m << "x" << h100_chosen.gemm->tile.n << " split " << h100_chosen.gemm->split_k << " tiles "
+                 << h100_chosen.gemm->tiles);
     const KernelCost spread = gpu_kernel_cost(h100_chosen, h100);
     const KernelCost one_split = gpu_kernel_cost(*lower_to_kernel(g, 0, h100, no_split), h100, no_split);
     // Spread over 64 CTAs (16 tiles of 64 x 64, split 4) the math takes a quarter of the time and

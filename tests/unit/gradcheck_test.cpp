@@ -36,7 +36,9 @@ Check grad_check(const Graph& fwd, std::map<TensorId, HostTensor> given, int per
     const Graph train = build_training_step(fwd, opt);
     const auto values = execute(train, given, RefPrecision::f64);
     const TensorId loss = fwd.outputs().front();
-    auto loss_at = [&](const std::map<TensorId, HostTensor>& g) { return execute(fwd, g, RefPrecision::f64)[static_cast<std::size_t>(loss)].data[0]; };
+    auto loss_at = [&](const std::map<TensorId, HostTensor>& g) {
+        return execute(fwd, g, RefPrecision::f64)[static_cast<std::size_t>(loss)].data[0];
+    };
     Check c;
     const double h = 1e-6;
     for (const Node& n : train.nodes()) {
@@ -176,13 +178,24 @@ TEST_CASE("fan-out: a tensor used by several ops gets the sum of their gradients
 
 TEST_CASE("the mlp template and a tiny GPT pass the gradient check", "[gradcheck][gpt]") {
     using nlohmann::json;
-    const Graph mlp = load_model(json{{"format", "roofline-model/1"}, {"template", "mlp"},
-                                      {"config", {{"batch", 4}, {"input", 6}, {"hidden", {5, 4}}, {"classes", 3}, {"activation", "gelu"}, {"dtype", "f64"}}}},
-                                 "mlp-f64");
+    const Graph mlp = load_model(
+        json{{"format", "roofline-model/1"},
+             {"template", "mlp"},
+             {"config", {{"batch", 4}, {"input", 6}, {"hidden", {5, 4}}, {"classes", 3}, {"activation", "gelu"}, {"dtype", "f64"}}}},
+        "mlp-f64");
     CHECK(grad_check(mlp, {}, 4).compared > 20);
-    const Graph gpt = load_model(json{{"format", "roofline-model/1"}, {"template", "gpt"},
-                                      {"config", {{"n_layer", 2}, {"d_model", 8}, {"n_head", 2}, {"vocab", 11}, {"n_ctx", 6},
-                                                  {"seq", 5}, {"batch", 2}, {"dtype", "f64"}, {"dropout", 0.1}}}},
+    const Graph gpt = load_model(json{{"format", "roofline-model/1"},
+                                      {"template", "gpt"},
+                                      {"config",
+                                       {{"n_layer", 2},
+                                        {"d_model", 8},
+                                        {"n_head", 2},
+                                        {"vocab", 11},
+                                        {"n_ctx", 6},
+                                        {"seq", 5},
+                                        {"batch", 2},
+                                        {"dtype", "f64"},
+                                        {"dropout", 0.1}}}},
                                  "tiny-gpt");
     const Check r = grad_check(gpt, {}, 3);
     CHECK(r.compared > 60);
@@ -190,10 +203,12 @@ TEST_CASE("the mlp template and a tiny GPT pass the gradient check", "[gradcheck
 
 TEST_CASE("the float32 executor agrees with float64 to single precision", "[gradcheck]") {
     using nlohmann::json;
-    const Graph gpt = load_model(json{{"format", "roofline-model/1"}, {"template", "gpt"},
-                                      {"config", {{"n_layer", 1}, {"d_model", 8}, {"n_head", 2}, {"vocab", 11}, {"n_ctx", 6},
-                                                  {"seq", 5}, {"batch", 2}, {"dtype", "f32"}}}},
-                                 "tiny-gpt-f32");
+    const Graph gpt = load_model(
+        json{{"format", "roofline-model/1"},
+             {"template", "gpt"},
+             {"config",
+              {{"n_layer", 1}, {"d_model", 8}, {"n_head", 2}, {"vocab", 11}, {"n_ctx", 6}, {"seq", 5}, {"batch", 2}, {"dtype", "f32"}}}},
+        "tiny-gpt-f32");
     const Graph train = build_training_step(gpt, {});
     const auto a = execute(train, {}, RefPrecision::f64);
     const auto b = execute(train, {}, RefPrecision::f32);

@@ -13,14 +13,26 @@ using namespace roofline;
 
 namespace {
 
-const char* const kCatalog[] = {"h100-sxm",      "h100-pcie",     "h200",           "a100-sxm-40gb", "a100-sxm-80gb",
-                                "a100-pcie-40gb", "a100-pcie-80gb", "v100-pcie-32gb", "v100-sxm-32gb", "p100-pcie-16gb",
-                                "p4",            "t4",            "a10",            "l4",            "rtx-4090",
-                                "tpu-v4",        "tpu-v5e",       "tpu-v5p"};
+const char* const kCatalog[] = {"h100-sxm",
+                                "h100-pcie",
+                                "h200",
+                                "a100-sxm-40gb",
+                                "a100-sxm-80gb",
+                                "a100-pcie-40gb",
+                                "a100-pcie-80gb",
+                                "v100-pcie-32gb",
+                                "v100-sxm-32gb",
+                                "p100-pcie-16gb",
+                                "p4",
+                                "t4",
+                                "a10",
+                                "l4",
+                                "rtx-4090",
+                                "tpu-v4",
+                                "tpu-v5e",
+                                "tpu-v5p"};
 
-double hbm_ridge_bf16(const Hardware& hw) {
-    return ridge_point(hw.matrix_flop_per_s.at(DType::bf16).value, hw.device_memory());
-}
+double hbm_ridge_bf16(const Hardware& hw) { return ridge_point(hw.matrix_flop_per_s.at(DType::bf16).value, hw.device_memory()); }
 
 }  // namespace
 
@@ -110,5 +122,6 @@ TEST_CASE("the loader rejects bad specs naming file and JSON path", "[hardware][
     two_devices["memory"].back()["name"] = "dram";
     two_devices["memory"].back().erase("memory_technology");
     CHECK_THROWS_WITH(parse_hardware(two_devices, "dev.json"),
-                      Catch::Contains("dev.json: /memory/" + std::to_string(good["memory"].size()) + "/name: device memory ('dram') must be the first level"));
+                      Catch::Contains("dev.json: /memory/" + std::to_string(good["memory"].size()) +
+                                      "/name: device memory ('dram') must be the first level"));
 }

@@ -113,7 +113,8 @@ TEST_CASE("HF configs: parameter counts are the published ones, exactly", "[hf]"
     const Graph bare = load_model_arg(patched("bert-base-uncased", "bert-model", "architectures", json::array({"BertModel"})));
     CHECK(parameter_count(bare) == 109'482'240);
     // BertForSequenceClassification adds the classifier, 768*2+2 for the default 2 labels.
-    const Graph cls = load_model_arg(patched("bert-base-uncased", "bert-cls", "architectures", json::array({"BertForSequenceClassification"})));
+    const Graph cls =
+        load_model_arg(patched("bert-base-uncased", "bert-cls", "architectures", json::array({"BertForSequenceClassification"})));
     CHECK(parameter_count(cls) == 109'482'240 + 1538);
     // ViTModel: pooler (768*768+768) instead of the classifier.
     const Graph vit = load_model_arg(patched("vit-base-patch16-224", "vit-model", "architectures", json::array({"ViTModel"})));
@@ -122,8 +123,10 @@ TEST_CASE("HF configs: parameter counts are the published ones, exactly", "[hf]"
 
 TEST_CASE("HF configs: the built-in presets match the published config files", "[hf]") {
     // Same keys, same graph: equal parameter counts and forward work, exactly.
-    const std::pair<const char*, const char*> pairs[] = {{"llama-2-7b", "Llama-2-7b-hf"}, {"llama-3-8b", "Meta-Llama-3-8B"},
-                                                         {"mistral-7b", "Mistral-7B-v0.1"}, {"bert-base-uncased", "bert-base-uncased"},
+    const std::pair<const char*, const char*> pairs[] = {{"llama-2-7b", "Llama-2-7b-hf"},
+                                                         {"llama-3-8b", "Meta-Llama-3-8B"},
+                                                         {"mistral-7b", "Mistral-7B-v0.1"},
+                                                         {"bert-base-uncased", "bert-base-uncased"},
                                                          {"vit-b16", "vit-base-patch16-224"}};
     for (const auto& [preset, folder] : pairs) {
         INFO(preset);
@@ -160,7 +163,7 @@ TEST_CASE("HF configs: op structure of llama, GQA, bert and vit", "[hf]") {
     const Graph bert = load_model_arg(hf("bert-base-uncased"), ModelOverrides{1, 128, {}});
     // embeddings LayerNorm, two post-LN LayerNorms per layer, the MLM transform's: 1 + 24 + 1
     CHECK(count_kind(bert, OpKind::layernorm) == 26);
-    CHECK(count_kind(bert, OpKind::embedding) == 3);  // word, token type, position
+    CHECK(count_kind(bert, OpKind::embedding) == 3);    // word, token type, position
     CHECK(count_kind(bert, OpKind::causal_mask) == 0);  // bidirectional
     CHECK(count_kind(bert, OpKind::gelu) == 13);
 
@@ -231,22 +234,48 @@ TEST_CASE("tiny HF configs pass the finite-difference gradient check", "[hf][gra
     // that tolerance): rotary embeddings, repeat_kv's expand, the pooler's row gather and ViT's
     // class token are differentiated correctly, not just shape-checked.
     const json configs[] = {
-        {{"model_type", "llama"}, {"vocab_size", 11}, {"hidden_size", 16}, {"intermediate_size", 12}, {"num_hidden_layers", 1},
-         {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"max_position_embeddings", 5}},
+        {{"model_type", "llama"},
+         {"vocab_size", 11},
+         {"hidden_size", 16},
+         {"intermediate_size", 12},
+         {"num_hidden_layers", 1},
+         {"num_attention_heads", 4},
+         {"num_key_value_heads", 2},
+         {"max_position_embeddings", 5}},
         {{"model_type", "gpt2"}, {"vocab_size", 11}, {"n_embd", 8}, {"n_layer", 1}, {"n_head", 2}, {"n_positions", 5}},
-        {{"model_type", "bert"}, {"architectures", {"BertForSequenceClassification"}}, {"vocab_size", 11}, {"hidden_size", 8},
-         {"intermediate_size", 12}, {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"max_position_embeddings", 5}, {"num_labels", 3}},
-        {{"model_type", "bert"}, {"vocab_size", 11}, {"hidden_size", 8}, {"intermediate_size", 12}, {"num_hidden_layers", 1},
-         {"num_attention_heads", 2}, {"max_position_embeddings", 5}},
-        {{"model_type", "vit"}, {"hidden_size", 8}, {"intermediate_size", 12}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
-         {"image_size", 4}, {"patch_size", 2}, {"num_channels", 2}, {"num_labels", 3}},
+        {{"model_type", "bert"},
+         {"architectures", {"BertForSequenceClassification"}},
+         {"vocab_size", 11},
+         {"hidden_size", 8},
+         {"intermediate_size", 12},
+         {"num_hidden_layers", 1},
+         {"num_attention_heads", 2},
+         {"max_position_embeddings", 5},
+         {"num_labels", 3}},
+        {{"model_type", "bert"},
+         {"vocab_size", 11},
+         {"hidden_size", 8},
+         {"intermediate_size", 12},
+         {"num_hidden_layers", 1},
+         {"num_attention_heads", 2},
+         {"max_position_embeddings", 5}},
+        {{"model_type", "vit"},
+         {"hidden_size", 8},
+         {"intermediate_size", 12},
+         {"num_hidden_layers", 1},
+         {"num_attention_heads", 2},
+         {"image_size", 4},
+         {"patch_size", 2},
+         {"num_channels", 2},
+         {"num_labels", 3}},
     };
     for (const json& cfg : configs) {
         INFO(cfg.dump());
         const Graph fwd = load_model(cfg, "tiny.json", ModelOverrides{2, std::nullopt, DType::f64});
         std::map<TensorId, HostTensor> given;
         for (std::size_t t = 0; t < fwd.tensors().size(); ++t) {
-            if (fwd.tensors()[t].producer == kNoNode) given[static_cast<TensorId>(t)] = deterministic_value(fwd, static_cast<TensorId>(t), 7);
+            if (fwd.tensors()[t].producer == kNoNode)
+                given[static_cast<TensorId>(t)] = deterministic_value(fwd, static_cast<TensorId>(t), 7);
         }
         TrainingOptions opt;
         opt.optimizer = Optimizer::sgd;
@@ -298,8 +327,10 @@ TEST_CASE("HF configs through the CLI: training, overrides, report", "[hf][cli]"
 TEST_CASE("bad HF configs: one message naming the file and the key, exit code 2", "[hf][cli][errors]") {
     const std::string bad = source_path("tests/data/hf/bad/");
     const std::string unsupported_arch = tmp_path("hf-bad-arch.json");
-    std::ofstream(unsupported_arch) << json{{"format", "roofline-model/1"}, {"template", "llama-2-7b"},
-                                            {"config", {{"architectures", {"LlamaForSequenceClassification"}}}}}.dump();
+    std::ofstream(unsupported_arch) << json{{"format", "roofline-model/1"},
+                                            {"template", "llama-2-7b"},
+                                            {"config", {{"architectures", {"LlamaForSequenceClassification"}}}}}
+                                           .dump();
     const std::pair<std::string, std::string> cases[] = {
         {"analyze '" + bad + "missing-key.json'", "missing-key.json: /: missing key 'hidden_size' (required for model_type 'llama')"},
         {"analyze '" + bad + "wrong-type.json'", "wrong-type.json: /num_hidden_layers: expected a positive integer, got \"12\""},

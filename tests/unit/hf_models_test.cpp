@@ -42,8 +42,10 @@ json read_config(const std::string& path) {
 std::string patched(const std::string& model, const std::string& file, const json& changes) {
     json cfg = read_config(neusight(model));
     for (const auto& [k, v] : changes.items()) {
-        if (v.is_null()) cfg.erase(k);
-        else cfg[k] = v;
+        if (v.is_null())
+            cfg.erase(k);
+        else
+            cfg[k] = v;
     }
     const std::string path = tmp_path(file);
     std::ofstream(path) << cfg.dump(2);
@@ -149,8 +151,8 @@ TEST_CASE("NeuSight configs through the CLI: analyze, training without optimizer
     for (const char* model : {"opt_13", "bert_large", "switchxl4"}) {
         INFO(model);
         const std::string out = tmp_path(std::string("neusight-") + model + ".json");
-        const auto r = run_cli("analyze '" + neusight(model) + "' --hw h100-sxm --dtype f32 --mode training --optimizer none --batch 1 --seq 64 -q -o '" +
-                               out + "'");
+        const auto r = run_cli("analyze '" + neusight(model) +
+                               "' --hw h100-sxm --dtype f32 --mode training --optimizer none --batch 1 --seq 64 -q -o '" + out + "'");
         INFO(r.out);
         REQUIRE(r.code == 0);
         std::ifstream in(out);
@@ -165,7 +167,9 @@ TEST_CASE("NeuSight configs through the CLI: analyze, training without optimizer
 TEST_CASE("NeuSight configs: exact parameter counts", "[hf][neusight]") {
     // GPT2LMHeadModel, lm_head tied to wte. Per layer: ln_1 2d, c_attn d*3d + 3d, c_proj d*d + d,
     // ln_2 2d, c_fc d*4d + 4d, mlp.c_proj 4d*d + d = 12 d^2 + 13 d; plus wte V d, wpe P d, ln_f 2d.
-    const auto gpt2 = [](std::int64_t V, std::int64_t P, std::int64_t d, std::int64_t L) { return V * d + P * d + L * (12 * d * d + 13 * d) + 2 * d; };
+    const auto gpt2 = [](std::int64_t V, std::int64_t P, std::int64_t d, std::int64_t L) {
+        return V * d + P * d + L * (12 * d * d + 13 * d) + 2 * d;
+    };
     // gpt2-large (n_embd 1280, 36 layers, 1024 positions): 774,030,080, its num_parameters().
     CHECK(gpt2(50257, 1024, 1280, 36) == 774'030'080);
     CHECK(parameter_count(load_model_arg(neusight("gpt2_large"))) == 774'030'080);
@@ -220,8 +224,14 @@ TEST_CASE("NeuSight configs: exact parameter counts", "[hf][neusight]") {
     // the published google/switch-base-8 shapes (d_model 768, d_kv 64, 12 heads, d_ff 3072, 8
     // experts, 12 + 12 layers, sparse_step 2), by the same arithmetic: 619,339,008
     const Graph base8 = load_model_arg(patched("switchxl4", "switch-base-8.json",
-                                               {{"d_model", 768}, {"d_kv", 64}, {"num_heads", 12}, {"d_ff", 3072}, {"num_experts", 8},
-                                                {"num_layers", 12}, {"num_decoder_layers", 12}, {"num_sparse_encoder_layers", 6},
+                                               {{"d_model", 768},
+                                                {"d_kv", 64},
+                                                {"num_heads", 12},
+                                                {"d_ff", 3072},
+                                                {"num_experts", 8},
+                                                {"num_layers", 12},
+                                                {"num_decoder_layers", 12},
+                                                {"num_sparse_encoder_layers", 6},
                                                 {"num_sparse_decoder_layers", 6}}));
     CHECK(parameter_count(base8) == 619'339'008);
 }
@@ -237,7 +247,8 @@ TEST_CASE("gelu_new and friends are the elementwise ops eager PyTorch runs", "[h
     for (const Node& n : g.nodes()) {
         if (n.name.rfind("transformer.h.7.mlp.act", 0) == 0) act.insert(n.kind);
     }
-    CHECK(act == std::multiset<OpKind>{OpKind::scale, OpKind::pow, OpKind::scale, OpKind::add, OpKind::scale, OpKind::tanh, OpKind::shift, OpKind::mul});
+    CHECK(act == std::multiset<OpKind>{OpKind::scale, OpKind::pow, OpKind::scale, OpKind::add, OpKind::scale, OpKind::tanh, OpKind::shift,
+                                       OpKind::mul});
     for (const Node& n : g.nodes()) {
         if (n.name.rfind("transformer.h.7.mlp.act", 0) == 0) CHECK(rule_of(n.kind).family == OpFamily::elementwise);
     }
@@ -295,11 +306,13 @@ TEST_CASE("optimizer none: the backward of the adamw step, without the update", 
     // the gradients the optimizer consumed are the step's outputs
     std::set<TensorId> consumed;
     for (const Node& n : with.nodes()) {
-        if (n.phase == Phase::optimizer && (n.kind == OpKind::adam_update || n.kind == OpKind::cast)) consumed.insert(n.inputs.size() > 1 ? n.inputs[1] : n.inputs[0]);
+        if (n.phase == Phase::optimizer && (n.kind == OpKind::adam_update || n.kind == OpKind::cast))
+            consumed.insert(n.inputs.size() > 1 ? n.inputs[1] : n.inputs[0]);
     }
     std::set<std::string> with_grads, without_grads;
     for (const Node& n : with.nodes()) {
-        if (n.kind == OpKind::cast && n.phase == Phase::optimizer && n.name.find(".grad_f32") != std::string::npos) with_grads.insert(with.tensor(n.inputs[0]).name);
+        if (n.kind == OpKind::cast && n.phase == Phase::optimizer && n.name.find(".grad_f32") != std::string::npos)
+            with_grads.insert(with.tensor(n.inputs[0]).name);
     }
     for (std::size_t i = 1; i < without.outputs().size(); ++i) without_grads.insert(without.tensor(without.outputs()[i]).name);
     CHECK(with_grads == without_grads);  // bf16 parameters: every gradient goes through the fp32 cast
@@ -310,21 +323,44 @@ TEST_CASE("optimizer none: the backward of the adamw step, without the update", 
 TEST_CASE("tiny OPT, Switch and BERT-decoder configs pass the finite-difference gradient check", "[hf][gradcheck]") {
     const ModelOverrides ov{2, std::nullopt, DType::f64};
     SECTION("OPT, pre-LN, tied, with project_in/out and gelu_new") {
-        const json cfg = {{"model_type", "opt"}, {"vocab_size", 11}, {"hidden_size", 8}, {"ffn_dim", 12}, {"num_hidden_layers", 1},
-                          {"num_attention_heads", 2}, {"max_position_embeddings", 5}, {"word_embed_proj_dim", 6},
-                          {"activation_function", "gelu_new"}, {"attention_dropout", 0.1}};
+        const json cfg = {{"model_type", "opt"},
+                          {"vocab_size", 11},
+                          {"hidden_size", 8},
+                          {"ffn_dim", 12},
+                          {"num_hidden_layers", 1},
+                          {"num_attention_heads", 2},
+                          {"max_position_embeddings", 5},
+                          {"word_embed_proj_dim", 6},
+                          {"activation_function", "gelu_new"},
+                          {"attention_dropout", 0.1}};
         const Graph g = load_model(cfg, "tiny-opt.json", ov);
         // the clamp floor: the dtype's lowest value in HF; any value below the scores here
         CHECK(gradient_check(g, {{"attention_floor", filled(-1e9)}}) > 20);
     }
     SECTION("OPT, post-LN (do_layer_norm_before false), relu") {
-        const json cfg = {{"model_type", "opt"}, {"vocab_size", 11}, {"hidden_size", 8}, {"ffn_dim", 12}, {"num_hidden_layers", 1},
-                          {"num_attention_heads", 2}, {"max_position_embeddings", 5}, {"do_layer_norm_before", false}};
+        const json cfg = {{"model_type", "opt"},
+                          {"vocab_size", 11},
+                          {"hidden_size", 8},
+                          {"ffn_dim", 12},
+                          {"num_hidden_layers", 1},
+                          {"num_attention_heads", 2},
+                          {"max_position_embeddings", 5},
+                          {"do_layer_norm_before", false}};
         CHECK(gradient_check(load_model(cfg, "tiny-opt-post.json", ov), {{"attention_floor", filled(-1e9)}}) > 20);
     }
-    const json sw = {{"model_type", "switch_transformers"}, {"vocab_size", 11}, {"d_model", 8}, {"d_kv", 2}, {"num_heads", 2},
-                     {"d_ff", 6}, {"num_experts", 2}, {"expert_capacity", 1}, {"num_layers", 2}, {"num_decoder_layers", 2},
-                     {"encoder_sparse_step", 2}, {"decoder_sparse_step", 2}, {"relative_attention_num_buckets", 4}};
+    const json sw = {{"model_type", "switch_transformers"},
+                     {"vocab_size", 11},
+                     {"d_model", 8},
+                     {"d_kv", 2},
+                     {"num_heads", 2},
+                     {"d_ff", 6},
+                     {"num_experts", 2},
+                     {"expert_capacity", 1},
+                     {"num_layers", 2},
+                     {"num_decoder_layers", 2},
+                     {"encoder_sparse_step", 2},
+                     {"decoder_sparse_step", 2},
+                     {"relative_attention_num_buckets", 4}};
     SECTION("Switch: capacity drops tokens (seq 4, 2 experts, capacity 1)") {
         const Graph g = load_model(sw, "tiny-switch.json", ModelOverrides{2, 4, DType::f64});
         CHECK(g.tensor(g.find_tensor("encoder.block.1.layer.1.mlp.dropped")).desc.shape == Shape{2, 1, 2, 8});
@@ -339,16 +375,25 @@ TEST_CASE("tiny OPT, Switch and BERT-decoder configs pass the finite-difference 
         CHECK(gradient_check(g) > 20);
     }
     SECTION("BertLMHeadModel as a decoder (is_decoder true: causal)") {
-        const json cfg = {{"model_type", "bert"}, {"architectures", {"BertLMHeadModel"}}, {"is_decoder", true}, {"vocab_size", 11},
-                          {"hidden_size", 8}, {"intermediate_size", 12}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
-                          {"max_position_embeddings", 5}, {"hidden_act", "gelu_new"}};
+        const json cfg = {{"model_type", "bert"},
+                          {"architectures", {"BertLMHeadModel"}},
+                          {"is_decoder", true},
+                          {"vocab_size", 11},
+                          {"hidden_size", 8},
+                          {"intermediate_size", 12},
+                          {"num_hidden_layers", 1},
+                          {"num_attention_heads", 2},
+                          {"max_position_embeddings", 5},
+                          {"hidden_act", "gelu_new"}};
         const Graph g = load_model(cfg, "tiny-bert-lm.json", ov);
         CHECK(count_kind(g, OpKind::causal_mask) == 1);
         CHECK(gradient_check(g) > 20);
     }
     SECTION("BertForPreTraining") {
-        const json cfg = {{"model_type", "bert"}, {"architectures", {"BertForPreTraining"}}, {"vocab_size", 11}, {"hidden_size", 8},
-                          {"intermediate_size", 12}, {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"max_position_embeddings", 5}};
+        const json cfg = {{"model_type", "bert"},     {"architectures", {"BertForPreTraining"}},
+                          {"vocab_size", 11},         {"hidden_size", 8},
+                          {"intermediate_size", 12},  {"num_hidden_layers", 1},
+                          {"num_attention_heads", 2}, {"max_position_embeddings", 5}};
         CHECK(gradient_check(load_model(cfg, "tiny-bert-pre.json", ov)) > 20);
     }
 }
@@ -357,7 +402,8 @@ TEST_CASE("OPT, BERT and Switch graphs have the modelling's structure", "[hf][ne
     const Graph opt = load_model_arg(neusight("opt_13"), ModelOverrides{2, 128, {}});
     // q scaled before Q K^T, q/k/v contiguous copies, additive causal mask, clamp, softmax
     CHECK(opt.find_node("model.decoder.layers.0.self_attn.q_scaled") != kNoNode);
-    CHECK(opt.node(opt.find_node("model.decoder.layers.0.self_attn.q_scaled")).attrs.get_double("factor", 0) == Approx(1.0 / std::sqrt(64.0)));
+    CHECK(opt.node(opt.find_node("model.decoder.layers.0.self_attn.q_scaled")).attrs.get_double("factor", 0) ==
+          Approx(1.0 / std::sqrt(64.0)));
     CHECK(count_kind(opt, OpKind::causal_mask) == 24);
     CHECK(count_kind(opt, OpKind::maximum) == 24);
     CHECK(count_kind(opt, OpKind::relu) == 24);
@@ -396,17 +442,20 @@ TEST_CASE("OPT, BERT and Switch graphs have the modelling's structure", "[hf][ne
 
 TEST_CASE("bad OPT and Switch configs: one message naming the file and the JSON path", "[hf][cli][errors]") {
     const std::pair<std::string, std::string> cases[] = {
-        {patched("switchxl4", "switch-no-experts.json", {{"num_experts", 0}}), "switch-no-experts.json: /num_experts: expected a positive integer, got 0"},
+        {patched("switchxl4", "switch-no-experts.json", {{"num_experts", 0}}),
+         "switch-no-experts.json: /num_experts: expected a positive integer, got 0"},
         {patched("switchxl4", "switch-no-dkv.json", {{"d_kv", nullptr}}),
          "switch-no-dkv.json: /: missing key 'd_kv' (required for model_type 'switch_transformers')"},
-        {patched("switchxl4", "switch-gated.json", {{"is_gated_act", true}}), "switch-gated.json: /is_gated_act: not supported: gated feed-forward"},
+        {patched("switchxl4", "switch-gated.json", {{"is_gated_act", true}}),
+         "switch-gated.json: /is_gated_act: not supported: gated feed-forward"},
         {patched("switchxl4", "switch-step.json", {{"encoder_sparse_step", -1}}),
          "switch-step.json: /encoder_sparse_step: expected a non-negative integer, got -1"},
         {patched("opt_13", "opt-heads.json", {{"num_attention_heads", 30}}),
          "opt-heads.json: /num_attention_heads: num_attention_heads 30 does not divide hidden_size 2048"},
         {patched("opt_13", "opt-arch.json", {{"architectures", {"OPTForSequenceClassification"}}}),
          "opt-arch.json: /architectures/0: unsupported architecture 'OPTForSequenceClassification' for model_type 'opt'"},
-        {patched("gpt2_large", "gpt2-act.json", {{"activation_function", "gelu_11"}}), "gpt2-act.json: /activation_function: unsupported activation 'gelu_11'"},
+        {patched("gpt2_large", "gpt2-act.json", {{"activation_function", "gelu_11"}}),
+         "gpt2-act.json: /activation_function: unsupported activation 'gelu_11'"},
     };
     for (const auto& [path, message] : cases) {
         INFO(path);

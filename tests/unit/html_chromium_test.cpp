@@ -42,7 +42,9 @@ Rendered load_cleanly(const std::string& page, const std::string& tag) {
     return r;
 }
 
-double kernel_time(const ordered_json& op) { return op.contains("model") ? op["model"]["time_s"].get<double>() : op["time_s"].get<double>(); }
+double kernel_time(const ordered_json& op) {
+    return op.contains("model") ? op["model"]["time_s"].get<double>() : op["time_s"].get<double>();
+}
 
 // Every roofline point of the rendered DOM against the report: one per kernel with FLOPs, at the
 // documented log10 mapping of its intensity and FLOP/s.
@@ -54,7 +56,8 @@ void check_points(const std::string& dom, const ordered_json& doc) {
     const ordered_json& ops = doc["ops"];
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& in = ops[i]["levels"][0]["intensity"];
-        if (kernel_time(ops[i]) > 0 && ops[i]["work"]["flops"].get<double>() > 0 && in.is_number() && in.get<double>() > 0) expected.insert(i);
+        if (kernel_time(ops[i]) > 0 && ops[i]["work"]["flops"].get<double>() > 0 && in.is_number() && in.get<double>() > 0)
+            expected.insert(i);
     }
     for (const std::string& c : tags(dom, "<circle class=\"pt")) {
         const std::size_t k = std::stoul(attr(c, "data-k"));

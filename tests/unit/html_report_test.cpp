@@ -49,7 +49,8 @@ double plotted_rate(const ordered_json& op) {
 
 bool on_chart(const ordered_json& op) {
     const double t = op.contains("model") ? op["model"]["time_s"].get<double>() : op["time_s"].get<double>();
-    return t > 0 && op["work"]["flops"].get<double>() > 0 && op["levels"][0]["intensity"].is_number() && op["levels"][0]["intensity"].get<double>() > 0;
+    return t > 0 && op["work"]["flops"].get<double>() > 0 && op["levels"][0]["intensity"].is_number() &&
+           op["levels"][0]["intensity"].get<double>() > 0;
 }
 
 // The names documented in the schema document: every part of every `backticked` token, split at
@@ -132,7 +133,8 @@ TEST_CASE("the kernel table shows the slowest kernels and aggregates the rest in
     REQUIRE(begin != std::string::npos);
     const std::string table = html.substr(begin, end - begin);
     std::size_t kernels = 0;
-    for (const auto& op : doc["ops"]) kernels += (op.contains("model") ? op["model"]["time_s"].get<double>() : op["time_s"].get<double>()) > 0;
+    for (const auto& op : doc["ops"])
+        kernels += (op.contains("model") ? op["model"]["time_s"].get<double>() : op["time_s"].get<double>()) > 0;
     CHECK(tags(table, "<tr>").size() == 1 + 10);  // header + 10 kernels
     CHECK(tags(table, "<tr class=\"agg\">").size() == 1);
     CHECK(table.find(std::to_string(kernels - 10) + " smaller kernels aggregated") != std::string::npos);
@@ -207,7 +209,8 @@ TEST_CASE("roofline compare --html --csv --trace on the H100 GPT-2 measurement",
     REQUIRE(test::run_cli("analyze gpt2-small --mode training -q -o '" + pred + "'").code == 0);
     const std::string out = test::tmp_path("html-cmp"), html = out + ".html", csv = out + ".csv", trace = out + ".trace.json";
     for (const std::string& f : {html, csv, trace}) std::remove(f.c_str());
-    const auto r = test::run_cli("compare '" + pred + "' '" + meas + "' -o '" + out + ".json' --html '" + html + "' --csv '" + csv + "' --trace '" + trace + "'");
+    const auto r = test::run_cli("compare '" + pred + "' '" + meas + "' -o '" + out + ".json' --html '" + html + "' --csv '" + csv +
+                                 "' --trace '" + trace + "'");
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("HTML report written to"));
     const ordered_json cmp = ordered_json::parse(slurp(out + ".json"));
@@ -247,7 +250,8 @@ TEST_CASE("roofline compare --html --csv --trace on the H100 GPT-2 measurement",
 
 TEST_CASE("analyze --html --csv write the page and the rows, and the JSON schema documents every key", "[html][cli][schema]") {
     const std::string base = test::tmp_path("html-analyze");
-    const auto r = test::run_cli("analyze gpt --mode training -q -o '" + base + ".json' --html '" + base + ".html' --csv '" + base + ".csv'");
+    const auto r =
+        test::run_cli("analyze gpt --mode training -q -o '" + base + ".json' --html '" + base + ".html' --csv '" + base + ".csv'");
     REQUIRE(r.code == 0);
     const ordered_json doc = ordered_json::parse(slurp(base + ".json"));
     CHECK(slurp(base + ".html") == html_report(doc));
@@ -273,7 +277,8 @@ TEST_CASE("analyze --html --csv write the page and the rows, and the JSON schema
         need(plan, std::string(file) + ": ");
         need(plan["options"][0], std::string(file) + ": options[].");
         if (plan.contains("frontier") && !plan["frontier"].empty()) need(plan["frontier"][0], std::string(file) + ": frontier[].");
-        if (plan.contains("fusion") && !plan["fusion"]["groups"].empty()) need(plan["fusion"]["groups"][0], std::string(file) + ": fusion.groups[].");
+        if (plan.contains("fusion") && !plan["fusion"]["groups"].empty())
+            need(plan["fusion"]["groups"][0], std::string(file) + ": fusion.groups[].");
     }
     CHECK(missing == std::vector<std::string>{});
     CHECK(md.find("\"schema\": \"roofline-plan/1\"") != std::string::npos);

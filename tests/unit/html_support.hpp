@@ -184,7 +184,9 @@ inline bool screenshot(const std::string& exe, const std::string& page, const st
     const std::string profile = test::tmp_path(tag + "-shot-profile");
     std::system(("rm -rf '" + profile + "'").c_str());
     std::remove(png.c_str());
-    const int rc = std::system((chromium_command(exe, profile, "--hide-scrollbars --window-size=1280,2400 --screenshot='" + png + "'", page) + " >/dev/null 2>&1").c_str());
+    const int rc = std::system(
+        (chromium_command(exe, profile, "--hide-scrollbars --window-size=1280,2400 --screenshot='" + png + "'", page) + " >/dev/null 2>&1")
+            .c_str());
     std::system(("rm -rf '" + profile + "'").c_str());
     std::ifstream f(png, std::ios::binary);
     char sig[8] = {};

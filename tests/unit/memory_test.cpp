@@ -67,9 +67,17 @@ TEST_CASE("activations saved per transformer layer match Korthikanti et al. 2022
     for (const Case c : {Case{128, 2, 64, 4}, Case{256, 1, 128, 8}, Case{64, 4, 96, 6}}) {
         INFO("s " << c.s << " b " << c.b << " h " << c.h << " a " << c.a);
         auto saved = [&](int layers) {
-            const nlohmann::json doc = {{"format", "roofline-model/1"}, {"template", "gpt"},
-                                        {"config", {{"n_layer", layers}, {"d_model", c.h}, {"n_head", c.a}, {"vocab", 1000},
-                                                    {"n_ctx", c.s}, {"batch", c.b}, {"dtype", "bf16"}, {"dropout", 0.1}}}};
+            const nlohmann::json doc = {{"format", "roofline-model/1"},
+                                        {"template", "gpt"},
+                                        {"config",
+                                         {{"n_layer", layers},
+                                          {"d_model", c.h},
+                                          {"n_head", c.a},
+                                          {"vocab", 1000},
+                                          {"n_ctx", c.s},
+                                          {"batch", c.b},
+                                          {"dtype", "bf16"},
+                                          {"dropout", 0.1}}}};
             return memory_timeline(build_training_step(load_model(doc, "korthikanti"), {})).saved_activation_bytes;
         };
         const double per_layer = static_cast<double>(saved(2) - saved(1));

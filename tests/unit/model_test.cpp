@@ -121,7 +121,8 @@ TEST_CASE("the gpt template has the GPT-2 block structure", "[model][gpt]") {
 }
 
 TEST_CASE("dropout 0 removes the dropout nodes, template config is validated", "[model][gpt]") {
-    const Graph g = load_model(json{{"format", "roofline-model/1"}, {"template", "gpt"},
+    const Graph g = load_model(json{{"format", "roofline-model/1"},
+                                    {"template", "gpt"},
                                     {"config", {{"n_layer", 2}, {"d_model", 64}, {"n_head", 4}, {"dropout", 0.0}, {"seq", 32}}}},
                                "tiny.json");
     for (const Node& n : g.nodes()) CHECK(n.kind != OpKind::dropout);
@@ -158,26 +159,48 @@ TEST_CASE("model loader errors name the file, the JSON path and what was expecte
     const json x = {{"name", "x"}, {"shape", {4, 8}}};
     CHECK_THROWS_WITH(load(json{{"format", "roofline-model/2"}, {"nodes", json::array()}}),
                       Catch::Contains("m.json: /format: expected \"roofline-model/1\""));
-    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"}, {"inputs", {x}}, {"nodes", {{{"name", "r"}, {"op", "relu"}, {"inputs", {"x"}}, {"atrs", json::object()}}}}}),
+    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"},
+                                {"inputs", {x}},
+                                {"nodes", {{{"name", "r"}, {"op", "relu"}, {"inputs", {"x"}}, {"atrs", json::object()}}}}}),
                       Catch::Contains("m.json: /nodes/0/atrs: unknown key 'atrs'"));
-    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"}, {"inputs", {{{"name", "x"}, {"shape", {4, 2.5}}}}}, {"nodes", json::array()}}),
-                      Catch::Contains("m.json: /inputs/0/shape/1: expected an integer"));
-    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"}, {"inputs", {{{"name", "x"}, {"shape", {"batch"}}}}}, {"nodes", json::array()}}),
-                      Catch::Contains("unknown dimension 'batch'"));
+    CHECK_THROWS_WITH(
+        load(json{{"format", "roofline-model/1"}, {"inputs", {{{"name", "x"}, {"shape", {4, 2.5}}}}}, {"nodes", json::array()}}),
+        Catch::Contains("m.json: /inputs/0/shape/1: expected an integer"));
+    CHECK_THROWS_WITH(
+        load(json{{"format", "roofline-model/1"}, {"inputs", {{{"name", "x"}, {"shape", {"batch"}}}}}, {"nodes", json::array()}}),
+        Catch::Contains("unknown dimension 'batch'"));
     CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"}, {"inputs", {x, x}}, {"nodes", json::array()}}),
                       Catch::Contains("tensor name 'x' is defined twice"));
-    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"}, {"inputs", {x}}, {"nodes", {{{"name", "r"}, {"op", "relu"}, {"inputs", {"x"}}, {"attrs", {{"p", 0.5}}}}}}}),
+    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"},
+                                {"inputs", {x}},
+                                {"nodes", {{{"name", "r"}, {"op", "relu"}, {"inputs", {"x"}}, {"attrs", {{"p", 0.5}}}}}}}),
                       Catch::Contains("/nodes/0: node 'r': relu has no attribute 'p'"));
-    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"}, {"inputs", {x}}, {"nodes", {{{"name", "r"}, {"op", "relu"}, {"inputs", {"x"}}}, {{"name", "r"}, {"op", "relu"}, {"inputs", {"x"}}, {"outputs", {"r2"}}}}}}),
+    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"},
+                                {"inputs", {x}},
+                                {"nodes",
+                                 {{{"name", "r"}, {"op", "relu"}, {"inputs", {"x"}}},
+                                  {{"name", "r"}, {"op", "relu"}, {"inputs", {"x"}}, {"outputs", {"r2"}}}}}}),
                       Catch::Contains("/nodes/1/name: node name 'r' is used twice"));
-    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"}, {"inputs", {x}}, {"nodes", {{{"name", "r"}, {"op", "relu"}, {"inputs", {"x"}}}}}, {"outputs", {"nope"}}}),
+    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"},
+                                {"inputs", {x}},
+                                {"nodes", {{{"name", "r"}, {"op", "relu"}, {"inputs", {"x"}}}}},
+                                {"outputs", {"nope"}}}),
                       Catch::Contains("/outputs/0: unknown tensor 'nope'"));
-    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"}, {"inputs", {{{"name", "x"}, {"shape", {4}}, {"dtype", "float32"}}}}, {"nodes", json::array()}}),
-                      Catch::Contains("/inputs/0/dtype: unknown dtype 'float32'"));
-    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"}, {"inputs", {{{"name", "x"}, {"shape", {json(18446744073709551615ULL)}}}}}, {"nodes", json::array()}}),
+    CHECK_THROWS_WITH(
+        load(json{
+            {"format", "roofline-model/1"}, {"inputs", {{{"name", "x"}, {"shape", {4}}, {"dtype", "float32"}}}}, {"nodes", json::array()}}),
+        Catch::Contains("/inputs/0/dtype: unknown dtype 'float32'"));
+    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"},
+                                {"inputs", {{{"name", "x"}, {"shape", {json(18446744073709551615ULL)}}}}},
+                                {"nodes", json::array()}}),
                       Catch::Contains("overflows int64"));
-    CHECK_THROWS_WITH(load(json{{"format", "roofline-model/1"}, {"inputs", {x}}, {"nodes", {{{"name", "s"}, {"op", "split"}, {"inputs", {"x"}}, {"attrs", {{"axis", 1}, {"sizes", {4, 4}}}}, {"outputs", {"a"}}}}}}),
-                      Catch::Contains("split produces 2 outputs, 1 names given"));
+    CHECK_THROWS_WITH(
+        load(
+            json{{"format", "roofline-model/1"},
+                 {"inputs", {x}},
+                 {"nodes",
+                  {{{"name", "s"}, {"op", "split"}, {"inputs", {"x"}}, {"attrs", {{"axis", 1}, {"sizes", {4, 4}}}}, {"outputs", {"a"}}}}}}),
+        Catch::Contains("split produces 2 outputs, 1 names given"));
 }
 
 TEST_CASE("verify() accepts every built-in template and checks the Boost edge list", "[model]") {

@@ -103,13 +103,13 @@ TEST_CASE("onnx: a small GPT folds its shape computations and maps attention", "
     // mlp 2 * 2*64*128*512 = 16,777,216: 27,262,976. Two layers and the lm head 2*64*128*512 =
     // 8,388,608: 62,914,560.
     CHECK(t.matrix_flops == 62914560);
-    CHECK(t.n(OpKind::matmul) == 13);     // 6 per layer (qkv, q k^T, p v, proj, fc, out) + lm head
-    CHECK(t.n(OpKind::layernorm) == 5);   // opset 17 LayerNormalization
+    CHECK(t.n(OpKind::matmul) == 13);    // 6 per layer (qkv, q k^T, p v, proj, fc, out) + lm head
+    CHECK(t.n(OpKind::layernorm) == 5);  // opset 17 LayerNormalization
     CHECK(t.n(OpKind::softmax) == 2);
-    CHECK(t.n(OpKind::erf) == 2);         // exact gelu: x * 0.5 * (1 + erf(x / sqrt 2))
-    CHECK(t.n(OpKind::where) == 2);       // masked_fill(~mask, -inf): Where(Not(m), -inf, s) = Where(m, s, -inf)
-    CHECK(t.n(OpKind::slice) == 0);       // mask[:, :, :t, :t] with t = 64, the whole buffer: no copy
-    CHECK(t.n(OpKind::embedding) == 2);   // token and position lookups
+    CHECK(t.n(OpKind::erf) == 2);        // exact gelu: x * 0.5 * (1 + erf(x / sqrt 2))
+    CHECK(t.n(OpKind::where) == 2);      // masked_fill(~mask, -inf): Where(Not(m), -inf, s) = Where(m, s, -inf)
+    CHECK(t.n(OpKind::slice) == 0);      // mask[:, :, :t, :t] with t = 64, the whole buffer: no copy
+    CHECK(t.n(OpKind::embedding) == 2);  // token and position lookups
     CHECK(t.n(OpKind::split) == 2);
     // Products with scalar constants are scale ops, not muls reading a constant: per layer
     // * 1/sqrt(32), gelu's x / sqrt(2) and * 0.5.
@@ -150,8 +150,8 @@ TEST_CASE("onnx: a BERT-like encoder with LayerNorm decomposed (opset 14)", "[on
     CHECK(t.n(OpKind::sqrt) == 5);
     CHECK(t.n(OpKind::tanh) == 1);
     CHECK(t.n(OpKind::embedding) == 3);
-    CHECK(t.n(OpKind::linear) == 1);   // the pooler's Gemm
-    CHECK(t.n(OpKind::slice) == 1);    // x[:, 0] -> slice + reshape
+    CHECK(t.n(OpKind::linear) == 1);  // the pooler's Gemm
+    CHECK(t.n(OpKind::slice) == 1);   // x[:, 0] -> slice + reshape
     CHECK(g.tensor(g.find_tensor("attention_mask")).role == TensorRole::input);
     CHECK(g.tensor(g.find_tensor("word.weight")).role == TensorRole::parameter);
 }
@@ -173,14 +173,14 @@ TEST_CASE("onnx: the ops the exports do not use, through protobuf (ops.onnx)", "
     // conv 3 -> 16, 3x3, pad 1 on 32x32, batch 2: 2*2*16*32*32*3*3*3 = 1,769,472; Gemm 2x8 . 8x10: 320
     CHECK(t.matrix_flops == 1769472 + 320);
     CHECK(t.n(OpKind::conv2d) == 1);
-    CHECK(t.n(OpKind::mul) == 2);         // batchnorm's x * a and Pow(x, 2)
-    CHECK(t.n(OpKind::add) == 1);         // batchnorm's + b
+    CHECK(t.n(OpKind::mul) == 2);  // batchnorm's x * a and Pow(x, 2)
+    CHECK(t.n(OpKind::add) == 1);  // batchnorm's + b
     CHECK(t.n(OpKind::max_pool2d) == 1);
     CHECK(t.n(OpKind::avg_pool2d) == 1);
     CHECK(t.n(OpKind::where) == 1);
     CHECK(t.n(OpKind::reduce_mean) == 1);
     CHECK(t.n(OpKind::slice) == 1);
-    CHECK(t.n(OpKind::matmul) == 1);      // Gemm without transB: matmul, then * alpha 0.5
+    CHECK(t.n(OpKind::matmul) == 1);  // Gemm without transB: matmul, then * alpha 0.5
     CHECK(t.n(OpKind::scale) == 1);
     CHECK(g.nodes().size() == 13);
     CHECK(g.tensor(g.find_tensor("ap")).desc.shape == Shape{2, 16, 8, 8});  // 32 -> 16 (max, stride 2) -> 8
@@ -240,7 +240,8 @@ OnnxValueInfo vi(const std::string& name, std::vector<std::int64_t> dims, int ty
     return v;
 }
 
-OnnxNode node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out, std::map<std::string, OnnxAttr> attrs = {}) {
+OnnxNode node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+              std::map<std::string, OnnxAttr> attrs = {}) {
     return OnnxNode{out.at(0) + "_node", op, "", std::move(in), std::move(out), std::move(attrs)};
 }
 
@@ -289,11 +290,10 @@ TEST_CASE("onnx: inference batchnorm is a mul and an add over per-channel parame
 TEST_CASE("onnx: Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds to one reshape", "[onnx]") {
     OnnxAttr axis0;
     axis0.type = OnnxAttr::Type::int_;
-    const OnnxModel m = model(
-        {node("Shape", {"x"}, {"shape"}), node("Gather", {"shape", "zero"}, {"n"}, {{"axis", axis0}}),
-         node("Unsqueeze", {"n", "axes"}, {"n1"}), node("Concat", {"n1", "minus1"}, {"target"}, {{"axis", axis0}}),
-         node("Reshape", {"x", "target"}, {"y"}), node("Relu", {"y"}, {"z"})},
-        {vi("x", {-1, 4, 6})}, {tensor("zero", {}, {0}), tensor("axes", {1}, {0}), tensor("minus1", {1}, {-1})}, "z");
+    const OnnxModel m = model({node("Shape", {"x"}, {"shape"}), node("Gather", {"shape", "zero"}, {"n"}, {{"axis", axis0}}),
+                               node("Unsqueeze", {"n", "axes"}, {"n1"}), node("Concat", {"n1", "minus1"}, {"target"}, {{"axis", axis0}}),
+                               node("Reshape", {"x", "target"}, {"y"}), node("Relu", {"y"}, {"z"})},
+                              {vi("x", {-1, 4, 6})}, {tensor("zero", {}, {0}), tensor("axes", {1}, {0}), tensor("minus1", {1}, {-1})}, "z");
     ModelOverrides ov;
     ov.batch = 3;
     const Graph g = import_onnx(m, ov);
@@ -306,12 +306,18 @@ TEST_CASE("onnx: Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds to one 
 TEST_CASE("onnx: pooling, global pooling, Pow and Where(Not) mappings", "[onnx]") {
     OnnxAttr two;
     two.type = OnnxAttr::Type::float_;
-    const OnnxModel m = model(
-        {node("MaxPool", {"x"}, {"p"}, {{"kernel_shape", ints_attr({3, 3})}, {"strides", ints_attr({2, 2})}, {"pads", ints_attr({1, 1, 1, 1})}}),
-         node("GlobalAveragePool", {"p"}, {"g"}), node("Pow", {"g", "e"}, {"sq"}),
-         node("Not", {"mask"}, {"keep"}), node("Where", {"keep", "sq", "alt"}, {"y"})},
-        {vi("x", {-1, 2, 8, 8}), vi("mask", {1, 2, 1, 1}, onnx_type::kBool), vi("alt", {1}, onnx_type::kFloat)},
-        {[] { OnnxTensor e = tensor("e", {}); e.f = {2.0}; e.has_values = true; return e; }()}, "y");
+    const OnnxModel m =
+        model({node("MaxPool", {"x"}, {"p"},
+                    {{"kernel_shape", ints_attr({3, 3})}, {"strides", ints_attr({2, 2})}, {"pads", ints_attr({1, 1, 1, 1})}}),
+               node("GlobalAveragePool", {"p"}, {"g"}), node("Pow", {"g", "e"}, {"sq"}), node("Not", {"mask"}, {"keep"}),
+               node("Where", {"keep", "sq", "alt"}, {"y"})},
+              {vi("x", {-1, 2, 8, 8}), vi("mask", {1, 2, 1, 1}, onnx_type::kBool), vi("alt", {1}, onnx_type::kFloat)}, {[] {
+                  OnnxTensor e = tensor("e", {});
+                  e.f = {2.0};
+                  e.has_values = true;
+                  return e;
+              }()},
+              "y");
     const Graph g = import_onnx(m, {});
     const Totals t = totals(g);
     CHECK(t.n(OpKind::max_pool2d) == 1);
@@ -328,7 +334,8 @@ TEST_CASE("onnx: pooling, global pooling, Pow and Where(Not) mappings", "[onnx]"
 
 TEST_CASE("onnx: mapping errors name the node and what is missing", "[onnx][errors]") {
     // Reshape to a shape computed from runtime data
-    const OnnxModel runtime_shape = model({node("Reshape", {"x", "s"}, {"y"})}, {vi("x", {-1, 6}), vi("s", {-1}, onnx_type::kInt64)}, {}, "y");
+    const OnnxModel runtime_shape =
+        model({node("Reshape", {"x", "s"}, {"y"})}, {vi("x", {-1, 6}), vi("s", {-1}, onnx_type::kInt64)}, {}, "y");
     CHECK_THROWS_WITH(import_onnx(runtime_shape, {}),
                       Catch::Contains("inline.onnx: node 'y_node' (Reshape): input 1 (shape, 's') must be a constant"));
     // Pow with an exponent the mapping does not decompose
@@ -351,7 +358,14 @@ TEST_CASE("onnx: mapping errors name the node and what is missing", "[onnx][erro
 }
 
 TEST_CASE("onnx: training an imported graph differentiates its pooling", "[onnx]") {
-    const OnnxModel m = model({node("MaxPool", {"x"}, {"p"}, {{"kernel_shape", ints_attr({2, 2})}}), node("ReduceMean", {"p"}, {"loss"}, {{"keepdims", [] { OnnxAttr a; a.type = OnnxAttr::Type::int_; return a; }()}})},
+    const OnnxModel m = model({node("MaxPool", {"x"}, {"p"}, {{"kernel_shape", ints_attr({2, 2})}}), node("ReduceMean", {"p"}, {"loss"},
+                                                                                                          {{"keepdims",
+                                                                                                            [] {
+                                                                                                                OnnxAttr a;
+                                                                                                                a.type =
+                                                                                                                    OnnxAttr::Type::int_;
+                                                                                                                return a;
+                                                                                                            }()}})},
                               {vi("x", {2, 1, 4, 4})}, {}, "loss");
     OnnxModel with_weight = m;
     with_weight.inputs.push_back(vi("w", {2, 1, 4, 4}));  // a parameter (fixed shape, not the first input)

@@ -36,8 +36,8 @@ TEST_CASE("matmul: plain, transposed, batched with broadcasting", "[ops][matmul]
     SECTION("[4,6] x [6,5]") {
         const Result r = run(OpKind::matmul, {t({4, 6}), t({6, 5})});
         CHECK(r.out[0] == t({4, 5}));
-        CHECK(r.work.matrix_flops == 2 * 4 * 5 * 6);        // 2MNK = 240
-        CHECK(r.work.bytes_read == (4 * 6 + 6 * 5) * 4);    // 54 f32 elements
+        CHECK(r.work.matrix_flops == 2 * 4 * 5 * 6);      // 2MNK = 240
+        CHECK(r.work.bytes_read == (4 * 6 + 6 * 5) * 4);  // 54 f32 elements
         CHECK(r.work.bytes_written == 4 * 5 * 4);
         CHECK(r.work.vector_flops == 0);
     }
@@ -51,8 +51,8 @@ TEST_CASE("matmul: plain, transposed, batched with broadcasting", "[ops][matmul]
     SECTION("batch dims broadcast: [2,1,4,5] x [3,5,6] -> [2,3,4,6]") {
         const Result r = run(OpKind::matmul, {t({2, 1, 4, 5}, DType::bf16), t({3, 5, 6}, DType::bf16)});
         CHECK(r.out[0] == t({2, 3, 4, 6}, DType::bf16));
-        CHECK(r.work.matrix_flops == 2 * (2 * 3) * 4 * 6 * 5);            // 6 batch entries x 2MNK = 1440
-        CHECK(r.work.bytes_read == (2 * 4 * 5 + 3 * 5 * 6) * 2);          // each operand read once
+        CHECK(r.work.matrix_flops == 2 * (2 * 3) * 4 * 6 * 5);    // 6 batch entries x 2MNK = 1440
+        CHECK(r.work.bytes_read == (2 * 4 * 5 + 3 * 5 * 6) * 2);  // each operand read once
         CHECK(r.work.bytes_written == 2 * 3 * 4 * 6 * 2);
     }
     SECTION("int8 accumulates into int32; fp8 is written as bf16") {
@@ -60,7 +60,8 @@ TEST_CASE("matmul: plain, transposed, batched with broadcasting", "[ops][matmul]
         CHECK(run(OpKind::matmul, {t({8, 16}, DType::fp8_e4m3), t({16, 4}, DType::fp8_e4m3)}).out[0] == t({8, 4}, DType::bf16));
     }
     SECTION("errors") {
-        CHECK_THROWS_WITH(run(OpKind::matmul, {t({4, 6}), t({7, 5})}), Catch::Contains("inner dimensions differ") && Catch::Contains("K 6 vs 7"));
+        CHECK_THROWS_WITH(run(OpKind::matmul, {t({4, 6}), t({7, 5})}),
+                          Catch::Contains("inner dimensions differ") && Catch::Contains("K 6 vs 7"));
         CHECK_THROWS_WITH(run(OpKind::matmul, {t({6}), t({6, 5})}), Catch::Contains("rank >= 2"));
         CHECK_THROWS_WITH(run(OpKind::matmul, {t({4, 6}), t({6, 5}, DType::f16)}), Catch::Contains("must share a dtype"));
         CHECK_THROWS_WITH(run(OpKind::matmul, {t({2, 4, 6}), t({3, 6, 5})}), Catch::Contains("do not broadcast"));
@@ -79,7 +80,8 @@ TEST_CASE("linear with and without bias", "[ops][matrix]") {
     CHECK(b.work.vector_flops == 6 * 16);  // one bias add per output
     CHECK(b.work.bytes_read == (48 + 128 + 16) * 4);
     CHECK(b.work.bytes_written == 96 * 4);
-    CHECK_THROWS_WITH(run(OpKind::linear, {t({2, 8}), t({16, 7})}), Catch::Contains("x has 8 input features but weight f32[16,7] expects 7"));
+    CHECK_THROWS_WITH(run(OpKind::linear, {t({2, 8}), t({16, 7})}),
+                      Catch::Contains("x has 8 input features but weight f32[16,7] expects 7"));
     CHECK_THROWS_WITH(run(OpKind::linear, {t({2, 8}), t({16, 8}), t({15})}), Catch::Contains("bias must be f32[16]"));
 }
 
@@ -90,7 +92,7 @@ TEST_CASE("conv2d: stride, padding, dilation, groups", "[ops][matrix]") {
         // Ho = floor((32 + 2 - 3) / 2) + 1 = 16
         CHECK(r.out[0] == t({1, 8, 16, 16}));
         CHECK(r.work.matrix_flops == 2LL * 1 * 8 * 16 * 16 * 3 * 3 * 3);  // 2 N Co Ho Wo (C/g) kh kw = 110,592
-        CHECK(r.work.vector_flops == 8 * 16 * 16);                         // bias
+        CHECK(r.work.vector_flops == 8 * 16 * 16);                        // bias
         CHECK(r.work.bytes_read == (3 * 32 * 32 + 8 * 27 + 8) * 4);
     }
     SECTION("dilation 2 and groups 4 (depthwise-style)") {
@@ -112,12 +114,21 @@ TEST_CASE("unary ops: per-element plain FLOPs and transcendentals", "[ops][eleme
         std::int64_t vector, transcendental;
     };
     const Case cases[] = {
-        {OpKind::relu, {}, 1, 0},    {OpKind::gelu, {}, 8, 1},  {OpKind::gelu, attrs({{"approximate", std::string("erf")}}), 4, 1},
-        {OpKind::silu, {}, 3, 1},    {OpKind::sigmoid, {}, 3, 1}, {OpKind::tanh, {}, 0, 1},
-        {OpKind::exp, {}, 0, 1},     {OpKind::log, {}, 0, 1},   {OpKind::sin, {}, 0, 1},
-        {OpKind::sqrt, {}, 0, 1},    {OpKind::rsqrt, {}, 0, 1}, {OpKind::neg, {}, 1, 0},
+        {OpKind::relu, {}, 1, 0},
+        {OpKind::gelu, {}, 8, 1},
+        {OpKind::gelu, attrs({{"approximate", std::string("erf")}}), 4, 1},
+        {OpKind::silu, {}, 3, 1},
+        {OpKind::sigmoid, {}, 3, 1},
+        {OpKind::tanh, {}, 0, 1},
+        {OpKind::exp, {}, 0, 1},
+        {OpKind::log, {}, 0, 1},
+        {OpKind::sin, {}, 0, 1},
+        {OpKind::sqrt, {}, 0, 1},
+        {OpKind::rsqrt, {}, 0, 1},
+        {OpKind::neg, {}, 1, 0},
         {OpKind::scale, attrs({{"factor", 0.125}}), 1, 0},
-        {OpKind::shift, attrs({{"offset", 1.0}}), 1, 0}, {OpKind::pow, attrs({{"exponent", 3.0}}), 2, 0},
+        {OpKind::shift, attrs({{"offset", 1.0}}), 1, 0},
+        {OpKind::pow, attrs({{"exponent", 3.0}}), 2, 0},
     };
     std::set<OpKind> covered;
     for (const Case& c : cases) {
@@ -134,9 +145,11 @@ TEST_CASE("unary ops: per-element plain FLOPs and transcendentals", "[ops][eleme
     CHECK_THROWS_WITH(run(OpKind::scale, {t({4})}), Catch::Contains("missing attribute 'factor'"));
     CHECK_THROWS_WITH(run(OpKind::pow, {t({4})}), Catch::Contains("pow: missing attribute 'exponent' (a number)"));
     CHECK_THROWS_WITH(run(OpKind::shift, {t({4})}), Catch::Contains("shift: missing attribute 'offset' (a number)"));
-    CHECK_THROWS_WITH(run(OpKind::pow, {t({4})}, attrs({{"factor", 2.0}})), Catch::Contains("pow has no attribute 'factor' (accepted: exponent)"));
+    CHECK_THROWS_WITH(run(OpKind::pow, {t({4})}, attrs({{"factor", 2.0}})),
+                      Catch::Contains("pow has no attribute 'factor' (accepted: exponent)"));
     CHECK_THROWS_WITH(run(OpKind::gelu, {t({4})}, attrs({{"approximate", std::string("fast")}})), Catch::Contains("\"tanh\" or \"erf\""));
-    CHECK_THROWS_WITH(run(OpKind::relu, {t({4})}, attrs({{"factor", 2.0}})), Catch::Contains("relu has no attribute 'factor' (accepted: none)"));
+    CHECK_THROWS_WITH(run(OpKind::relu, {t({4})}, attrs({{"factor", 2.0}})),
+                      Catch::Contains("relu has no attribute 'factor' (accepted: none)"));
     CHECK_THROWS_WITH(run(OpKind::exp, {t({4}, DType::int64)}), Catch::Contains("must be floating point"));
 }
 
@@ -145,8 +158,8 @@ TEST_CASE("binary ops broadcast like numpy", "[ops][elementwise]") {
         INFO(op_name(k));
         const Result r = run(k, {t({4, 1, 3}), t({5, 1})});
         CHECK(r.out[0] == t({4, 5, 3}));
-        CHECK(r.work.vector_flops == 60);                 // one per output element
-        CHECK(r.work.bytes_read == (12 + 5) * 4);         // each operand read once
+        CHECK(r.work.vector_flops == 60);          // one per output element
+        CHECK(r.work.bytes_read == (12 + 5) * 4);  // each operand read once
         CHECK(r.work.bytes_written == 60 * 4);
     }
     CHECK_THROWS_WITH(run(OpKind::add, {t({4, 3}), t({5, 3})}), Catch::Contains("shapes [4,3] and [5,3] do not broadcast"));
@@ -156,8 +169,9 @@ TEST_CASE("binary ops broadcast like numpy", "[ops][elementwise]") {
 TEST_CASE("softmax, layernorm, rmsnorm", "[ops][normalization]") {
     const Result sm = run(OpKind::softmax, {t({6, 50})}, attrs({{"axis", std::int64_t{-1}}}));
     CHECK(sm.work.vector_flops == 300 * 4);  // max, subtract, sum, divide
-    CHECK(sm.work.transcendentals == 300);    // exp
-    CHECK_THROWS_WITH(run(OpKind::softmax, {t({6, 50})}, attrs({{"axis", std::int64_t{2}}})), Catch::Contains("axis 2 is out of range for rank 2"));
+    CHECK(sm.work.transcendentals == 300);   // exp
+    CHECK_THROWS_WITH(run(OpKind::softmax, {t({6, 50})}, attrs({{"axis", std::int64_t{2}}})),
+                      Catch::Contains("axis 2 is out of range for rank 2"));
 
     const Result ln = run(OpKind::layernorm, {t({6, 50}), t({50}), t({50})});
     CHECK(ln.out[0] == t({6, 50}));
@@ -183,7 +197,8 @@ TEST_CASE("reductions over axes", "[ops][reduction]") {
     const Result all = run(OpKind::reduce_max, {t({2, 3, 4})});
     CHECK(all.out[0] == t({}));
     CHECK(all.work.bytes_written == 4);
-    CHECK_THROWS_WITH(run(OpKind::reduce_sum, {t({2, 3})}, attrs({{"axes", std::vector<std::int64_t>{1, -1}}})), Catch::Contains("repeats an axis"));
+    CHECK_THROWS_WITH(run(OpKind::reduce_sum, {t({2, 3})}, attrs({{"axes", std::vector<std::int64_t>{1, -1}}})),
+                      Catch::Contains("repeats an axis"));
 }
 
 TEST_CASE("embedding reads only the gathered rows", "[ops][movement]") {
@@ -203,7 +218,8 @@ TEST_CASE("layout ops are views unless copy is requested", "[ops][movement]") {
     CHECK(pc.out[0] == t({3, 4, 2}));
     CHECK(pc.work.bytes_read == 96);
     CHECK(pc.work.bytes_written == 96);
-    CHECK_THROWS_WITH(run(OpKind::permute, {t({2, 3})}, attrs({{"perm", std::vector<std::int64_t>{0, 0}}})), Catch::Contains("not a permutation"));
+    CHECK_THROWS_WITH(run(OpKind::permute, {t({2, 3})}, attrs({{"perm", std::vector<std::int64_t>{0, 0}}})),
+                      Catch::Contains("not a permutation"));
 
     const Result rs = run(OpKind::reshape, {t({2, 3, 4})}, attrs({{"shape", std::vector<std::int64_t>{-1, 4}}}));
     CHECK(rs.out[0] == t({6, 4}));
@@ -240,7 +256,7 @@ TEST_CASE("dropout, causal mask, cross-entropy", "[ops][training]") {
     const Result ce = run(OpKind::cross_entropy, {t({4, 10}), t({4}, DType::int64)});
     CHECK(ce.out[0] == t({}, DType::f32));
     CHECK(ce.work.vector_flops == 40 * 3 + 4 * 2 + 1);  // per logit 3; per row 2; final divide
-    CHECK(ce.work.transcendentals == 40 + 4);          // exp per logit, log per row
+    CHECK(ce.work.transcendentals == 40 + 4);           // exp per logit, log per row
     CHECK(ce.work.bytes_read == 40 * 4 + 4 * 8);
     CHECK(run(OpKind::cross_entropy, {t({4, 10}), t({4}, DType::int32)}, attrs({{"reduction", std::string("none")}})).out[0] == t({4}));
     CHECK_THROWS_WITH(run(OpKind::cross_entropy, {t({4, 10}), t({5}, DType::int64)}), Catch::Contains("must have the shape of logits"));

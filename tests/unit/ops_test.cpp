@@ -74,10 +74,10 @@ void check_counts(const Work& w, const Counts& c, const std::string& what) {
 }  // namespace
 
 // The error is an InputError and its message names the problem.
-#define CHECK_INPUT_ERROR(expr, phrase)                     \
-    do {                                                    \
-        CHECK_THROWS_AS(expr, ::roofline::InputError);      \
-        CHECK_THROWS_WITH(expr, Catch::Contains(phrase));   \
+#define CHECK_INPUT_ERROR(expr, phrase)                   \
+    do {                                                  \
+        CHECK_THROWS_AS(expr, ::roofline::InputError);    \
+        CHECK_THROWS_WITH(expr, Catch::Contains(phrase)); \
     } while (false)
 
 // ---------------------------------------------------------------------------------------------
@@ -120,7 +120,7 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::softplus, {X}, {}, "f32[2,3]", {.vf = 6 * 3, .tr = 6 * 2, .br = 24, .bw = 24}},
         {OpKind::neg, {X}, {}, "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
         {OpKind::scale, {X}, A({{"factor", 0.5}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
-        {OpKind::shift, {X}, A({{"offset", 1.0}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},  // x + 1: one add each
+        {OpKind::shift, {X}, A({{"offset", 1.0}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},   // x + 1: one add each
         {OpKind::pow, {X}, A({{"exponent", 3.0}}), "f32[2,3]", {.vf = 12, .br = 24, .bw = 24}},  // x*x*x: two multiplies each
         // binary X op f32[3] -> [2,3]: 6 FLOPs (one per output); read (6 + 3)*4 = 36; write 24
         {OpKind::add, {X, T({3})}, {}, "f32[2,3]", {.vf = 6, .br = 36, .bw = 24}},
@@ -158,7 +158,10 @@ std::vector<KindCase> one_case_per_kind() {
         // QK^T 2*2*4*4*3 = 192 + PV 2*2*4*3*4 = 192 -> 384; scale 32 + softmax 4*32 = 160; 32 exp.
         // (the scale in the softmax's pass) read: QK^T (24+24)*4 = 192, softmax 128, PV (32+24)*4 = 224 -> 544;
         // write: scores 128, softmax 128, out 24*4 = 96 -> 352
-        {OpKind::attention, {T({2, 4, 3}), T({2, 4, 3}), T({2, 4, 3})}, {}, "f32[2,4,3]",
+        {OpKind::attention,
+         {T({2, 4, 3}), T({2, 4, 3}), T({2, 4, 3})},
+         {},
+         "f32[2,4,3]",
          {.mf = 384, .vf = 160, .tr = 32, .br = 544, .bw = 352}},
         // unary_grad of silu: 8 per element + one exp: 48, 6; read dy + x = 48; write 24
         {OpKind::unary_grad, {X, X}, A({{"of", str("silu")}}), "f32[2,3]", {.vf = 48, .tr = 6, .br = 48, .bw = 24}},
@@ -167,25 +170,36 @@ std::vector<KindCase> one_case_per_kind() {
         // softmax_grad: 4 per element = 24; read dy + y = 48; write 24
         {OpKind::softmax_grad, {X, X}, {}, "f32[2,3]", {.vf = 24, .br = 48, .bw = 24}},
         // layernorm_grad affine 2: 6*(10+2+1) + 2 rows*3 = 84; 2 rsqrt; read (6+6+3)*4 = 60; write (6+3+3)*4 = 48
-        {OpKind::layernorm_grad, {X, X, T({3})}, A({{"affine", i64(2)}}), "f32[2,3], f32[3], f32[3]",
+        {OpKind::layernorm_grad,
+         {X, X, T({3})},
+         A({{"affine", i64(2)}}),
+         "f32[2,3], f32[3], f32[3]",
          {.vf = 84, .tr = 2, .br = 60, .bw = 48}},
         // rmsnorm_grad affine 1: 6*(7+2) + 2 rows*2 = 58; 2 rsqrt; read 60; write (6+3)*4 = 36
-        {OpKind::rmsnorm_grad, {X, X, T({3})}, A({{"affine", i64(1)}}), "f32[2,3], f32[3]",
-         {.vf = 58, .tr = 2, .br = 60, .bw = 36}},
+        {OpKind::rmsnorm_grad, {X, X, T({3})}, A({{"affine", i64(1)}}), "f32[2,3], f32[3]", {.vf = 58, .tr = 2, .br = 60, .bw = 36}},
         // dropout_grad: 2 per element = 12; read dy 24 + u8 mask 6 = 30; write 24
         {OpKind::dropout_grad, {X, T({2, 3}, DType::u8)}, {}, "f32[2,3]", {.vf = 12, .br = 30, .bw = 24}},
         // cross_entropy_grad: 6 per logit = 60, one exp each = 10; read 40 + 16 + 4 = 60; write 40
         {OpKind::cross_entropy_grad, {T({2, 5}), i64_2, T({})}, {}, "f32[2,5]", {.vf = 60, .tr = 10, .br = 60, .bw = 40}},
         // embedding_grad: one add per dy element = 12; read dy 48 + indices 24 = 72; write table 10*4*4 = 160
-        {OpKind::embedding_grad, {T({3, 4}), T({3}, DType::int64)}, A({{"num_embeddings", i64(10)}}), "f32[10,4]",
+        {OpKind::embedding_grad,
+         {T({3, 4}), T({3}, DType::int64)},
+         A({{"num_embeddings", i64(10)}}),
+         "f32[10,4]",
          {.vf = 12, .br = 72, .bw = 160}},
         // the conv2d case above, backwards: same 1296 matrix FLOPs
         // grad_input: read dy 36*4 + w 72*4 = 432; write dx 50*4 = 200
-        {OpKind::conv2d_grad_input, {T({1, 4, 3, 3}), T({4, 2, 3, 3})}, A({{"input_shape", Ints{1, 2, 5, 5}}}),
-         "f32[1,2,5,5]", {.mf = 1296, .br = 432, .bw = 200}},
+        {OpKind::conv2d_grad_input,
+         {T({1, 4, 3, 3}), T({4, 2, 3, 3})},
+         A({{"input_shape", Ints{1, 2, 5, 5}}}),
+         "f32[1,2,5,5]",
+         {.mf = 1296, .br = 432, .bw = 200}},
         // grad_weight: read dy 36*4 + x 50*4 = 344; write dw 72*4 = 288
-        {OpKind::conv2d_grad_weight, {T({1, 4, 3, 3}), T({1, 2, 5, 5})}, A({{"weight_shape", Ints{4, 2, 3, 3}}}),
-         "f32[4,2,3,3]", {.mf = 1296, .br = 344, .bw = 288}},
+        {OpKind::conv2d_grad_weight,
+         {T({1, 4, 3, 3}), T({1, 2, 5, 5})},
+         A({{"weight_shape", Ints{4, 2, 3, 3}}}),
+         "f32[4,2,3,3]",
+         {.mf = 1296, .br = 344, .bw = 288}},
         // reduce_max_grad(dy[2], x[2,3], y[2]): 2 per x element = 12; read (2+6+2)*4 = 40; write 24
         {OpKind::reduce_max_grad, {T({2}), X, T({2})}, {}, "f32[2,3]", {.vf = 12, .br = 40, .bw = 24}},
         // expand is a view
@@ -206,21 +220,36 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::slice, {X}, A({{"starts", Ints{1}}, {"ends", Ints{3}}, {"axes", Ints{1}}}), "f32[2,2]", {.br = 16, .bw = 16}},
         // 3x3 max pool, stride 2, padding 1 on [1,2,5,5]: Ho = Wo = (5 + 2 - 3)/2 + 1 = 3; 18 outputs x 8 compares = 144;
         // read 50*4 = 200; write 18*4 = 72
-        {OpKind::max_pool2d, {T({1, 2, 5, 5})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}),
-         "f32[1,2,3,3]", {.vf = 144, .br = 200, .bw = 72}},
+        {OpKind::max_pool2d,
+         {T({1, 2, 5, 5})},
+         A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}),
+         "f32[1,2,3,3]",
+         {.vf = 144, .br = 200, .bw = 72}},
         // 2x2 average pool, stride 2 on [1,2,5,5]: Ho = Wo = (5 - 2)/2 + 1 = 2; 8 outputs x (3 adds + 1 scale) = 32
-        {OpKind::avg_pool2d, {T({1, 2, 5, 5})}, A({{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}}), "f32[1,2,2,2]",
+        {OpKind::avg_pool2d,
+         {T({1, 2, 5, 5})},
+         A({{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}}),
+         "f32[1,2,2,2]",
          {.vf = 32, .br = 200, .bw = 32}},
         // max_pool2d_grad(x [1,2,5,5], dy [1,2,3,3]) of the 3x3/2 pool above: 18 dy elements x 9 (8 compares to recompute
         // the argmax, 1 add) = 162; read 200 + 72 = 272; write dx 200
-        {OpKind::max_pool2d_grad, {T({1, 2, 5, 5}), T({1, 2, 3, 3})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}),
-         "f32[1,2,5,5]", {.vf = 162, .br = 272, .bw = 200}},
+        {OpKind::max_pool2d_grad,
+         {T({1, 2, 5, 5}), T({1, 2, 3, 3})},
+         A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}),
+         "f32[1,2,5,5]",
+         {.vf = 162, .br = 272, .bw = 200}},
         // avg_pool2d_grad(dy [1,2,2,2]) of the 2x2/2 pool above, input_shape [1,2,5,5]: 8 dy elements x 4 = 32; read 32, write 200
-        {OpKind::avg_pool2d_grad, {T({1, 2, 2, 2})}, A({{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}, {"input_shape", Ints{1, 2, 5, 5}}}),
-         "f32[1,2,5,5]", {.vf = 32, .br = 32, .bw = 200}},
+        {OpKind::avg_pool2d_grad,
+         {T({1, 2, 2, 2})},
+         A({{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}, {"input_shape", Ints{1, 2, 5, 5}}}),
+         "f32[1,2,5,5]",
+         {.vf = 32, .br = 32, .bw = 200}},
         // opaque: the shapes it is told, zero work (an unknown op kept by --allow-unknown)
-        {OpKind::opaque, {X}, A({{"op_type", str("Hardmax")}, {"ranks", Ints{2, 0}}, {"dims", Ints{2, 3}}, {"dtypes", str("f32,int64")}}),
-         "f32[2,3], int64[]", {}},
+        {OpKind::opaque,
+         {X},
+         A({{"op_type", str("Hardmax")}, {"ranks", Ints{2, 0}}, {"dims", Ints{2, 3}}, {"dtypes", str("f32,int64")}}),
+         "f32[2,3], int64[]",
+         {}},
     };
 }
 
@@ -348,8 +377,7 @@ TEST_CASE("ops_test: matmul shapes, dtypes and 2*M*N*K", "[ops]") {
         CHECK_INPUT_ERROR(run_op(OpKind::matmul, {T({4, 6}), T({6})}), "rank >= 2");
         CHECK_INPUT_ERROR(run_op(OpKind::matmul, {T({4, 6}), T({6, 5}, DType::f16)}), "must share a dtype");
         CHECK_INPUT_ERROR(run_op(OpKind::matmul, {T({4, 6}, DType::int8), T({6, 5})}), "must share a dtype");
-        CHECK_INPUT_ERROR(run_op(OpKind::matmul, {T({4, 6}, DType::u8), T({6, 5}, DType::u8)}),
-                          "must be a floating-point or int8 tensor");
+        CHECK_INPUT_ERROR(run_op(OpKind::matmul, {T({4, 6}, DType::u8), T({6, 5}, DType::u8)}), "must be a floating-point or int8 tensor");
         CHECK_INPUT_ERROR(run_op(OpKind::matmul, {T({4, 6}, DType::int32), T({6, 5}, DType::int32)}),
                           "must be a floating-point or int8 tensor");
         CHECK_INPUT_ERROR(run_op(OpKind::matmul, {T({2, 4, 6}), T({3, 6, 5})}), "do not broadcast");
@@ -385,8 +413,7 @@ TEST_CASE("ops_test: linear with and without bias", "[ops]") {
         check_counts(r.work, {.mf = 1024, .vf = 64, .br = 224, .bw = 256}, "int8");
     }
     SECTION("errors") {
-        CHECK_INPUT_ERROR(run_op(OpKind::linear, {T({2, 8}), T({16, 7})}),
-                          "x has 8 input features but weight f32[16,7] expects 7");
+        CHECK_INPUT_ERROR(run_op(OpKind::linear, {T({2, 8}), T({16, 7})}), "x has 8 input features but weight f32[16,7] expects 7");
         CHECK_INPUT_ERROR(run_op(OpKind::linear, {T({2, 8}), T({2, 16, 8})}), "weight[out, in]");
         CHECK_INPUT_ERROR(run_op(OpKind::linear, {T({2, 8}), T({16, 8}), T({15})}), "bias must be f32[16]");
         CHECK_INPUT_ERROR(run_op(OpKind::linear, {T({2, 8}, DType::int8), T({16, 8}, DType::int8), T({16}, DType::int8)}),
@@ -434,10 +461,8 @@ TEST_CASE("ops_test: conv2d geometry and 2*N*Cout*Ho*Wo*(Cin/groups)*kh*kw", "[o
     SECTION("errors") {
         CHECK_INPUT_ERROR(run_op(OpKind::conv2d, {T({1, 6, 8, 8}), T({8, 2, 3, 3})}, A({{"groups", i64(4)}})),
                           "groups 4 must divide C_in 6");
-        CHECK_INPUT_ERROR(run_op(OpKind::conv2d, {T({1, 4, 8, 8}), T({6, 1, 3, 3})}, A({{"groups", i64(4)}})),
-                          "C_out 6");
-        CHECK_INPUT_ERROR(run_op(OpKind::conv2d, {T({1, 4, 8, 8}), T({8, 1, 3, 3})}, A({{"groups", i64(0)}})),
-                          "groups 0 must divide");
+        CHECK_INPUT_ERROR(run_op(OpKind::conv2d, {T({1, 4, 8, 8}), T({6, 1, 3, 3})}, A({{"groups", i64(4)}})), "C_out 6");
+        CHECK_INPUT_ERROR(run_op(OpKind::conv2d, {T({1, 4, 8, 8}), T({8, 1, 3, 3})}, A({{"groups", i64(0)}})), "groups 0 must divide");
         CHECK_INPUT_ERROR(run_op(OpKind::conv2d, {T({1, 4, 8, 8}), T({8, 3, 3, 3})}, A({{"groups", i64(2)}})),
                           "channels per group, input has 2");
         CHECK_INPUT_ERROR(run_op(OpKind::conv2d, {T({1, 3, 2, 2}), T({8, 3, 3, 3})}), "kernel extent 3 exceeds padded input 2");
@@ -460,13 +485,13 @@ TEST_CASE("ops_test: unary ops count their per-element formula", "[ops]") {
         std::int64_t vector, transcendental;  // per element, from ops/elementwise_ops.cpp
     };
     const Case cases[] = {
-        {OpKind::relu, {}, 1, 0},                                    // max(x, 0)
-        {OpKind::gelu, {}, 8, 1},                                    // tanh form is the default
-        {OpKind::gelu, A({{"approximate", str("tanh")}}), 8, 1},     // x^3 2, *c, +x, *k, +1, *x, *0.5 = 8; tanh
-        {OpKind::gelu, A({{"approximate", str("erf")}}), 4, 1},      // /sqrt2, +1, *x, *0.5 = 4; erf
-        {OpKind::gelu, A({{"approximate", str("none")}}), 4, 1},     // "none" is the exact (erf) form
-        {OpKind::silu, {}, 3, 1},                                    // neg, +1, divide; exp
-        {OpKind::sigmoid, {}, 3, 1},                                 // neg, +1, divide; exp
+        {OpKind::relu, {}, 1, 0},                                 // max(x, 0)
+        {OpKind::gelu, {}, 8, 1},                                 // tanh form is the default
+        {OpKind::gelu, A({{"approximate", str("tanh")}}), 8, 1},  // x^3 2, *c, +x, *k, +1, *x, *0.5 = 8; tanh
+        {OpKind::gelu, A({{"approximate", str("erf")}}), 4, 1},   // /sqrt2, +1, *x, *0.5 = 4; erf
+        {OpKind::gelu, A({{"approximate", str("none")}}), 4, 1},  // "none" is the exact (erf) form
+        {OpKind::silu, {}, 3, 1},                                 // neg, +1, divide; exp
+        {OpKind::sigmoid, {}, 3, 1},                              // neg, +1, divide; exp
         {OpKind::tanh, {}, 0, 1},
         {OpKind::exp, {}, 0, 1},
         {OpKind::log, {}, 0, 1},
@@ -474,18 +499,18 @@ TEST_CASE("ops_test: unary ops count their per-element formula", "[ops]") {
         {OpKind::sqrt, {}, 0, 1},
         {OpKind::rsqrt, {}, 0, 1},
         {OpKind::neg, {}, 1, 0},
-        {OpKind::scale, A({{"factor", 0.125}}), 1, 0},               // x * factor
-        {OpKind::scale, A({{"factor", i64(3)}}), 1, 0},              // an integer factor is a number too
-        {OpKind::shift, A({{"offset", 1.0}}), 1, 0},                 // x + offset
-        {OpKind::pow, A({{"exponent", 2.0}}), 1, 0},                 // x * x
-        {OpKind::pow, A({{"exponent", 3.0}}), 2, 0},                 // x * x * x
-        {OpKind::pow, A({{"exponent", i64(3)}}), 2, 0},              // an integer exponent is a number too
-        {OpKind::pow, A({{"exponent", 1.0}}), 0, 0},                 // a copy
-        {OpKind::pow, A({{"exponent", 0.0}}), 0, 0},                 // a fill of ones
-        {OpKind::pow, A({{"exponent", -1.0}}), 1, 0},                // 1 / x
-        {OpKind::pow, A({{"exponent", 0.5}}), 0, 1},                 // sqrt
-        {OpKind::pow, A({{"exponent", -0.5}}), 0, 1},                // rsqrt
-        {OpKind::pow, A({{"exponent", 1.7}}), 1, 2},                 // exp2(e * log2 x): a multiply, two transcendentals
+        {OpKind::scale, A({{"factor", 0.125}}), 1, 0},   // x * factor
+        {OpKind::scale, A({{"factor", i64(3)}}), 1, 0},  // an integer factor is a number too
+        {OpKind::shift, A({{"offset", 1.0}}), 1, 0},     // x + offset
+        {OpKind::pow, A({{"exponent", 2.0}}), 1, 0},     // x * x
+        {OpKind::pow, A({{"exponent", 3.0}}), 2, 0},     // x * x * x
+        {OpKind::pow, A({{"exponent", i64(3)}}), 2, 0},  // an integer exponent is a number too
+        {OpKind::pow, A({{"exponent", 1.0}}), 0, 0},     // a copy
+        {OpKind::pow, A({{"exponent", 0.0}}), 0, 0},     // a fill of ones
+        {OpKind::pow, A({{"exponent", -1.0}}), 1, 0},    // 1 / x
+        {OpKind::pow, A({{"exponent", 0.5}}), 0, 1},     // sqrt
+        {OpKind::pow, A({{"exponent", -0.5}}), 0, 1},    // rsqrt
+        {OpKind::pow, A({{"exponent", 1.7}}), 1, 2},     // exp2(e * log2 x): a multiply, two transcendentals
     };
     std::set<OpKind> covered;
     for (const Case& c : cases) {
@@ -493,8 +518,7 @@ TEST_CASE("ops_test: unary ops count their per-element formula", "[ops]") {
         // f16 [3,7]: 21 elements, 42 bytes read and 42 written
         const Ran r = run_op(c.k, {T({3, 7}, DType::f16)}, c.a);
         CHECK(descs(r.out) == "f16[3,7]");
-        check_counts(r.work, {.vf = 21 * c.vector, .tr = 21 * c.transcendental, .br = 42, .bw = 42},
-                     std::string(op_name(c.k)));
+        check_counts(r.work, {.vf = 21 * c.vector, .tr = 21 * c.transcendental, .br = 42, .bw = 42}, std::string(op_name(c.k)));
         CHECK(rule_of(c.k).family == OpFamily::elementwise);
         covered.insert(c.k);
     }
@@ -556,8 +580,7 @@ TEST_CASE("ops_test: binary ops broadcast like numpy", "[ops]") {
         CHECK_INPUT_ERROR(run_op(OpKind::sub, {T({4, 1, 3}), T({5, 2})}), "do not broadcast (dimension 2: 3 vs 2)");
         CHECK_INPUT_ERROR(run_op(OpKind::add, {T({4}), T({4}, DType::bf16)}), "must share a dtype");
         CHECK_INPUT_ERROR(run_op(OpKind::maximum, {T({4}, DType::u8), T({4}, DType::u8)}), "must be numeric");
-        CHECK_INPUT_ERROR(run_op(OpKind::add, {T({4}), T({4})}, A({{"axis", i64(0)}})),
-                          "add has no attribute 'axis' (accepted: none)");
+        CHECK_INPUT_ERROR(run_op(OpKind::add, {T({4}), T({4})}, A({{"axis", i64(0)}})), "add has no attribute 'axis' (accepted: none)");
     }
 }
 
@@ -718,8 +741,7 @@ TEST_CASE("ops_test: reshape infers -1 and is always a view", "[ops]") {
 }
 
 TEST_CASE("ops_test: concat shapes, bytes and errors", "[ops]") {
-    const Ran r = run_op(OpKind::concat, {T({2, 3}, DType::bf16), T({2, 5}, DType::bf16), T({2, 1}, DType::bf16)},
-                         A({{"axis", i64(1)}}));
+    const Ran r = run_op(OpKind::concat, {T({2, 3}, DType::bf16), T({2, 5}, DType::bf16), T({2, 1}, DType::bf16)}, A({{"axis", i64(1)}}));
     CHECK(descs(r.out) == "bf16[2,9]");  // 3 + 5 + 1 = 9
     // read (6 + 10 + 2)*2 = 36; write 18*2 = 36
     check_counts(r.work, {.br = 36, .bw = 36}, "concat axis 1");
@@ -779,8 +801,7 @@ TEST_CASE("ops_test: cross_entropy shapes and counts", "[ops]") {
         CHECK_INPUT_ERROR(run_op(OpKind::cross_entropy, {logits, T({3, 5}, DType::int64)}),
                           "must have the shape of logits bf16[3,4,10] without its last (class) dimension");
         CHECK_INPUT_ERROR(run_op(OpKind::cross_entropy, {logits, T({3, 4})}), "targets must be int32 or int64");
-        CHECK_INPUT_ERROR(run_op(OpKind::cross_entropy, {T({4, 10}, DType::int32), T({4}, DType::int64)}),
-                          "logits must be floating point");
+        CHECK_INPUT_ERROR(run_op(OpKind::cross_entropy, {T({4, 10}, DType::int32), T({4}, DType::int64)}), "logits must be floating point");
         CHECK_INPUT_ERROR(run_op(OpKind::cross_entropy, {logits, targets}, A({{"reduction", str("avg")}})),
                           "attribute 'reduction' must be \"mean\", \"sum\" or \"none\"");
     }
@@ -845,8 +866,7 @@ TEST_CASE("ops_test: attention is matmul + fused scale-(mask)-softmax + matmul",
             INFO("causal " << causal);
             const Ran a = run_op(OpKind::attention, {q, k, v}, A({{"causal", causal}, {"scale", 0.25}}));
             const Work parts = attention_parts(q, k, v, causal, 0.25);
-            check_counts(a.work, {parts.matrix_flops, parts.vector_flops, parts.transcendentals, parts.bytes_read,
-                                  parts.bytes_written},
+            check_counts(a.work, {parts.matrix_flops, parts.vector_flops, parts.transcendentals, parts.bytes_read, parts.bytes_written},
                          "attention vs parts");
             CHECK(a.work == parts);
         }
@@ -876,13 +896,22 @@ TEST_CASE("ops_test: attention is matmul + fused scale-(mask)-softmax + matmul",
 TEST_CASE("ops_test: unary_grad per-element derivative costs", "[ops]") {
     struct Case {
         const char* of;
-        const char* approximate;  // nullptr: attribute absent
+        const char* approximate;              // nullptr: attribute absent
         std::int64_t vector, transcendental;  // per element, from ops/backward_ops.cpp
     };
     const Case cases[] = {
-        {"relu", nullptr, 1, 0},  {"gelu", nullptr, 17, 1}, {"gelu", "tanh", 17, 1}, {"gelu", "erf", 9, 2},
-        {"silu", nullptr, 8, 1},  {"sigmoid", nullptr, 3, 0}, {"tanh", nullptr, 3, 0}, {"exp", nullptr, 1, 0},
-        {"log", nullptr, 1, 0},   {"sin", nullptr, 1, 1},  {"sqrt", nullptr, 2, 0},  {"rsqrt", nullptr, 4, 0},
+        {"relu", nullptr, 1, 0},
+        {"gelu", nullptr, 17, 1},
+        {"gelu", "tanh", 17, 1},
+        {"gelu", "erf", 9, 2},
+        {"silu", nullptr, 8, 1},
+        {"sigmoid", nullptr, 3, 0},
+        {"tanh", nullptr, 3, 0},
+        {"exp", nullptr, 1, 0},
+        {"log", nullptr, 1, 0},
+        {"sin", nullptr, 1, 1},
+        {"sqrt", nullptr, 2, 0},
+        {"rsqrt", nullptr, 4, 0},
         // softplus: x > 20 ? dy : dy e^x / (e^x + 1): compare, select, +1, divide, * dy (5); one exp
         {"softplus", nullptr, 5, 1},
     };
@@ -963,12 +992,11 @@ TEST_CASE("ops_test: cross_entropy_grad and embedding_grad", "[ops]") {
         CHECK(descs(r.out) == "f32[3,10]");
         // 6*30 = 180; 30 exp; read 120 + 3*8 + 4 = 148; write 120
         check_counts(r.work, {.vf = 180, .tr = 30, .br = 148, .bw = 120}, "cross_entropy_grad");
-        CHECK_INPUT_ERROR(run_op(OpKind::cross_entropy_grad, {T({3, 10}), T({4}, DType::int64), T({})}),
-                          "do not match logits");
+        CHECK_INPUT_ERROR(run_op(OpKind::cross_entropy_grad, {T({3, 10}), T({4}, DType::int64), T({})}), "do not match logits");
     }
     SECTION("embedding_grad: zero the table, scatter-add each dy element") {
-        const Ran r = run_op(OpKind::embedding_grad, {T({2, 5, 32}, DType::bf16), T({2, 5}, DType::int32)},
-                             A({{"num_embeddings", i64(1000)}}));
+        const Ran r =
+            run_op(OpKind::embedding_grad, {T({2, 5, 32}, DType::bf16), T({2, 5}, DType::int32)}, A({{"num_embeddings", i64(1000)}}));
         CHECK(descs(r.out) == "bf16[1000,32]");
         // one add per dy element 2*5*32 = 320; read dy 640 + indices 40 = 680; write table 1000*32*2 = 64000
         check_counts(r.work, {.vf = 320, .br = 680, .bw = 64000}, "embedding_grad");
@@ -995,10 +1023,8 @@ TEST_CASE("ops_test: conv2d gradients count the forward convolution's multiply-a
     CHECK(descs(dw.out) == "f32[9,2,3,5]");
     // read dy 1800 + x 6864 = 8664; write dw 270*4 = 1080
     check_counts(dw.work, {.mf = 27000, .br = 8664, .bw = 1080}, "grad weight");
-    CHECK_INPUT_ERROR(run_op(OpKind::conv2d_grad_input, {T({2, 9, 4, 5}), T({9, 2, 3, 5})}, gi),
-                      "does not match the convolution's output");
-    CHECK_INPUT_ERROR(run_op(OpKind::conv2d_grad_weight, {T({2, 9, 5, 5}), T({2, 6, 11, 13})}, geo),
-                      "missing attribute 'weight_shape'");
+    CHECK_INPUT_ERROR(run_op(OpKind::conv2d_grad_input, {T({2, 9, 4, 5}), T({9, 2, 3, 5})}, gi), "does not match the convolution's output");
+    CHECK_INPUT_ERROR(run_op(OpKind::conv2d_grad_weight, {T({2, 9, 5, 5}), T({2, 6, 11, 13})}, geo), "missing attribute 'weight_shape'");
 }
 
 TEST_CASE("ops_test: expand, fill and cast", "[ops]") {
@@ -1036,8 +1062,7 @@ TEST_CASE("ops_test: sgd_update and adam_update", "[ops]") {
         const Ran mom = run_op(OpKind::sgd_update, {p, p, p}, A({{"momentum", 0.9}}));
         CHECK(descs(mom.out) == "f32[4,5], f32[4,5]");
         check_counts(mom.work, {.vf = 80, .br = 240, .bw = 160}, "momentum");  // 4*20
-        const Ran all = run_op(OpKind::sgd_update, {p, p, p},
-                               A({{"momentum", 0.9}, {"weight_decay", 0.01}, {"grad_scale", 1024.0}}));
+        const Ran all = run_op(OpKind::sgd_update, {p, p, p}, A({{"momentum", 0.9}, {"weight_decay", 0.01}, {"grad_scale", 1024.0}}));
         check_counts(all.work, {.vf = 140, .br = 240, .bw = 160}, "momentum + wd + unscale");  // (2+2+2+1)*20
         CHECK_INPUT_ERROR(run_op(OpKind::sgd_update, {p, p}, A({{"lr", 0.0}})), "attribute 'lr' must be positive");
         CHECK_INPUT_ERROR(run_op(OpKind::sgd_update, {p, T({5, 4})}), "must have the shape of the parameter");
@@ -1047,8 +1072,7 @@ TEST_CASE("ops_test: sgd_update and adam_update", "[ops]") {
         const Ran plain = run_op(OpKind::adam_update, {p, p, p, p});
         CHECK(descs(plain.out) == "f32[4,5], f32[4,5], f32[4,5]");
         check_counts(plain.work, {.vf = 260, .tr = 20, .br = 320, .bw = 240}, "plain");  // 13*20; 4*80; 3*80
-        const Ran wd = run_op(OpKind::adam_update, {p, p, p, p},
-                              A({{"weight_decay", 0.1}, {"decoupled", true}, {"grad_scale", 512.0}}));
+        const Ran wd = run_op(OpKind::adam_update, {p, p, p, p}, A({{"weight_decay", 0.1}, {"decoupled", true}, {"grad_scale", 512.0}}));
         check_counts(wd.work, {.vf = 320, .tr = 20, .br = 320, .bw = 240}, "adamw + unscale");  // 16*20
         CHECK_INPUT_ERROR(run_op(OpKind::adam_update, {p, p, p, p}, A({{"beta1", 1.0}})), "'beta1' and 'beta2' must be in [0, 1)");
         CHECK_INPUT_ERROR(run_op(OpKind::adam_update, {p, p, T({4}), p}), "first moment");
@@ -1103,8 +1127,7 @@ TEST_CASE("ops_test: arity, unknown attributes and negative dimensions", "[ops]"
 
     CHECK_INPUT_ERROR(run_op(OpKind::matmul, {T({4, 6}), T({6, 5})}, A({{"transpose_c", true}})),
                       "matmul has no attribute 'transpose_c' (accepted: transpose_a, transpose_b)");
-    CHECK_INPUT_ERROR(run_op(OpKind::relu, {T({4})}, A({{"alpha", 0.1}})),
-                      "relu has no attribute 'alpha' (accepted: none)");
+    CHECK_INPUT_ERROR(run_op(OpKind::relu, {T({4})}, A({{"alpha", 0.1}})), "relu has no attribute 'alpha' (accepted: none)");
     CHECK_INPUT_ERROR(run_op(OpKind::linear, {T({2, 8}), T({16, 8})}, A({{"bias", true}})),
                       "linear has no attribute 'bias' (accepted: none)");
     CHECK_INPUT_ERROR(run_op(OpKind::softmax, {T({4})}, A({{"dim", i64(0)}})), "softmax has no attribute 'dim'");
@@ -1131,8 +1154,7 @@ TEST_CASE("ops_test: scale's 'factor' must be a number", "[ops]") {
 TEST_CASE("ops_test: unary_grad validates 'approximate' like gelu does", "[ops]") {
     // gelu rejects approximate values other than tanh/erf/none; unary_grad silently counts any
     // other value as the erf form.
-    CHECK_INPUT_ERROR(run_op(OpKind::unary_grad, {T({4}), T({4})}, A({{"of", str("gelu")}, {"approximate", str("fast")}})),
-                      "approximate");
+    CHECK_INPUT_ERROR(run_op(OpKind::unary_grad, {T({4}), T({4})}, A({{"of", str("gelu")}, {"approximate", str("fast")}})), "approximate");
 }
 
 TEST_CASE("ops_test: slice follows ONNX Slice semantics", "[ops][onnx]") {
@@ -1153,16 +1175,21 @@ TEST_CASE("ops_test: slice follows ONNX Slice semantics", "[ops][onnx]") {
 
 TEST_CASE("ops_test: pooling output sizes and errors", "[ops][onnx]") {
     // resnet's stem: 3x3 max pool, stride 2, padding 1 on 112x112 -> (112 + 2 - 3)/2 + 1 = 56
-    const Ran stem = run_op(OpKind::max_pool2d, {T({1, 64, 112, 112})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}));
+    const Ran stem =
+        run_op(OpKind::max_pool2d, {T({1, 64, 112, 112})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}));
     CHECK(descs(stem.out) == "f32[1,64,56,56]");
     // ceil_mode on 6x6, kernel 3, stride 2: floor gives (6-3)/2 + 1 = 2, ceil gives 3 (the last window starts at 4 < 6)
-    CHECK(descs(run_op(OpKind::avg_pool2d, {T({1, 1, 6, 6})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"ceil_mode", true}})).out) == "f32[1,1,3,3]");
+    CHECK(descs(run_op(OpKind::avg_pool2d, {T({1, 1, 6, 6})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"ceil_mode", true}}))
+                    .out) == "f32[1,1,3,3]");
     // a stride near INT64_MAX in ceil mode: one window, and no overflow on the way (review of the ceil-mode formula)
     const std::int64_t huge = std::numeric_limits<std::int64_t>::max();
-    CHECK(descs(run_op(OpKind::avg_pool2d, {T({1, 1, 6, 6})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{huge, huge}}, {"ceil_mode", true}})).out) == "f32[1,1,1,1]");
+    CHECK(
+        descs(run_op(OpKind::avg_pool2d, {T({1, 1, 6, 6})}, A({{"kernel", Ints{3, 3}}, {"stride", Ints{huge, huge}}, {"ceil_mode", true}}))
+                  .out) == "f32[1,1,1,1]");
     CHECK_INPUT_ERROR(run_op(OpKind::max_pool2d, {T({1, 1, 2, 2})}, A({{"kernel", Ints{3, 3}}})), "exceeds the padded height");
     CHECK_INPUT_ERROR(run_op(OpKind::max_pool2d, {T({1, 4, 4})}, A({{"kernel", Ints{2, 2}}})), "x must be [N, C, H, W]");
-    CHECK_INPUT_ERROR(run_op(OpKind::avg_pool2d, {T({1, 1, 4, 4})}, A({{"kernel", Ints{2, 2}}, {"dilation", Ints{2, 2}}})), "no attribute 'dilation'");
+    CHECK_INPUT_ERROR(run_op(OpKind::avg_pool2d, {T({1, 1, 4, 4})}, A({{"kernel", Ints{2, 2}}, {"dilation", Ints{2, 2}}})),
+                      "no attribute 'dilation'");
     CHECK_INPUT_ERROR(run_op(OpKind::max_pool2d, {T({1, 1, 4, 4})}, {}), "missing attribute 'kernel'");
 }
 

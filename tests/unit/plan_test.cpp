@@ -23,8 +23,8 @@ namespace {
 // A two-layer GPT small enough for the CPU reference (f32, dropout 0.1 so that recomputed and
 // fused dropout masks are checked too).
 Graph tiny_gpt(std::int64_t layers = 2) {
-    const nlohmann::json cfg = {{"n_layer", layers}, {"d_model", 32}, {"n_head", 2}, {"vocab", 64}, {"n_ctx", 16},
-                                {"batch", 2},        {"seq", 8},      {"dtype", "f32"}};
+    const nlohmann::json cfg = {{"n_layer", layers}, {"d_model", 32}, {"n_head", 2}, {"vocab", 64},
+                                {"n_ctx", 16},       {"batch", 2},    {"seq", 8},    {"dtype", "f32"}};
     return load_model(expand_template("gpt", cfg, "test"), "test");
 }
 
@@ -126,7 +126,9 @@ TEST_CASE("fusion: flash attention's HBM bytes over the materialised version's f
     // bf16): doubling N about quadruples the bytes, doubling d about quadruples them, halving M
     // about doubles them (the linear K/V term and block rounding keep each within 20% of the law).
     const double m = 232448;
-    const auto fwd = [&](std::int64_t n, std::int64_t d, double sram) { return static_cast<double>(flash_forward_bytes(1, n, n, d, d, 2, sram, false)); };
+    const auto fwd = [&](std::int64_t n, std::int64_t d, double sram) {
+        return static_cast<double>(flash_forward_bytes(1, n, n, d, d, 2, sram, false));
+    };
     CHECK(fwd(8192, 64, m) / fwd(4096, 64, m) == Approx(4.0).epsilon(0.2));
     CHECK(fwd(8192, 128, m) / fwd(8192, 64, m) == Approx(4.0).epsilon(0.2));
     CHECK(fwd(8192, 64, m / 2) / fwd(8192, 64, m) == Approx(2.0).epsilon(0.2));
@@ -269,7 +271,9 @@ TEST_CASE("recompute: the min cut saves the cheapest tensors and never recompute
     CHECK(memory_timeline(g).saved_activation_bytes == bytes_of(g, "x") + bytes_of(g, "h") + bytes_of(g, "t"));
     // On a GPT the cut keeps no more than selective recomputation or none.
     const Graph gpt = train(tiny_gpt());
-    const auto saved = [&](RecomputeStrategy s) { return memory_timeline(apply_recompute(gpt, plan_strategy(gpt, s)).graph).saved_activation_bytes; };
+    const auto saved = [&](RecomputeStrategy s) {
+        return memory_timeline(apply_recompute(gpt, plan_strategy(gpt, s)).graph).saved_activation_bytes;
+    };
     CHECK(saved(RecomputeStrategy::mincut) <= saved(RecomputeStrategy::selective));
     CHECK(saved(RecomputeStrategy::mincut) < saved(RecomputeStrategy::none));
 }

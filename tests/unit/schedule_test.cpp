@@ -16,11 +16,13 @@ Graph diamond() {
     const TensorId b = g.node(g.add_node("b", OpKind::exp, {a}, {}, {})).outputs[0];
     const TensorId c = g.node(g.add_node("c", OpKind::tanh, {a}, {}, {})).outputs[0];
     g.add_node("d", OpKind::add, {b, c}, {}, {});
-    g.add_node("v", OpKind::reshape, {a}, [] {
-        Attrs at;
-        at.set("shape", std::vector<std::int64_t>{8, 8});
-        return at;
-    }(), {});
+    g.add_node("v", OpKind::reshape, {a},
+               [] {
+                   Attrs at;
+                   at.set("shape", std::vector<std::int64_t>{8, 8});
+                   return at;
+               }(),
+               {});
     return g;
 }
 
@@ -39,7 +41,7 @@ TEST_CASE("list scheduling on one and two streams, critical path", "[schedule]")
     CHECK(two.ops[3].start_s == 4);
     CHECK(two.critical_path_s == 5);
     CHECK(two.critical_path == std::vector<NodeId>{0, 2, 3});  // a, c, d
-    CHECK(two.ops[4].end_s == two.ops[4].start_s);               // the view takes no time
+    CHECK(two.ops[4].end_s == two.ops[4].start_s);             // the view takes no time
     CHECK_THROWS_WITH(schedule_graph(g, d, {0}), Catch::Contains("at least 1"));
 }
 

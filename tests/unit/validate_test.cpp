@@ -13,11 +13,11 @@
 #include "reports/validate.hpp"
 #include "support.hpp"
 
+using htmltest::slurp;
+using htmltest::spit;
 using nlohmann::ordered_json;
 using roofline::InputError;
 using roofline::ValidateOptions;
-using htmltest::slurp;
-using htmltest::spit;
 
 namespace {
 
@@ -75,7 +75,8 @@ TEST_CASE("validate: a bad file is an InputError naming the file and the row", "
     const std::string d = fresh_dir("validate-bad");
     const std::string header = "OPName,Latency_ms,Device,B,H\n";
     spit(d + "/missing.csv", "OPName,Device,B,H\nrelu,Fake GPU,4,8\n");
-    CHECK_THAT(load_error(d + "/missing.csv"), Catch::Contains(d + "/missing.csv: row 0 (line 1, the header): missing column 'Latency_ms'"));
+    CHECK_THAT(load_error(d + "/missing.csv"),
+               Catch::Contains(d + "/missing.csv: row 0 (line 1, the header): missing column 'Latency_ms'"));
     spit(d + "/text.csv", header + "relu,0.03,Fake GPU,4,8\nrelu,abc,Fake GPU,4,8\n");
     CHECK_THAT(load_error(d + "/text.csv"), Catch::Contains(d + "/text.csv: row 2 (line 3): column 'Latency_ms': 'abc' is not a number"));
     spit(d + "/zero.csv", header + "relu,0,Fake GPU,4,8\n");
@@ -95,8 +96,9 @@ TEST_CASE("validate: a bad file is an InputError naming the file and the row", "
     spit(d + "/e2e.csv", "device,model,mode,seq,batch,e2e_ms\nFake GPU,tiny,eval,8,1,3.5\n");
     CHECK_THAT(load_error(d + "/e2e.csv"), Catch::Contains("row 1 (line 2): column 'mode': 'eval' (expected inf or train)"));
     // A shape the op rules reject is found when the case is built: still the file and the row.
-    spit(d + "/kernel.csv", "OPName,Latency_ms,Device,B,Input_Channel,Output_Channel,Kernel_Szie,Input_Size,Stride,Padding\n"
-                            "conv,1,Fake GPU,1,2,3,3,8,1,0\nconv,1,Fake GPU,1,2,3,9,4,1,0\n");
+    spit(d + "/kernel.csv",
+         "OPName,Latency_ms,Device,B,Input_Channel,Output_Channel,Kernel_Szie,Input_Size,Stride,Padding\n"
+         "conv,1,Fake GPU,1,2,3,3,8,1,0\nconv,1,Fake GPU,1,2,3,9,4,1,0\n");
     const ValidateOptions opt = fake_options({{"Fake GPU", "h100-sxm"}});
     try {
         (void)roofline::run_validation(roofline::load_measurements({d + "/kernel.csv"}, opt), opt);
@@ -105,7 +107,8 @@ TEST_CASE("validate: a bad file is an InputError naming the file and the row", "
         CHECK_THAT(e.what(), Catch::Contains(d + "/kernel.csv: row 2 (line 3): conv:"));
     }
     // Quoted fields (the kernel lists) may hold commas, quotes and newlines.
-    spit(d + "/quoted.csv", "OPName,Latency_ms,Device,Kernels,B,H\nrelu,0.03,Fake GPU,\"a<4, 2>;\"\"b\"\"\nc\",4,8\nrelu,0.04,Fake_GPU,x,4,16\n");
+    spit(d + "/quoted.csv",
+         "OPName,Latency_ms,Device,Kernels,B,H\nrelu,0.03,Fake GPU,\"a<4, 2>;\"\"b\"\"\nc\",4,8\nrelu,0.04,Fake_GPU,x,4,16\n");
     const roofline::MeasurementSet set = roofline::load_measurements({d + "/quoted.csv"}, opt);
     REQUIRE(set.cases.size() == 2);
     CHECK(set.cases[1].line == 4);
@@ -198,7 +201,8 @@ TEST_CASE("validate --leave-one-out gpu recovers a fitted term's known value", "
     // on boards whose clocks are not power-limited at fp32 (so the energy term has no say).
     const std::string d = fresh_dir("validate-loo");
     ValidateOptions opt = fake_options({{"Fake A", "a100-sxm-40gb"}, {"Fake B", "h100-sxm"}, {"Fake C", "h200"}});
-    const char* shapes[] = {"1,8192,8192,4096", "1,16384,4096,8192", "16,2048,2048,2048", "1,12288,12288,2048", "8,4096,3072,2048", "1,6144,16384,6144"};
+    const char* shapes[] = {"1,8192,8192,4096",   "1,16384,4096,8192", "16,2048,2048,2048",
+                            "1,12288,12288,2048", "8,4096,3072,2048",  "1,6144,16384,6144"};
     auto write = [&](const char* op, const roofline::MeasurementSet* truth) {
         std::string csv = "OPName,Latency_ms,Device,B,M,N,K\n";
         std::size_t i = 0;
@@ -244,17 +248,20 @@ TEST_CASE("validate --leave-one-out gpu recovers a fitted term's known value", "
     // One fitting GPU cannot be left out.
     opt.leave_one_out = true;
     opt.fitting_gpus = {"Fake A"};
-    CHECK_THROWS_WITH(roofline::run_validation(roofline::load_measurements({d}, opt), opt), Catch::Contains("needs cases of at least two fitting GPUs"));
+    CHECK_THROWS_WITH(roofline::run_validation(roofline::load_measurements({d}, opt), opt),
+                      Catch::Contains("needs cases of at least two fitting GPUs"));
 }
 
 TEST_CASE("validate: end-to-end rows, models that fail to load and held-out measure JSONs", "[validate][e2e]") {
     const std::string d = fresh_dir("validate-e2e");
     std::filesystem::create_directories(d + "/configs");
-    spit(d + "/configs/tiny_gpt.json",
-         R"({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 512, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128})");
+    spit(
+        d + "/configs/tiny_gpt.json",
+        R"({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 512, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128})");
     spit(d + "/configs/mystery.json", R"({"model_type": "not_a_transformer", "hidden_size": 8})");
-    spit(d + "/end_to_end.csv", "device,model,mode,seq,batch,e2e_ms\n"
-                                "Fake_GPU,tiny_gpt,inf,128,2,1.5\nFake_GPU,tiny_gpt,train,128,2,4.5\nFake_GPU,mystery,inf,8,1,1\nFake_GPU,absent,inf,8,1,1\n");
+    spit(d + "/end_to_end.csv",
+         "device,model,mode,seq,batch,e2e_ms\n"
+         "Fake_GPU,tiny_gpt,inf,128,2,1.5\nFake_GPU,tiny_gpt,train,128,2,4.5\nFake_GPU,mystery,inf,8,1,1\nFake_GPU,absent,inf,8,1,1\n");
     ValidateOptions opt = fake_options({{"Fake GPU", "h100-sxm"}});
     const ordered_json doc = roofline::run_validation(roofline::load_measurements({d + "/end_to_end.csv"}, opt), opt);
     CHECK(doc["summary"]["cases"] == 4);
@@ -291,9 +298,11 @@ TEST_CASE("validate: same input, same bytes, whatever the thread count", "[valid
     std::string outs[2];
     for (int i = 0; i < 2; ++i) {
         const std::string base = d + "/run" + std::to_string(i);
-        const auto r = test::run_cli("validate '" + data + "' --max-rows 40 --families matmul,softmax,e2e --hw-map 'NVIDIA A100-PCIE-40GB=a100-sxm-40gb' "
+        const auto r = test::run_cli("validate '" + data +
+                                     "' --max-rows 40 --families matmul,softmax,e2e --hw-map 'NVIDIA A100-PCIE-40GB=a100-sxm-40gb' "
                                      "--hw-map 'Tesla V100-PCIE-32GB=h100-pcie' --hw-map 'Tesla P100-PCIE-16GB=l4' --hw-map 'Tesla P4=l4' "
-                                     "--threads " + std::to_string(i + 1) + " -q -o '" + base + ".json' --html '" + base + ".html'");
+                                     "--threads " +
+                                     std::to_string(i + 1) + " -q -o '" + base + ".json' --html '" + base + ".html'");
         INFO(r.out);
         REQUIRE(r.code == 0);
         outs[i] = slurp(base + ".json") + slurp(base + ".html");
@@ -320,9 +329,13 @@ TEST_CASE("validate: same input, same bytes, whatever the thread count", "[valid
 TEST_CASE("validate: every key of the validation document is documented", "[validate][schema]") {
     const std::string d = fresh_dir("validate-schema");
     std::filesystem::create_directories(d + "/configs");
-    spit(d + "/configs/tiny_gpt.json", R"({"model_type": "gpt2", "vocab_size": 512, "n_embd": 64, "n_layer": 1, "n_head": 4, "n_positions": 64})");
-    spit(d + "/end_to_end.csv", "device,model,mode,seq,batch,e2e_ms\nFake A,tiny_gpt,inf,64,1,1.5\nFake B,tiny_gpt,inf,64,1,1.7\nFake B,absent,inf,8,1,1\n");
-    spit(d + "/linear.csv", "OPName,Latency_ms,Device,B,M,N,K\nlinear,0.5,Fake A,1,512,512,512\nlinear,0.5,Fake B,1,512,512,512\nlinear,0.5,Fake C,1,64,64,64\n");
+    spit(d + "/configs/tiny_gpt.json",
+         R"({"model_type": "gpt2", "vocab_size": 512, "n_embd": 64, "n_layer": 1, "n_head": 4, "n_positions": 64})");
+    spit(d + "/end_to_end.csv",
+         "device,model,mode,seq,batch,e2e_ms\nFake A,tiny_gpt,inf,64,1,1.5\nFake B,tiny_gpt,inf,64,1,1.7\nFake B,absent,inf,8,1,1\n");
+    spit(d + "/linear.csv",
+         "OPName,Latency_ms,Device,B,M,N,K\nlinear,0.5,Fake A,1,512,512,512\nlinear,0.5,Fake B,1,512,512,512\nlinear,0.5,Fake "
+         "C,1,64,64,64\n");
     ValidateOptions opt = fake_options({{"Fake A", "a100-sxm-40gb"}, {"Fake B", "t4"}});
     opt.hw_map["Fake C"] = "h100-sxm";  // held out
     opt.leave_one_out = true;
@@ -337,7 +350,8 @@ TEST_CASE("validate: every key of the validation document is documented", "[vali
     };
     need(doc, "");
     for (const char* part : {"settings", "summary", "fit"}) need(doc[part], std::string(part) + ".");
-    for (const char* part : {"inputs", "gpus", "terms", "folds", "verdicts", "by_family", "by_op", "end_to_end", "worst", "errors", "sample"}) {
+    for (const char* part :
+         {"inputs", "gpus", "terms", "folds", "verdicts", "by_family", "by_op", "end_to_end", "worst", "errors", "sample"}) {
         INFO(part);
         REQUIRE_FALSE(doc[part].empty());
         need(doc[part][0], std::string(part) + "[].");
@@ -387,7 +401,8 @@ void check_verdict(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("accuracy: median |error| <= 10% in every family on every public GPU, leave one GPU out", "[.][accuracy_family_median][!mayfail]") {
+TEST_CASE("accuracy: median |error| <= 10% in every family on every public GPU, leave one GPU out",
+          "[.][accuracy_family_median][!mayfail]") {
     check_verdict("family_median");
 }
 
