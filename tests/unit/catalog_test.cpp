@@ -20,22 +20,8 @@ using nlohmann::json;
 
 namespace {
 
-const std::set<std::string> kGpus = {"h100-sxm",
-                                     "h100-pcie",
-                                     "h200",
-                                     "a100-sxm-40gb",
-                                     "a100-sxm-80gb",
-                                     "a100-pcie-40gb",
-                                     "a100-pcie-80gb",
-                                     "v100-pcie-32gb",
-                                     "v100-sxm-32gb",
-                                     "p100-pcie-16gb",
-                                     "p4",
-                                     "t4",
-                                     "a10",
-                                     "l4",
-                                     "rtx-4090"};
-const std::set<std::string> kTpus = {"tpu-v4", "tpu-v5e", "tpu-v5p"};
+const std::set<std::string> kGpus(test::kGpuSpecs.begin(), test::kGpuSpecs.end());
+const std::set<std::string> kTpus(test::kTpuSpecs.begin(), test::kTpuSpecs.end());
 
 json builtin_json(const std::string& name) {
     for (const auto& f : builtin_hardware_files())

@@ -13,31 +13,18 @@ using namespace roofline;
 
 namespace {
 
-const char* const kCatalog[] = {"h100-sxm",
-                                "h100-pcie",
-                                "h200",
-                                "a100-sxm-40gb",
-                                "a100-sxm-80gb",
-                                "a100-pcie-40gb",
-                                "a100-pcie-80gb",
-                                "v100-pcie-32gb",
-                                "v100-sxm-32gb",
-                                "p100-pcie-16gb",
-                                "p4",
-                                "t4",
-                                "a10",
-                                "l4",
-                                "rtx-4090",
-                                "tpu-v4",
-                                "tpu-v5e",
-                                "tpu-v5p"};
+std::vector<std::string> catalog() {
+    std::vector<std::string> all = test::kGpuSpecs;
+    all.insert(all.end(), test::kTpuSpecs.begin(), test::kTpuSpecs.end());
+    return all;
+}
 
 double hbm_ridge_bf16(const Hardware& hw) { return ridge_point(hw.matrix_flop_per_s.at(DType::bf16).value, hw.device_memory()); }
 
 }  // namespace
 
 TEST_CASE("every catalog spec loads and is internally consistent", "[hardware]") {
-    for (const char* name : kCatalog) {
+    for (const std::string& name : catalog()) {
         INFO(name);
         const Hardware hw = builtin_hardware(name);
         CHECK(hw.name == name);

@@ -5,28 +5,15 @@
 #include <set>
 
 #include "ops/op_rule.hpp"
+#include "ops_support.hpp"
 
 using namespace roofline;
 
 namespace {
 
-struct Result {
-    std::vector<TensorDesc> out;
-    Work work;
-};
-
-Result run(OpKind k, std::vector<TensorDesc> in, const Attrs& attrs = {}) {
-    Result r;
-    r.out = infer_outputs(k, in, attrs);
-    r.work = count_work(k, in, r.out, attrs);
-    return r;
-}
-
-Attrs attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
-    Attrs a;
-    for (const auto& [k, v] : kv) a.set(k, v);
-    return a;
-}
+using Result = test::Ran;
+Result run(OpKind k, const std::vector<TensorDesc>& in, const Attrs& a = {}) { return test::run_op(k, in, a); }
+constexpr auto attrs = test::A;
 
 TensorDesc t(Shape s, DType d = DType::f32) { return {std::move(s), d}; }
 

@@ -16,6 +16,7 @@
 
 #include "ops/op_rule.hpp"
 #include "ops/reference.hpp"
+#include "ops_support.hpp"
 
 using namespace roofline;
 
@@ -25,24 +26,9 @@ using Ints = std::vector<std::int64_t>;
 
 TensorDesc T(Shape s, DType d = DType::f32) { return TensorDesc{std::move(s), d}; }
 
-struct Ran {
-    std::vector<TensorDesc> out;
-    Work work;
-};
-
-// Shape inference then work counting, as a graph does.
-Ran run_op(OpKind k, const std::vector<TensorDesc>& in, const Attrs& a = Attrs{}) {
-    Ran r;
-    r.out = infer_outputs(k, in, a);
-    r.work = count_work(k, in, r.out, a);
-    return r;
-}
-
-Attrs A(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
-    Attrs a;
-    for (const auto& [name, value] : kv) a.set(name, value);
-    return a;
-}
+using test::A;
+using test::Ran;
+using test::run_op;
 
 AttrValue i64(std::int64_t v) { return AttrValue{v}; }
 AttrValue str(const char* s) { return AttrValue{std::string(s)}; }

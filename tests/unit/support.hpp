@@ -4,8 +4,28 @@
 #include <cstdio>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
 
 namespace test {
+
+// The built-in hardware catalog (sim/hardware/*.json): catalog_test.cpp checks that
+// builtin_hardware_names() is exactly these.
+inline const std::vector<std::string> kGpuSpecs = {"h100-sxm",
+                                                   "h100-pcie",
+                                                   "h200",
+                                                   "a100-sxm-40gb",
+                                                   "a100-sxm-80gb",
+                                                   "a100-pcie-40gb",
+                                                   "a100-pcie-80gb",
+                                                   "v100-pcie-32gb",
+                                                   "v100-sxm-32gb",
+                                                   "p100-pcie-16gb",
+                                                   "p4",
+                                                   "t4",
+                                                   "a10",
+                                                   "l4",
+                                                   "rtx-4090"};
+inline const std::vector<std::string> kTpuSpecs = {"tpu-v4", "tpu-v5e", "tpu-v5p"};
 
 inline std::string source_path(const std::string& rel) { return std::string(ROOFLINE_SOURCE_DIR) + "/" + rel; }
 inline std::string tmp_path(const std::string& name) { return std::string(ROOFLINE_TEST_TMP) + "/" + name; }
