@@ -39,6 +39,7 @@
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/families.hpp"
 #include "ops/error.hpp"
+#include "ops/op_rule.hpp"
 #include "ops/pointwise_math.hpp"
 
 namespace roofline::cuda {
@@ -906,21 +907,9 @@ void require_same_numel(OpKind k, const Tensors& in, const Tensors& out) {
     }
 }
 
-bool is_unary_kind(OpKind k) {
-    switch (k) {
-        case OpKind::relu:
-        case OpKind::gelu:
-        case OpKind::neg:
-        case OpKind::scale:
-        case OpKind::shift:
-        case OpKind::pow:
-#define ROOFLINE_UNARY(name, ...) case OpKind::name:
-#include "ops/unary_ops.def"
-#undef ROOFLINE_UNARY
-            return true;
-        default: return false;
-    }
-}
+// The unary elementwise kinds: the ops whose rule is the unary rule (ops/unary_ops.def and the
+// hand-written ones) and pow (a scalar exponent here; a tensor exponent runs as BinaryOp).
+bool is_unary_kind(OpKind k) { return &rule_of(k) == &unary_rule() || &rule_of(k) == &pow_rule(); }
 
 bool gelu_tanh_form(const Attrs& a) { return a.get_string("approximate", "tanh") == "tanh"; }
 
