@@ -48,7 +48,8 @@ const std::map<std::string, std::string>& validate_device_table() {
                                                              {"Tesla P100-PCIE-16GB", "p100-pcie-16gb"},
                                                              {"Tesla T4", "t4"},
                                                              {"Tesla P4", "p4"},
-                                                             {"NVIDIA H100 80GB HBM3", "h100-sxm"}};
+                                                             {"NVIDIA H100 80GB HBM3", "h100-sxm"},
+                                                             {"NVIDIA H200", "h200"}};
     return table;
 }
 

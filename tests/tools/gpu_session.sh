@@ -7,7 +7,10 @@
 #   blind       the blind kernel set of tests/data/blind (issue #24), counters on, every node checked
 #   blind-steps the blind training steps and inference runs (tests/data/blind/README.md)
 #   payoff      recompute strategies and flash attention, as predicted in tests/data/payoff (issue #23)
-#   torch       PyTorch eager fp32 op latencies and Hugging Face steps (tests/tools/torch_ops_bench.py)
+#   torch       PyTorch eager fp32 op latencies and Hugging Face steps (tests/tools/torch_ops_bench.py;
+#               TORCH_ARGS adds options, e.g. "--seconds-per-op 12 --e2e-seconds 60")
+# A build made elsewhere for sm_90 (build-gpu/roofline, build-gpu/tests/roofline_gpu_tests, carried)
+# is used as it is when it runs: leave 'build' out of the steps.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -24,10 +27,22 @@ if has build; then
     -DCMAKE_CUDA_ARCHITECTURES=90-real > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
   cmake --build $B -j 16 --target roofline roofline_gpu_tests > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$OUT/build.log" | head -80; exit 1; }
 fi
+# A carried build looks for the CUDA libraries where the toolkit or PyTorch's wheels keep them.
+for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
+if ! has build && [ -x "$R" ] && ! "$R" --version > /dev/null 2>&1; then
+  # else PyTorch's CUDA wheels (nvidia-cuda-runtime, nvidia-cublas, nvidia-cuda-cupti) hold them
+  for lib in libcudart.so.13 libcublasLt.so.13 libcupti.so.13; do
+    d=$(find /usr/local /opt -name "$lib" 2>/dev/null | head -1)
+    [ -n "$d" ] && export LD_LIBRARY_PATH="$(dirname "$d"):$LD_LIBRARY_PATH"
+  done
+  "$R" --version > /dev/null 2>&1 || { echo "carried $R does not run here:"; ldd "$R" | grep "not found"; }
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 if has tests; then
   log "gpu tests"
-  ./$B/tests/roofline_gpu_tests --reporter compact > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests exit $?" | tee -a "$OUT/session.log"
+  timeout 240 ./$B/tests/roofline_gpu_tests --reporter compact > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests exit $?" | tee -a "$OUT/session.log"
   grep -E "failed|FAILED|passed|SKIP" "$OUT/gpu-tests.log" | tail -40
 fi
 if has check; then
@@ -69,7 +84,7 @@ if has payoff; then
 fi
 if has torch; then
   log "pytorch eager ops and Hugging Face steps"
-  PYTHONUNBUFFERED=1 timeout 420 python3 tests/tools/torch_ops_bench.py "$OUT/torch" --configs tests/data/public/neusight/configs 2>&1 | grep -v Warning | tail -40
+  PYTHONUNBUFFERED=1 timeout 420 python3 tests/tools/torch_ops_bench.py "$OUT/torch" --configs tests/data/public/neusight/configs ${TORCH_ARGS:-} 2>&1 | grep -v Warning | tail -40
 fi
 if has calibrate; then
   log calibrate

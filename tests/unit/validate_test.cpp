@@ -290,6 +290,16 @@ TEST_CASE("validate: end-to-end rows, models that fail to load and held-out meas
     }
     REQUIRE(m["end_to_end"].size() == 1);
     CHECK(m["end_to_end"][0]["cases"][0]["row"] == 0);  // the step
+
+    // PyTorch names the H200 plainly "NVIDIA H200": its rows go to the h200 spec, held out, all
+    // 150 rows of a file predicted (tests/data/public/h200-torch-2026-11-26).
+    const std::string h200 = test::source_path("tests/data/public/h200-torch-2026-11-26/add.csv");
+    const ordered_json h = roofline::run_validation(roofline::load_measurements({h200}, ValidateOptions{}), ValidateOptions{});
+    REQUIRE(h["by_family"].size() == 1);
+    CHECK(h["by_family"][0]["gpu"] == "NVIDIA H200");
+    CHECK(h["by_family"][0]["spec"] == "h200");
+    CHECK(h["by_family"][0]["set"] == "held-out");
+    CHECK(h["by_family"][0]["n"] == 150);
 }
 
 TEST_CASE("validate: same input, same bytes, whatever the thread count", "[validate][cli]") {
