@@ -198,9 +198,11 @@ TEST_CASE("validate --leave-one-out gpu recovers a fitted term's known value", "
     // "Measurements" made by the model itself with simt_gemm_efficiency = 0.6 on three fake GPUs:
     // every refit of all the fitted terms must find 0.6 again. The cases are large fp32 GEMMs
     // (CUDA cores, TF32 off: milliseconds each, so the eager host terms move them by well under 1%)
-    // on boards whose clocks are not power-limited at fp32 (so the energy term has no say).
+    // on boards whose clocks are not power-limited at fp32 (so the energy term has no say), and of
+    // three chips, so that no fold trains on one die twice (an H100 and an H200 would let the
+    // power-limited clock and the SGEMM efficiency trade against each other).
     const std::string d = fresh_dir("validate-loo");
-    ValidateOptions opt = fake_options({{"Fake A", "a100-sxm-40gb"}, {"Fake B", "h100-sxm"}, {"Fake C", "h200"}});
+    ValidateOptions opt = fake_options({{"Fake A", "a100-sxm-40gb"}, {"Fake B", "h100-sxm"}, {"Fake C", "v100-sxm-32gb"}});
     const char* shapes[] = {"1,8192,8192,4096",   "1,16384,4096,8192", "16,2048,2048,2048",
                             "1,12288,12288,2048", "8,4096,3072,2048",  "1,6144,16384,6144"};
     auto write = [&](const char* op, const roofline::MeasurementSet* truth) {
