@@ -2,6 +2,7 @@
 
 #include "cli/graph_args.hpp"
 #include "cli/plan_args.hpp"
+#include "cli/runtime_args.hpp"
 #include "cli/output_args.hpp"
 
 #include <cstdio>
@@ -37,7 +38,7 @@ void add_analyze(CLI::App& app) {
     auto streams = std::make_shared<int>(1);
     auto trace = std::make_shared<std::string>();
     auto dataflow = std::make_shared<std::string>("ws");
-    auto runtime = std::make_shared<std::string>("native");
+    auto runtime = std::make_shared<RuntimeArgs>();
     auto outputs = std::make_shared<OutputArgs>();
     auto plan_args = std::make_shared<PlanArgs>();
     args->add_to(cmd);
@@ -52,11 +53,7 @@ void add_analyze(CLI::App& app) {
         ->check(CLI::IsMember({"ws", "os", "is"}))
         ->capture_default_str();
     cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
-    cmd->add_option("--runtime", *runtime,
-                    "how the graph runs: native (one kernel per op launched from C++, as `roofline measure` runs it) or eager "
-                    "(PyTorch eager: ATen's kernels per op and a host dispatch cost per op; the step is max(GPU, host) with queueing)")
-        ->check(CLI::IsMember({"native", "eager"}))
-        ->capture_default_str();
+    runtime->add_to(cmd, false);
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
     cmd->add_option("--top", *top, "the table shows the N slowest ops (after the summary lines), or every op in execution order with 'all'")
         ->check([](const std::string& v) -> std::string {
@@ -73,14 +70,16 @@ void add_analyze(CLI::App& app) {
         "Example: roofline analyze gpt2-small --hw h100-sxm --mode training --batch 8 -o report.json\n"
         "         roofline analyze gpt2-small --mode training --fuse --recompute selective --html report.html\n"
         "         roofline analyze tests/data/public/neusight/configs/gpt2_large.json --hw v100-pcie-32gb --dtype f32 --runtime eager "
-        "--mode training --optimizer none\n");
+        "--mode training --optimizer none\n"
+        "         roofline analyze tests/data/public/neusight/configs/bert_large.json --hw h200 --dtype f32 --runtime eager "
+        "--host tests/data/hosts/h200-vm-2026-11-26.json\n");
     cmd->callback([=] {
         const Hardware h = resolve_hardware(*hw);
         TrainingOptions t;
         const Graph built = args->build(&t);
         AnalysisOptions aopt;
         aopt.schedule.streams = *streams;
-        aopt.runtime = *runtime == "eager" ? Runtime::eager : Runtime::native;
+        runtime->apply(aopt);
         aopt.tpu.dataflow = *dataflow == "os"   ? Dataflow::output_stationary
                             : *dataflow == "is" ? Dataflow::input_stationary
                                                 : Dataflow::weight_stationary;
@@ -97,6 +96,7 @@ void add_analyze(CLI::App& app) {
         if (chosen && chosen->fusion) ctx.fusion = &*chosen->fusion;
         ctx.recompute = plan_args->recompute.empty() ? "none" : plan_args->recompute;
         ctx.runtime = std::string(runtime_name(aopt.runtime));
+        if (runtime->loaded) ctx.host = &*runtime->loaded;
         std::string json, trace_json;
         OutputFiles files;
         if (!out->empty() || outputs->wanted()) {  // build fully before touching the file system

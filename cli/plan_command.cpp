@@ -8,6 +8,7 @@
 #include "cli/graph_args.hpp"
 #include "cli/output_args.hpp"
 #include "cli/plan_args.hpp"
+#include "cli/runtime_args.hpp"
 #include "ops/error.hpp"
 #include "reports/plan_report.hpp"
 #include "reports/report.hpp"
@@ -81,13 +82,11 @@ void add_plan(CLI::App& app) {
     auto top = std::make_shared<std::size_t>(20);
     auto quiet = std::make_shared<bool>(false);
     auto streams = std::make_shared<int>(1);
-    auto runtime = std::make_shared<std::string>("native");
+    auto runtime = std::make_shared<RuntimeArgs>();
     auto outputs = std::make_shared<OutputArgs>();
     args->add_to(cmd);
     plan_args->add_to(cmd, true);
-    cmd->add_option("--runtime", *runtime, "native or eager (see `roofline analyze --help`)")
-        ->check(CLI::IsMember({"native", "eager"}))
-        ->capture_default_str();
+    runtime->add_to(cmd, true);
     cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
     cmd->add_option("--memory-budget", *budget, "peak-memory budget, e.g. 40GiB (default: the device's memory)");
     cmd->add_flag("--batch-sweep", *sweep, "per strategy: the largest batch that fits and throughput per batch size");
@@ -104,7 +103,7 @@ void add_plan(CLI::App& app) {
         PlanOptions opt;
         if (!budget->empty()) opt.memory_budget_bytes = parse_bytes(*budget, "--memory-budget");
         opt.analysis.schedule.streams = *streams;
-        opt.analysis.runtime = *runtime == "eager" ? Runtime::eager : Runtime::native;
+        runtime->apply(opt.analysis);
         if (plan_args->fuse) opt.unfused = false;
         if (!plan_args->recompute.empty()) {
             opt.strategies = {*parse_strategy(plan_args->recompute)};

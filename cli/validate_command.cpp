@@ -26,6 +26,22 @@ std::map<std::string, std::string> parse_hw_map(const std::vector<std::string>& 
     return m;
 }
 
+// --host FILE (every device) or DEVICE=FILE (that device's rows), repeatable.
+std::map<std::string, EagerHost> parse_hosts(const std::vector<std::string>& items) {
+    std::map<std::string, EagerHost> m;
+    for (const std::string& item : items) {
+        const std::size_t eq = item.find('=');
+        const std::string device = eq == std::string::npos ? "" : item.substr(0, eq);
+        const std::string file = eq == std::string::npos ? item : item.substr(eq + 1);
+        if (file.empty() || (eq != std::string::npos && device.empty()))
+            throw InputError("--host: expected FILE or DEVICE=FILE (e.g. 'NVIDIA H200=host.json'), got '" + item + "'");
+        if (m.count(device))
+            throw InputError("--host: two hosts for " + (device.empty() ? std::string("every device") : "'" + device + "'"));
+        m.emplace(device, load_eager_host(file));
+    }
+    return m;
+}
+
 // An output never overwrites an input (docs/ARCHITECTURE.md, "Errors").
 void refuse_overwriting_inputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
     namespace fs = std::filesystem;
@@ -44,6 +60,7 @@ void add_validate(CLI::App& app) {
     auto* cmd = app.add_subcommand("validate", "predicted vs measured op latencies and steps per GPU and family; leave-one-GPU-out refits");
     auto paths = std::make_shared<std::vector<std::string>>();
     auto hw_map = std::make_shared<std::vector<std::string>>();
+    auto hosts = std::make_shared<std::vector<std::string>>();
     auto configs = std::make_shared<std::string>();
     auto loo = std::make_shared<std::string>();
     auto fit = std::make_shared<bool>(false);
@@ -59,6 +76,9 @@ void add_validate(CLI::App& app) {
         ->required();
     cmd->add_option("--hw-map", *hw_map,
                     "DEVICE=SPEC: predict the rows of this device on this hardware spec (built-in name or file); repeatable");
+    cmd->add_option("--host", *hosts,
+                    "[DEVICE=]FILE: the eager host that ran these rows (a roofline-host/1 file from measure/host_probe.py) instead of "
+                    "the fitted host terms, for one device or every device; repeatable");
     cmd->add_option("--configs", *configs,
                     "directory of the end-to-end models' configs (<model>.json); default: configs/ beside end_to_end.csv");
     cmd->add_option("--leave-one-out", *loo, "gpu: refit the fitted terms without each fitting GPU and predict it with them")
@@ -80,6 +100,7 @@ void add_validate(CLI::App& app) {
     cmd->callback([=] {
         ValidateOptions opt;
         opt.hw_map = parse_hw_map(*hw_map);
+        opt.hosts = parse_hosts(*hosts);
         opt.configs_dir = *configs;
         opt.leave_one_out = *loo == "gpu";
         opt.fit = *fit;

@@ -10,6 +10,7 @@
 
 #include "ops/op_rule.hpp"
 #include "reports/units.hpp"
+#include "sim/eager_host.hpp"
 
 namespace roofline {
 namespace {
@@ -286,6 +287,12 @@ ojson report_json(const ReportContext& ctx) {
                      {"runtime", ctx.runtime},
                      {"fuse", ctx.fusion != nullptr},
                      {"fusion_groups", ctx.fusion != nullptr ? ctx.fusion->groups.size() : 0}};
+    if (ctx.host != nullptr) {
+        ojson h = {{"name", ctx.host->name}, {"file", ctx.host->origin}, {"add_call_s", ctx.host->add_call_s}};
+        if (ctx.host->conv_call_s) h["conv_call_s"] = *ctx.host->conv_call_s;
+        if (ctx.host->timed_add_s) h["timed_add_s"] = *ctx.host->timed_add_s;
+        j["settings"]["host"] = h;
+    }
     if (ctx.training) {
         j["settings"]["optimizer"] = optimizer_name(ctx.training->optimizer);
         j["settings"]["master_weights"] = ctx.training->master_weights;

@@ -13,6 +13,8 @@
 
 namespace roofline {
 
+struct EagerHost;
+
 struct ReportContext {
     const Graph& graph;
     const Hardware& hw;
@@ -22,6 +24,7 @@ struct ReportContext {
     const FusionPlan* fusion = nullptr;         // the graph runs fused (analyze --fuse)
     std::string recompute = "none";             // the recomputation strategy applied (analyze --recompute)
     std::string runtime = "native";             // how the graph runs (analyze --runtime)
+    const EagerHost* host = nullptr;            // the eager runtime's measured host (analyze --host)
 };
 
 nlohmann::ordered_json report_json(const ReportContext& ctx);

@@ -610,7 +610,13 @@ void on_threads(unsigned threads, const std::function<void()>& worker) {
 
 class Predictor {
 public:
-    Predictor(const std::vector<ValidationCase>& cases, unsigned threads) : cases_(cases), threads_(threads) {
+    Predictor(const std::vector<ValidationCase>& cases, unsigned threads, const std::map<std::string, EagerHost>& hosts)
+        : cases_(cases), threads_(threads) {
+        for (const auto& [device, host] : hosts) {
+            AnalysisOptions o;
+            apply_eager_host(host, o);
+            hosts_.emplace(device.empty() ? device : device_key(device), o);
+        }
         for (const ValidationCase& c : cases) {
             if (c.fixed || hw_.count(c.spec)) continue;
             try {
@@ -706,6 +712,13 @@ private:
                    bool cached) const {
         if (c.fixed) return c.predicted_s;
         AnalysisOptions o = base;
+        auto host = hosts_.find(c.gpu);
+        if (host == hosts_.end()) host = hosts_.find("");
+        if (host != hosts_.end()) {
+            o.eager_op_host_s = host->second.eager_op_host_s;
+            o.eager_cudnn_host_s = host->second.eager_cudnn_host_s;
+            o.eager_timing_host_s = host->second.eager_timing_host_s;
+        }
         if (cached) {
             std::shared_ptr<KernelCostCache>& cache = caches[c.spec];
             if (!cache) cache = make_kernel_cost_cache();
@@ -732,6 +745,7 @@ private:
 
     const std::vector<ValidationCase>& cases_;
     unsigned threads_;
+    std::map<std::string, AnalysisOptions> hosts_;  // device ("" for every other) -> its host's eager terms
     std::map<std::string, Hardware> hw_;
     mutable std::map<std::string, Prepared> graphs_;  // entries made by the constructor; each filled once
     mutable std::vector<ThreadCaches> caches_ = std::vector<ThreadCaches>(threads_);
@@ -1025,6 +1039,12 @@ ordered_json document(const MeasurementSet& set, const ValidateOptions& opt, con
                        {"runtime", "eager"},
                        {"e2e_train_optimizer", std::string(optimizer_name(backward_only_optimizer<Optimizer>()))},
                        {"fitting_gpus", fitting}};
+    if (!opt.hosts.empty()) {
+        ordered_json hosts = ordered_json::array();
+        for (const auto& [device, h] : opt.hosts)
+            hosts.push_back({{"device", device.empty() ? "*" : device_key(device)}, {"name", h.name}, {"file", h.origin}});
+        doc["settings"]["hosts"] = hosts;
+    }
     ordered_json inputs = ordered_json::array();
     for (const auto& in : set.inputs) inputs.push_back({{"file", in.file}, {"kind", in.kind}, {"rows", in.rows}});
     doc["inputs"] = inputs;
@@ -1173,7 +1193,7 @@ MeasurementSet load_measurements(const std::vector<std::string>& paths, const Va
 }
 
 void predict_measurements(MeasurementSet& set, const ValidateOptions& opt) {
-    const Predictor p(set.cases, thread_count(opt));
+    const Predictor p(set.cases, thread_count(opt), opt.hosts);
     predict_all(set, p, default_values(opt));
 }
 
@@ -1185,7 +1205,7 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
         const bool pool = !c.fixed && fitting.count(c.gpu) != 0;
         c.set = !pool ? "held-out" : opt.leave_one_out ? "validation" : "fit";
     }
-    const Predictor p(cases, thread_count(opt));
+    const Predictor p(cases, thread_count(opt), opt.hosts);
     const std::vector<double> defaults = default_values(opt);
     predict_all(set, p, defaults);
     std::vector<std::size_t> pool;

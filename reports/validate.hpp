@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "model/graph.hpp"
+#include "sim/eager_host.hpp"
 
 namespace roofline {
 
@@ -50,6 +51,10 @@ struct ValidateOptions {
     // Values of fitted terms (sim/fitted.hpp, by name) to predict with instead of the compiled-in
     // defaults; fits start from them.
     std::map<std::string, double> term_values;
+    // Eager hosts (sim/eager_host.hpp) by device name: that device's cases take their eager host
+    // terms from its host instead of the fitted terms (a fit then leaves them alone); the key ""
+    // is every device without one of its own.
+    std::map<std::string, EagerHost> hosts;
 
     static std::vector<std::string> default_fitting_gpus();
 };

@@ -25,6 +25,9 @@ import time
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "measure"))
+from torch_timing import time_call  # noqa: E402
+
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
 ap.add_argument("--per-op", type=int, default=150)
@@ -45,20 +48,6 @@ rng = random.Random(24)
 
 def logu(lo, hi):
     return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
-
-
-def time_call(fn, reps=20, warm=3):
-    for _ in range(warm):
-        fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    t = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
-    return t[len(t) // 2]
 
 
 def kernels_of(fn):
