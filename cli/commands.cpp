@@ -3,6 +3,7 @@
 #include "cli/graph_args.hpp"
 #include "cli/plan_args.hpp"
 #include "cli/runtime_args.hpp"
+#include "reports/cluster_report.hpp"
 #include "cli/output_args.hpp"
 
 #include <cstdio>
@@ -122,16 +123,22 @@ void add_analyze(CLI::App& app) {
 void add_hw(CLI::App& app) {
     auto* cmd = app.add_subcommand("hw", "the hardware catalog");
     cmd->require_subcommand(1);
-    auto* list = cmd->add_subcommand("list", "list the built-in hardware specs");
+    auto* list = cmd->add_subcommand("list", "list the built-in hardware specs and clusters");
     list->footer("Example: roofline hw list\n");
-    list->callback([] { print(render_hardware_list()); });
-    auto* show = cmd->add_subcommand("show", "show a spec with every value's source and its ridge points");
+    list->callback([] { print(render_hardware_list() + "\nClusters (roofline hw show NAME for collectives):\n" + render_cluster_list()); });
+    auto* show =
+        cmd->add_subcommand("show", "show a spec with every value's source and its ridge points, or a cluster and its collectives");
     auto name = std::make_shared<std::string>();
     auto as_json = std::make_shared<bool>(false);
-    show->add_option("NAME", *name, "built-in name or spec file")->required();
+    show->add_option("NAME", *name, "built-in name, spec file or cluster file")->required();
     show->add_flag("--json", *as_json, "print the validated spec and ridge points as JSON");
-    show->footer("Example: roofline hw show h100-sxm\n");
+    show->footer("Example: roofline hw show h100-sxm\n         roofline hw show dgx-a100\n");
     show->callback([=] {
+        if (is_cluster_name(*name) || is_cluster_file(*name)) {
+            const Cluster c = resolve_cluster(*name);
+            print(*as_json ? cluster_json(c).dump(2) + "\n" : render_cluster(c));
+            return;
+        }
         const Hardware h = resolve_hardware(*name);
         print(*as_json ? hardware_json(h).dump(2) + "\n" : render_hardware(h));
     });

@@ -1,8 +1,11 @@
 #pragma once
-// The hardware specs under sim/hardware/, embedded into the library at build time by
+// The hardware specs under sim/hardware/ and the clusters under sim/clusters/, embedded into the library at build time by
 // cmake/embed_files.cmake so that the roofline binary works from any directory.
+#include <nlohmann/json_fwd.hpp>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace roofline {
 
@@ -12,5 +15,13 @@ struct BuiltinFile {
 };
 
 std::span<const BuiltinFile> builtin_hardware_files();
+// The clusters under sim/clusters/ (sim/cluster.hpp), embedded the same way.
+std::span<const BuiltinFile> builtin_cluster_files();
+
+// The names of a set of embedded files.
+std::vector<std::string> builtin_names(std::span<const BuiltinFile> files);
+// The embedded file `name` of `files` (from sim/<dir>/), parsed; InputError "unknown <what> 'name'
+// (built in: ...)" when there is none, or naming sim/<dir>/<name>.json when it is not JSON.
+nlohmann::json builtin_json(std::span<const BuiltinFile> files, const std::string& name, const std::string& dir, const std::string& what);
 
 }  // namespace roofline
