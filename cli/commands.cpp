@@ -2,6 +2,7 @@
 
 #include "cli/graph_args.hpp"
 #include "cli/plan_args.hpp"
+#include "cli/parallel_args.hpp"
 #include "cli/runtime_args.hpp"
 #include "reports/cluster_report.hpp"
 #include "cli/output_args.hpp"
@@ -39,6 +40,7 @@ void add_analyze(CLI::App& app) {
     auto streams = std::make_shared<int>(1);
     auto trace = std::make_shared<std::string>();
     auto dataflow = std::make_shared<std::string>("ws");
+    auto parallel = std::make_shared<ParallelArgs>();
     auto runtime = std::make_shared<RuntimeArgs>();
     auto outputs = std::make_shared<OutputArgs>();
     auto plan_args = std::make_shared<PlanArgs>();
@@ -53,7 +55,8 @@ void add_analyze(CLI::App& app) {
                     "TPU specs: systolic dataflow of the MXUs, ws (weight-), os (output-) or is (input-stationary)")
         ->check(CLI::IsMember({"ws", "os", "is"}))
         ->capture_default_str();
-    cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
+    auto* hw_opt = cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
+    parallel->add_to(cmd, hw_opt);
     runtime->add_to(cmd, false);
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
     cmd->add_option("--top", *top, "the table shows the N slowest ops (after the summary lines), or every op in execution order with 'all'")
@@ -72,10 +75,12 @@ void add_analyze(CLI::App& app) {
         "         roofline analyze gpt2-small --mode training --fuse --recompute selective --html report.html\n"
         "         roofline analyze tests/data/public/neusight/configs/gpt2_large.json --hw v100-pcie-32gb --dtype f32 --runtime eager "
         "--mode training --optimizer none\n"
+        "         roofline analyze gpt2-xl --mode training --cluster dgx-a100 --dp 64 --zero 1 --batch 8\n"
         "         roofline analyze tests/data/public/neusight/configs/bert_large.json --hw h200 --dtype f32 --runtime eager "
         "--host tests/data/hosts/h200-vm-2026-11-26.json\n");
     cmd->callback([=] {
-        const Hardware h = resolve_hardware(*hw);
+        const Cluster* cluster = parallel->resolve(*hw);
+        const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
         const Graph built = args->build(&t);
         AnalysisOptions aopt;
@@ -98,6 +103,11 @@ void add_analyze(CLI::App& app) {
         ctx.recompute = plan_args->recompute.empty() ? "none" : plan_args->recompute;
         ctx.runtime = std::string(runtime_name(aopt.runtime));
         if (runtime->loaded) ctx.host = &*runtime->loaded;
+        std::optional<ParallelAnalysis> par;
+        if (cluster != nullptr) {
+            par = analyze_parallel(g, a, *cluster, parallel->options());
+            ctx.parallel = &*par;
+        }
         std::string json, trace_json;
         OutputFiles files;
         if (!out->empty() || outputs->wanted()) {  // build fully before touching the file system

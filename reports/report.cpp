@@ -11,6 +11,7 @@
 #include "ops/op_rule.hpp"
 #include "reports/units.hpp"
 #include "sim/eager_host.hpp"
+#include "sim/parallel.hpp"
 
 namespace roofline {
 namespace {
@@ -273,6 +274,43 @@ ojson model_summary_json(const Graph& g) {
     return model;
 }
 
+namespace {
+
+ojson parallel_json(const ParallelAnalysis& p) {
+    ojson j = {{"cluster", p.cluster},
+               {"devices", p.devices},
+               {"nodes", p.nodes},
+               {"dp", p.options.dp},
+               {"zero", p.options.zero},
+               {"bucket_bytes", p.options.bucket_bytes},
+               {"step_time_s", p.step_time_s},
+               {"compute_s", p.compute_s},
+               {"comm_s", p.comm_s},
+               {"exposed_comm_s", p.exposed_comm_s},
+               {"peak_bytes_per_rank", p.peak_bytes}};
+    ojson cats = ojson::object();
+    for (std::size_t c = 0; c < kMemoryCategories; ++c)
+        cats[std::string(category_name(static_cast<MemoryCategory>(c)))] = p.peak_bytes_by_category[c];
+    j["peak_by_category"] = cats;
+    j["flops_per_rank"] = p.flops_per_rank;
+    j["mfu"] = p.mfu;
+    j["tokens_per_s"] = p.tokens_per_s;
+    ojson comms = ojson::array();
+    for (const CommOp& c : p.comms)
+        comms.push_back({{"what", c.what},
+                         {"collective", collective_name(c.collective)},
+                         {"bytes", c.cost.bytes},
+                         {"algorithm", algorithm_name(c.cost.algorithm)},
+                         {"protocol", protocol_name(c.cost.protocol)},
+                         {"ready_s", c.ready_s},
+                         {"start_s", c.start_s},
+                         {"end_s", c.end_s}});
+    j["comms"] = comms;
+    return j;
+}
+
+}  // namespace
+
 ojson report_json(const ReportContext& ctx) {
     const Analysis& a = ctx.analysis;
     ojson j;
@@ -324,7 +362,9 @@ ojson report_json(const ReportContext& ctx) {
         phases[std::string(phase_name(p))] = e;
     }
     t["by_phase"] = phases;
+    if (ctx.parallel != nullptr) t["step_time_s"] = ctx.parallel->step_time_s;  // the iteration, communication included
     j["totals"] = t;
+    if (ctx.parallel != nullptr) j["parallel"] = parallel_json(*ctx.parallel);
     j["memory"] = memory_json(ctx);
     j["ops"] = ojson::array();
     for (const OpAnalysis& op : a.ops) j["ops"].push_back(op_json(ctx, op));
@@ -460,6 +500,23 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
         out += fmt::format("  {} {:.1f}% ({} ops)", k, a.time_s > 0 ? 100.0 * v.time_s / a.time_s : 0.0, v.ops);
     }
     out += "\n";
+    if (ctx.parallel != nullptr) {
+        const ParallelAnalysis& p = *ctx.parallel;
+        std::string parts;
+        for (std::size_t c = 0; c < kMemoryCategories; ++c) {
+            if (p.peak_bytes_by_category[c] == 0) continue;
+            parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", category_name(static_cast<MemoryCategory>(c)),
+                                 human_bytes(static_cast<double>(p.peak_bytes_by_category[c])));
+        }
+        out += fmt::format(
+            "data parallel:  {} ranks on {} ({} node{}), ZeRO-{}: step {} = compute {} + exposed communication {} (of {} "
+            "in {} collectives); per rank peak memory {} ({}) {} {}; MFU {:.1f}%{}\n",
+            p.devices, p.cluster, p.nodes, p.nodes == 1 ? "" : "s", p.options.zero, human_time(p.step_time_s), human_time(p.compute_s),
+            human_time(p.exposed_comm_s), human_time(p.comm_s), p.comms.size(), human_bytes(static_cast<double>(p.peak_bytes)), parts,
+            static_cast<double>(p.peak_bytes) <= ctx.hw.device_memory().capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
+            human_bytes(ctx.hw.device_memory().capacity_bytes.value), 100.0 * p.mfu,
+            p.tokens_per_s > 0 ? fmt::format("; {} tokens/s", human_si(p.tokens_per_s, "")) : "");
+    }
     return out;
 }
 

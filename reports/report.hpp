@@ -14,17 +14,19 @@
 namespace roofline {
 
 struct EagerHost;
+struct ParallelAnalysis;
 
 struct ReportContext {
     const Graph& graph;
     const Hardware& hw;
     const Analysis& analysis;
     std::string mode = "inference";
-    const TrainingOptions* training = nullptr;  // set in training mode
-    const FusionPlan* fusion = nullptr;         // the graph runs fused (analyze --fuse)
-    std::string recompute = "none";             // the recomputation strategy applied (analyze --recompute)
-    std::string runtime = "native";             // how the graph runs (analyze --runtime)
-    const EagerHost* host = nullptr;            // the eager runtime's measured host (analyze --host)
+    const TrainingOptions* training = nullptr;   // set in training mode
+    const FusionPlan* fusion = nullptr;          // the graph runs fused (analyze --fuse)
+    std::string recompute = "none";              // the recomputation strategy applied (analyze --recompute)
+    std::string runtime = "native";              // how the graph runs (analyze --runtime)
+    const EagerHost* host = nullptr;             // the eager runtime's measured host (analyze --host)
+    const ParallelAnalysis* parallel = nullptr;  // data parallel on a cluster (analyze --cluster, --dp)
 };
 
 nlohmann::ordered_json report_json(const ReportContext& ctx);

@@ -1,0 +1,58 @@
+#pragma once
+// --cluster, --dp, --zero, --bucket-mb (issue #16): the step run data parallel on a cluster.
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "ops/error.hpp"
+#include "sim/cluster.hpp"
+#include "sim/parallel.hpp"
+
+namespace roofline::cli {
+
+struct ParallelArgs {
+    std::string cluster;
+    int dp = 1;
+    int zero = 0;
+    double bucket_mb = 25;
+    CLI::Option* hw_option = nullptr;  // --hw, to tell an explicit chip from the default
+    std::optional<Cluster> loaded;
+
+    void add_to(CLI::App* cmd, CLI::Option* hw) {
+        hw_option = hw;
+        cmd->add_option("--cluster", cluster,
+                        "run on this cluster (a built-in name, see `roofline hw list`, or a roofline-cluster/1 file): its chip is the "
+                        "hardware, its fabric and network carry the collectives");
+        cmd->add_option("--dp", dp, "data-parallel ranks (needs --cluster): gradients reduced in buckets overlapped with backward")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
+        cmd->add_option("--zero", zero, "ZeRO stage with --dp: 1 shards optimizer state, 2 also gradients, 3 also parameters")
+            ->check(CLI::Range(0, 3))
+            ->capture_default_str();
+        cmd->add_option("--bucket-mb", bucket_mb, "gradient bucket size in MiB (PyTorch DDP's default)")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
+    }
+    bool wanted() const { return !cluster.empty() || dp > 1 || zero > 0; }
+    // The cluster, checked against --hw; InputError naming the flag when the flags disagree.
+    const Cluster* resolve(const std::string& hw) {
+        if (!wanted()) return nullptr;
+        if (cluster.empty())
+            throw InputError(dp > 1 ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
+                                    : "--zero: needs --cluster and --dp");
+        loaded = resolve_cluster(cluster);
+        if (hw_option != nullptr && hw_option->count() > 0 && hw != loaded->chip)
+            throw InputError("--hw " + hw + " and --cluster " + loaded->name + " disagree: the cluster's GPUs are " + loaded->chip +
+                             " (leave --hw out)");
+        return &*loaded;
+    }
+    ParallelOptions options() const {
+        ParallelOptions o;
+        o.dp = dp;
+        o.zero = zero;
+        o.bucket_bytes = bucket_mb * 1024 * 1024;
+        return o;
+    }
+};
+
+}  // namespace roofline::cli

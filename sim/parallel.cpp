@@ -1,0 +1,153 @@
+#include "sim/parallel.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "ops/error.hpp"
+#include "sim/roofline.hpp"
+
+namespace roofline {
+
+namespace {
+
+// ZeRO's per-rank share of each memory category (Rajbhandari et al., SC20, section 5): stage 1
+// partitions the optimizer state, stage 2 also the gradients, stage 3 also the parameters.
+double shard_of(MemoryCategory c, int zero, int dp) {
+    const double part = 1.0 / dp;
+    switch (c) {
+        case MemoryCategory::optimizer_state: return zero >= 1 ? part : 1.0;
+        case MemoryCategory::gradients: return zero >= 2 ? part : 1.0;
+        case MemoryCategory::weights: return zero >= 3 ? part : 1.0;
+        default: return 1.0;
+    }
+}
+
+struct Gradient {
+    double ready_s = 0;
+    std::int64_t bytes = 0;
+};
+
+}  // namespace
+
+ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Cluster& cluster, const ParallelOptions& opt) {
+    if (opt.dp < 1) throw InputError("--dp: expected a positive number of data-parallel ranks, got " + std::to_string(opt.dp));
+    if (opt.zero < 0 || opt.zero > 3) throw InputError("--zero: expected a ZeRO stage 0, 1, 2 or 3, got " + std::to_string(opt.zero));
+    const long long most = cluster.max_devices();
+    if (most > 0 && opt.dp > most) throw InputError(fmt::format("--dp {}: {} holds at most {} devices", opt.dp, cluster.name, most));
+    if (!(opt.bucket_bytes > 0)) throw InputError("--bucket-mb: expected a positive bucket size");
+
+    ParallelAnalysis r;
+    r.options = opt;
+    r.cluster = cluster.name;
+    r.devices = opt.dp;
+    r.nodes = (opt.dp + cluster.gpus_per_node() - 1) / cluster.gpus_per_node();
+    r.compute_s = a.schedule.step_time_s;
+    const CommGroup group{opt.dp, 0};
+
+    // When each op ends on the compute stream, and which phase it belongs to.
+    std::vector<double> end_of(g.nodes().size(), 0.0);
+    for (const ScheduledOp& s : a.schedule.ops) end_of[static_cast<std::size_t>(s.node)] = s.end_s;
+    double forward_end = 0, backward_end = 0, optimizer_s = 0;
+    bool has_optimizer = false;
+    for (const ScheduledOp& s : a.schedule.ops) {
+        const Phase ph = g.node(s.node).phase;
+        if (ph == Phase::optimizer) {
+            optimizer_s += s.end_s - s.start_s;
+            has_optimizer = true;
+        } else {
+            backward_end = std::max(backward_end, s.end_s);
+            if (ph == Phase::forward) forward_end = std::max(forward_end, s.end_s);
+        }
+    }
+    if (opt.zero > 0 && !has_optimizer)
+        throw InputError("--zero " + std::to_string(opt.zero) + ": the step has no optimizer to shard (--mode training with an optimizer)");
+
+    // Gradients in the order backward produces them.
+    std::vector<Gradient> grads;
+    std::int64_t param_bytes = 0;
+    for (std::size_t t = 0; t < g.tensors().size(); ++t) {
+        const Tensor& tensor = g.tensors()[t];
+        if (tensor.role == TensorRole::parameter) param_bytes += tensor.desc.bytes();
+        if (a.memory.category.size() > t && a.memory.category[t] == MemoryCategory::gradients && tensor.producer != kNoNode)
+            grads.push_back({end_of[static_cast<std::size_t>(tensor.producer)], tensor.desc.bytes()});
+    }
+    std::stable_sort(grads.begin(), grads.end(), [](const Gradient& x, const Gradient& y) { return x.ready_s < y.ready_s; });
+
+    double stream = 0;  // the communication stream's clock
+    auto issue = [&](std::string what, Collective coll, double bytes, double ready) {
+        CommOp op;
+        op.what = std::move(what);
+        op.collective = coll;
+        op.cost = collective_cost(cluster, coll, bytes, group);
+        op.ready_s = ready;
+        op.start_s = std::max(ready, stream);
+        op.end_s = op.start_s + op.cost.time_s;
+        stream = op.end_s;
+        r.comm_s += op.cost.time_s;
+        r.comms.push_back(op);
+        return op.end_s;
+    };
+
+    double ready_for_update = backward_end;
+    if (opt.dp > 1) {
+        // With ZeRO every rank updates only its shard, so the parameters are all-gathered before
+        // the forward that uses them, prefetched layer by layer and overlapped with it (ZeRO-1/2:
+        // the updated parameters of the previous step, as Megatron's distributed optimizer with
+        // overlap-param-gather runs it; ZeRO-3: gathered again for backward, from the end of forward).
+        if (opt.zero >= 1) issue("parameter all-gather (forward)", Collective::all_gather, static_cast<double>(param_bytes), 0.0);
+        if (opt.zero == 3) issue("parameter all-gather (backward)", Collective::all_gather, static_cast<double>(param_bytes), forward_end);
+        // Buckets of gradients, each reduced once its last gradient exists: all-reduce, or
+        // reduce-scatter when ZeRO shards what the optimizer updates.
+        const Collective reduce = opt.zero >= 1 ? Collective::reduce_scatter : Collective::all_reduce;
+        double bucket_bytes = 0, bucket_ready = 0;
+        int bucket = 0;
+        for (std::size_t i = 0; i < grads.size(); ++i) {
+            bucket_bytes += static_cast<double>(grads[i].bytes);
+            bucket_ready = std::max(bucket_ready, grads[i].ready_s);
+            if (bucket_bytes >= opt.bucket_bytes || i + 1 == grads.size()) {
+                ready_for_update =
+                    std::max(ready_for_update, issue(fmt::format("gradient bucket {}", bucket++), reduce, bucket_bytes, bucket_ready));
+                bucket_bytes = 0;
+                bucket_ready = 0;
+            }
+        }
+    }
+    // The optimizer updates (its shard of) the parameters once every gradient is reduced; with
+    // ZeRO its work shrinks with the shard too.
+    const double optimizer_share = opt.zero >= 1 ? 1.0 / opt.dp : 1.0;
+    const double step = ready_for_update + optimizer_s * optimizer_share;
+    r.compute_s -= optimizer_s * (1 - optimizer_share);
+    r.step_time_s = std::max(step, r.compute_s);
+    r.exposed_comm_s = r.step_time_s - r.compute_s;
+
+    // Memory per rank: the same liveness, each category scaled by its ZeRO share; ZeRO-3 also holds
+    // the gathered parameters of the layers in flight, counted as twice the largest parameter.
+    std::int64_t largest_param = 0;
+    for (const Tensor& t : g.tensors())
+        if (t.role == TensorRole::parameter) largest_param = std::max(largest_param, t.desc.bytes());
+    for (const MemoryStep& s : a.memory.steps) {
+        CategoryBytes scaled{};
+        std::int64_t total = 0;
+        for (std::size_t c = 0; c < kMemoryCategories; ++c) {
+            scaled[c] =
+                static_cast<std::int64_t>(static_cast<double>(s.bytes[c]) * shard_of(static_cast<MemoryCategory>(c), opt.zero, opt.dp));
+            total += scaled[c];
+        }
+        if (opt.zero == 3 && opt.dp > 1) {
+            scaled[static_cast<std::size_t>(MemoryCategory::weights)] += 2 * largest_param;
+            total += 2 * largest_param;
+        }
+        if (total > r.peak_bytes) r.peak_bytes = total, r.peak_bytes_by_category = scaled;
+    }
+
+    r.flops_per_rank = static_cast<double>(a.total.flops());
+    const double peak = matrix_ceiling(cluster.hardware, g.compute_dtype).flop_per_s;
+    r.mfu = peak > 0 && r.step_time_s > 0 ? r.flops_per_rank / r.step_time_s / peak : 0;
+    const auto batch = g.dims.find("batch"), seq = g.dims.find("seq");
+    if (batch != g.dims.end() && r.step_time_s > 0)
+        r.tokens_per_s =
+            static_cast<double>(batch->second) * (seq != g.dims.end() ? static_cast<double>(seq->second) : 1.0) * opt.dp / r.step_time_s;
+    return r;
+}
+
+}  // namespace roofline

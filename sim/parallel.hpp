@@ -1,0 +1,59 @@
+#pragma once
+// Many devices (issue #16): data parallelism with ZeRO, on a cluster. The per-rank step is the
+// single-device analysis of the model at the per-rank batch (the same op, kernel and memory models);
+// on top of it, gradients are reduced across the data-parallel ranks in buckets that start as soon
+// as backward has produced them (PyTorch DDP's bucketed all-reduce overlapped with backward, Li et
+// al., "PyTorch Distributed", VLDB 2020; Megatron-Core's distributed optimizer likewise), on a
+// communication stream beside the compute stream, and ZeRO shards what each rank keeps
+// (Rajbhandari et al., "ZeRO", SC20). Tensor, pipeline, sequence, context and expert parallelism
+// are the next steps of issue #16 and not modelled yet.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/graph.hpp"
+#include "sim/analysis.hpp"
+#include "sim/cluster.hpp"
+#include "sim/collectives.hpp"
+
+namespace roofline {
+
+struct ParallelOptions {
+    int dp = 1;    // data-parallel ranks
+    int zero = 0;  // ZeRO stage 0..3: 1 shards optimizer state, 2 also gradients, 3 also parameters
+    // Gradient bucket size: PyTorch DDP's bucket_cap_mb default, 25 MiB (torch.nn.parallel.
+    // DistributedDataParallel documentation).
+    double bucket_bytes = 25.0 * 1024 * 1024;
+};
+
+struct CommOp {
+    std::string what;  // "gradient bucket 3", "parameter all-gather", ...
+    Collective collective = Collective::all_reduce;
+    CollectiveCost cost;
+    double ready_s = 0;  // when its data exists
+    double start_s = 0;  // on the communication stream
+    double end_s = 0;
+};
+
+struct ParallelAnalysis {
+    ParallelOptions options;
+    std::string cluster;
+    int devices = 1, nodes = 1;
+    double compute_s = 0;                    // the per-rank step alone: the single-device schedule, its optimizer sharded by ZeRO
+    double step_time_s = 0;                  // the iteration: compute, optimizer and the communication it waits for
+    double comm_s = 0;                       // all communication, overlapped or not
+    double exposed_comm_s = 0;               // what the step waits for: step_time_s - compute_s
+    std::vector<CommOp> comms;               // in stream order
+    CategoryBytes peak_bytes_by_category{};  // per rank, at its peak
+    std::int64_t peak_bytes = 0;             // per rank
+    double flops_per_rank = 0;               // what the step's graph executes on one rank
+    double mfu = 0;                          // flops_per_rank / step_time_s / the chip's peak for the compute dtype
+    double tokens_per_s = 0;                 // batch x seq x dp / step (0 when the model has no batch or seq dimension)
+};
+
+// The step graph (training or inference) of one rank, analysed on the cluster's chip, run data
+// parallel. InputError when the ranks do not fit the cluster, dp < 1, zero outside 0..3, or ZeRO
+// on a graph without optimizer (there is nothing to shard then but the parameters).
+ParallelAnalysis analyze_parallel(const Graph& step, const Analysis& single, const Cluster& cluster, const ParallelOptions& opt);
+
+}  // namespace roofline

@@ -1,0 +1,159 @@
+// Data parallelism and ZeRO on a cluster (issue #16): bucketed gradient reduction overlapped with
+// backward, ZeRO's per-rank memory against the paper's formulas, and the flags' errors.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "html_support.hpp"
+#include "model/autodiff.hpp"
+#include "model/model_json.hpp"
+#include "sim/analysis.hpp"
+#include "sim/parallel.hpp"
+#include "support.hpp"
+
+using namespace roofline;
+
+namespace {
+
+struct Step {
+    Graph g;
+    Analysis a;
+};
+
+Step gpt2_step(const Cluster& c, std::int64_t batch) {
+    ModelOverrides ov;
+    ov.batch = batch;
+    ov.seq = 256;
+    Step s;
+    s.g = build_training_step(load_model_arg("gpt2-small", ov), TrainingOptions{});
+    s.a = analyze(s.g, c.hardware);
+    return s;
+}
+
+std::int64_t gradient_bytes(const Step& s) {
+    std::int64_t b = 0;
+    for (std::size_t t = 0; t < s.g.tensors().size(); ++t)
+        if (s.a.memory.category[t] == MemoryCategory::gradients && s.g.tensors()[t].producer != kNoNode) b += s.g.tensors()[t].desc.bytes();
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("one rank is the single-device step", "[parallel]") {
+    const Cluster c = builtin_cluster("dgx-a100");
+    const Step s = gpt2_step(c, 4);
+    const ParallelAnalysis p = analyze_parallel(s.g, s.a, c, ParallelOptions{});
+    CHECK(p.comms.empty());
+    CHECK(p.step_time_s == Approx(s.a.schedule.step_time_s).epsilon(1e-12));
+    CHECK(p.exposed_comm_s == Approx(0).margin(1e-15));
+    CHECK(p.peak_bytes == s.a.memory.peak_bytes);
+}
+
+TEST_CASE("gradient buckets: every gradient reduced once, in stream order, after it exists", "[parallel]") {
+    const Cluster c = builtin_cluster("dgx-a100");
+    const Step s = gpt2_step(c, 4);
+    ParallelOptions o;
+    o.dp = 16;
+    const ParallelAnalysis p = analyze_parallel(s.g, s.a, c, o);
+    REQUIRE_FALSE(p.comms.empty());
+    double bytes = 0, prev_end = 0;
+    for (const CommOp& k : p.comms) {
+        CHECK(k.collective == Collective::all_reduce);
+        CHECK(k.start_s >= k.ready_s);
+        CHECK(k.start_s >= prev_end);
+        CHECK(k.end_s == Approx(k.start_s + k.cost.time_s));
+        CHECK(k.cost.ranks == 16);
+        CHECK(k.cost.nodes == 2);
+        prev_end = k.end_s;
+        bytes += k.cost.bytes;
+    }
+    CHECK(bytes == static_cast<double>(gradient_bytes(s)));
+    // A bucket closes once it holds 25 MiB (a single large gradient, the embedding's, fills one alone):
+    // every bucket but the last is at least that full.
+    for (std::size_t i = 0; i + 1 < p.comms.size(); ++i) CHECK(p.comms[i].cost.bytes >= o.bucket_bytes);
+    CHECK(p.step_time_s >= p.compute_s);
+    CHECK(p.exposed_comm_s == Approx(p.step_time_s - p.compute_s));
+    CHECK(p.exposed_comm_s <= p.comm_s + 1e-12);
+
+    // One bucket holding every gradient cannot start before backward ends: nothing overlaps, so
+    // more is exposed than with the default buckets, and all of its time at least.
+    ParallelOptions one = o;
+    one.bucket_bytes = 1e12;
+    const ParallelAnalysis q = analyze_parallel(s.g, s.a, c, one);
+    REQUIRE(q.comms.size() == 1);
+    CHECK(q.exposed_comm_s >= p.exposed_comm_s);
+    CHECK(q.exposed_comm_s >= q.comm_s - 1e-9);
+}
+
+TEST_CASE("ZeRO shards what each rank keeps, as the paper counts it", "[parallel][memory]") {
+    // Mixed-precision Adam (bf16 weights, fp32 master weights and moments): K = 12 bytes of
+    // optimizer state per parameter (Rajbhandari et al., SC20, section 3.1). ZeRO-1 keeps 12/N of it
+    // per rank; ZeRO-3 also 1/N of the 2-byte weights (plus the gathered layers in flight).
+    const Cluster c = builtin_cluster("dgx-h100");
+    const Step s = gpt2_step(c, 2);
+    const double psi = static_cast<double>(s.a.parameter_count);
+    const int dp = 32;
+    auto at = [](const ParallelAnalysis& p, MemoryCategory m) {
+        return static_cast<double>(p.peak_bytes_by_category[static_cast<std::size_t>(m)]);
+    };
+    ParallelOptions o;
+    o.dp = dp;
+    const ParallelAnalysis z0 = analyze_parallel(s.g, s.a, c, o);
+    CHECK(at(z0, MemoryCategory::weights) == Approx(2 * psi).epsilon(0.01));
+    CHECK(at(z0, MemoryCategory::optimizer_state) == Approx(12 * psi).epsilon(0.01));
+    o.zero = 1;
+    const ParallelAnalysis z1 = analyze_parallel(s.g, s.a, c, o);
+    CHECK(at(z1, MemoryCategory::optimizer_state) == Approx(12 * psi / dp).epsilon(0.01));
+    CHECK(at(z1, MemoryCategory::weights) == Approx(2 * psi).epsilon(0.01));
+    CHECK(z1.peak_bytes < z0.peak_bytes);
+    o.zero = 3;
+    const ParallelAnalysis z3 = analyze_parallel(s.g, s.a, c, o);
+    // The shard plus two gathered tensors in flight, counted as the largest parameter (the
+    // embedding) twice.
+    std::int64_t largest = 0;
+    for (const Tensor& t : s.g.tensors())
+        if (t.role == TensorRole::parameter) largest = std::max(largest, t.desc.bytes());
+    CHECK(at(z3, MemoryCategory::weights) == Approx(2 * psi / dp + 2.0 * static_cast<double>(largest)).epsilon(0.01));
+    // Communication: ZeRO-1 reduce-scatters the gradients and all-gathers the parameters once
+    // (as DP's all-reduce, 2 x the volume in total); ZeRO-3 gathers them twice (1.5x DP).
+    double rs = 0, ag1 = 0, ag3 = 0;
+    for (const CommOp& k : z1.comms) (k.collective == Collective::reduce_scatter ? rs : ag1) += k.cost.bytes;
+    for (const CommOp& k : z3.comms)
+        if (k.collective == Collective::all_gather) ag3 += k.cost.bytes;
+    CHECK(ag1 == Approx(2 * psi).epsilon(0.01));
+    CHECK(ag3 == Approx(2 * ag1));
+    CHECK(rs == static_cast<double>(gradient_bytes(s)));
+}
+
+TEST_CASE("data-parallel flags: the report and the errors", "[parallel][cli]") {
+    const std::string out = test::tmp_path("parallel-report.json");
+    const auto r =
+        test::run_cli("analyze gpt2-small --mode training --batch 4 --seq 256 --cluster dgx-a100 --dp 16 --zero 1 -o '" + out + "'");
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("data parallel:  16 ranks on dgx-a100 (2 nodes), ZeRO-1"));
+    const auto j = nlohmann::json::parse(htmltest::slurp(out));
+    CHECK(j["totals"]["step_time_s"] == j["parallel"]["step_time_s"]);
+    CHECK(j["hardware"]["name"] == "a100-sxm-80gb");
+    CHECK(j["parallel"]["tokens_per_s"].get<double>() == Approx(4.0 * 256 * 16 / j["parallel"]["step_time_s"].get<double>()).epsilon(1e-9));
+    struct Bad {
+        const char* args;
+        const char* message;
+    };
+    const Bad bad[] = {
+        {"--dp 8", "--dp 8: name the cluster the ranks run on with --cluster"},
+        {"--cluster dgx-a100 --dp 2000", "--dp 2000: dgx-a100 holds at most 1120 devices"},
+        {"--cluster dgx-a100 --hw t4 --dp 2", "--hw t4 and --cluster dgx-a100 disagree"},
+        {"--cluster dgx-z100 --dp 2", "unknown cluster 'dgx-z100'"},
+        {"--cluster dgx-a100 --dp 2 --zero 4", "--zero"},
+        {"--cluster dgx-a100 --dp 0", "--dp"},
+    };
+    for (const Bad& b : bad) {
+        INFO(b.args);
+        const auto e = test::run_cli(std::string("analyze gpt2-small --mode training -q ") + b.args);
+        CHECK(e.code == 2);
+        CHECK_THAT(e.out, Catch::Contains(b.message));
+    }
+    const auto inf = test::run_cli("analyze gpt2-small --cluster dgx-a100 --dp 2 --zero 1 -q");
+    CHECK(inf.code == 2);
+    CHECK_THAT(inf.out, Catch::Contains("no optimizer to shard"));
+}
