@@ -80,6 +80,7 @@ void add_analyze(CLI::App& app) {
         "--host tests/data/hosts/h200-vm-2026-11-26.json\n");
     cmd->callback([=] {
         const Cluster* cluster = parallel->resolve(*hw);
+        args->tp = parallel->tp;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
         const Graph built = args->build(&t);

@@ -47,6 +47,7 @@ Graph GraphArgs::build(TrainingOptions* t) const {
         ov.dtype = d;
     }
     ov.allow_unknown = allow_unknown;
+    ov.tp = tp;
     Graph g = load_model_arg(model, ov);
     std::size_t opaque = 0;
     for (const Node& n : g.nodes()) opaque += n.kind == OpKind::opaque ? 1 : 0;

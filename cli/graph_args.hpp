@@ -20,6 +20,7 @@ struct GraphArgs {
     double loss_scale = -1.0;
     std::string master;
     bool allow_unknown = false;  // ONNX: ops without a mapping count as zero work (opaque)
+    int tp = 1;                  // tensor-parallel ranks (set by analyze --tp): one rank's share of the model
 
     void add_to(CLI::App* cmd);
     // Loads the model, applies the overrides and, in training mode, builds the training step

@@ -13,6 +13,7 @@ namespace roofline::cli {
 struct ParallelArgs {
     std::string cluster;
     int dp = 1;
+    int tp = 1;
     int zero = 0;
     double bucket_mb = 25;
     CLI::Option* hw_option = nullptr;  // --hw, to tell an explicit chip from the default
@@ -26,6 +27,11 @@ struct ParallelArgs {
         cmd->add_option("--dp", dp, "data-parallel ranks (needs --cluster): gradients reduced in buckets overlapped with backward")
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
+        cmd->add_option("--tp", tp,
+                        "tensor-parallel ranks (needs --cluster; GPT templates): Megatron's column/row splits, an all-reduce after "
+                        "each attention and MLP block, forward and backward, inside a node")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
         cmd->add_option("--zero", zero, "ZeRO stage with --dp: 1 shards optimizer state, 2 also gradients, 3 also parameters")
             ->check(CLI::Range(0, 3))
             ->capture_default_str();
@@ -33,13 +39,14 @@ struct ParallelArgs {
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
     }
-    bool wanted() const { return !cluster.empty() || dp > 1 || zero > 0; }
+    bool wanted() const { return !cluster.empty() || dp > 1 || tp > 1 || zero > 0; }
     // The cluster, checked against --hw; InputError naming the flag when the flags disagree.
     const Cluster* resolve(const std::string& hw) {
         if (!wanted()) return nullptr;
         if (cluster.empty())
-            throw InputError(dp > 1 ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
-                                    : "--zero: needs --cluster and --dp");
+            throw InputError(dp > 1   ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
+                             : tp > 1 ? "--tp " + std::to_string(tp) + ": name the cluster the ranks run on with --cluster"
+                                      : "--zero: needs --cluster and --dp");
         loaded = resolve_cluster(cluster);
         if (hw_option != nullptr && hw_option->count() > 0 && hw != loaded->chip)
             throw InputError("--hw " + hw + " and --cluster " + loaded->name + " disagree: the cluster's GPUs are " + loaded->chip +

@@ -43,6 +43,7 @@ Graph::Graph(const Graph& o)
       dims(o.dims),
       compute_dtype(o.compute_dtype),
       precision(o.precision),
+      tensor_parallel(o.tensor_parallel),
       nodes_(o.nodes_),
       tensors_(o.tensors_),
       outputs_(o.outputs_),

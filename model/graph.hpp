@@ -46,6 +46,14 @@ struct Node {
     NodeId recomputes = kNoNode;      // for recomputed clones (sim/recompute.hpp): the forward node they run again
 };
 
+// A graph that is one rank's share of a tensor-parallel model (Megatron-LM's column and row
+// splits, Shoeybi et al. 2019): its shapes are already the rank's; after each node named here the
+// ranks all-reduce its output (forward), and the same bytes once in backward.
+struct TensorParallel {
+    int degree = 1;
+    std::vector<std::string> all_reduce;  // node names
+};
+
 // Mixed-precision training policy of a model (dtype_policy in the model file; the command line
 // overrides it): fp32 master weights and optimizer state for 16-bit parameters, static loss scale.
 struct PrecisionPolicy {
@@ -69,6 +77,7 @@ public:
     std::map<std::string, std::int64_t> dims;  // symbolic dimensions used (batch, seq, ...)
     DType compute_dtype = DType::f32;          // the dtype policy's compute dtype
     PrecisionPolicy precision;                 // the dtype policy's training settings
+    TensorParallel tensor_parallel;            // the model as one rank of a tensor-parallel group
 
     TensorId add_input(const std::string& name, TensorDesc desc);
     TensorId add_parameter(const std::string& name, TensorDesc desc);

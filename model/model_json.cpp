@@ -257,7 +257,8 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const s
 }
 
 Graph build_graph(const json& doc, Context& c) {
-    only_keys(doc, {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs"}, c.origin, "");
+    only_keys(doc, {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs", "tensor_parallel"},
+              c.origin, "");
     Graph g;
     g.name = doc.contains("name") ? require(doc, "name", json::value_t::string, c.origin, "").get<std::string>()
                                   : std::filesystem::path(c.origin).stem().string();
@@ -317,6 +318,23 @@ Graph build_graph(const json& doc, Context& c) {
             g.mark_output(t);
         }
     }
+    if (doc.contains("tensor_parallel")) {
+        const json& tp = require(doc, "tensor_parallel", json::value_t::object, c.origin, "");
+        only_keys(tp, {"degree", "all_reduce"}, c.origin, "/tensor_parallel");
+        const json& deg = tp.contains("degree") ? tp["degree"] : json();
+        if (!deg.is_number_integer() || deg.get<std::int64_t>() < 1 || deg.get<std::int64_t>() > 4096)
+            fail(c.origin, "/tensor_parallel/degree", "expected a positive integer number of ranks");
+        g.tensor_parallel.degree = deg.get<int>();
+        if (tp.contains("all_reduce")) {
+            const json& ar = require(tp, "all_reduce", json::value_t::array, c.origin, "/tensor_parallel");
+            for (std::size_t i = 0; i < ar.size(); ++i) {
+                const std::string p = "/tensor_parallel/all_reduce/" + std::to_string(i);
+                if (!ar[i].is_string() || g.find_node(ar[i].get<std::string>()) == kNoNode)
+                    fail(c.origin, p, "expected the name of a node, got " + ar[i].dump());
+                g.tensor_parallel.all_reduce.push_back(ar[i].get<std::string>());
+            }
+        }
+    }
     return g;
 }
 
@@ -370,7 +388,8 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     if (doc.contains("template")) {
         only_keys(doc, {"format", "template", "config"}, origin, "");
         const std::string name = require(doc, "template", json::value_t::string, origin, "").get<std::string>();
-        const json config = doc.contains("config") ? require(doc, "config", json::value_t::object, origin, "") : json::object();
+        json config = doc.contains("config") ? require(doc, "config", json::value_t::object, origin, "") : json::object();
+        if (ov.tp > 1 && template_splits_tensor_parallel(name)) config["tp"] = ov.tp;
         return load_model(expand_template(name, config, origin), origin, ov);
     }
     Context c;
@@ -383,6 +402,12 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     g.dims = c.dims;
     g.compute_dtype = c.compute;
     g.precision = c.policy;
+    if (ov.tp > 1 && g.tensor_parallel.degree != ov.tp)
+        throw InputError("--tp " + std::to_string(ov.tp) + ": " + origin +
+                         (g.tensor_parallel.degree > 1
+                              ? " is split for " + std::to_string(g.tensor_parallel.degree) + " tensor-parallel ranks"
+                              : " has no tensor-parallel split (the GPT templates build one; a model file "
+                                "declares its own with \"tensor_parallel\")"));
     verify(g);
     return g;
 }
@@ -408,7 +433,9 @@ Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
     const bool looks_like_path = model.find('/') != std::string::npos || std::filesystem::path(model).extension() == ".json";
     if (looks_like_path || std::filesystem::is_regular_file(model, ec)) return load_model(read_json_file(model), model, ov);
     if (is_template_name(model)) {
-        return load_model(expand_template(model, json::object(), "template '" + model + "'"), "template '" + model + "'", ov);
+        json config = json::object();
+        if (ov.tp > 1 && template_splits_tensor_parallel(model)) config["tp"] = ov.tp;
+        return load_model(expand_template(model, config, "template '" + model + "'"), "template '" + model + "'", ov);
     }
     throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " + template_choices() + ")");
 }

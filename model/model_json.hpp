@@ -20,6 +20,9 @@ struct ModelOverrides {
     // dropout node's output is its input and no node is built for it. Its mask output cannot be
     // used in this mode.
     bool eval = false;
+    // Tensor-parallel ranks (--tp): a template that can split builds one rank's share; any other
+    // model must declare the same degree in its "tensor_parallel" (InputError otherwise).
+    int tp = 1;
 };
 
 // Builds a graph from a parsed "roofline-model/1" document (a graph or a template reference).

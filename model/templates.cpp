@@ -30,6 +30,7 @@ struct GptConfig {
     double dropout = 0.1;
     bool tied_embeddings = true;
     std::string dtype = "bf16";
+    std::int64_t tp = 1;  // tensor-parallel ranks: the document is one rank's share
 };
 
 const std::map<std::string, GptConfig>& gpt_presets() {
@@ -98,31 +99,44 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
         } else if (k == "dtype") {
             if (!v.is_string()) bad_config(origin, k, "expected a dtype name");
             c.dtype = v.get<std::string>();
+        } else if (k == "tp") {
+            c.tp = positive_int(v, origin, k);
         } else {
             bad_config(
                 origin, k,
                 "unknown key '" + k +
-                    "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, dtype)");
+                    "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, dtype, tp)");
         }
     }
     if (c.d_model % c.n_head != 0) bad_config(origin, "n_head", "n_head must divide d_model");
     if (c.d_ff == 0) c.d_ff = 4 * c.d_model;
     if (c.seq == 0) c.seq = c.n_ctx;
     if (c.seq > c.n_ctx) bad_config(origin, "seq", "seq " + std::to_string(c.seq) + " exceeds n_ctx " + std::to_string(c.n_ctx));
+    if (c.n_head % c.tp != 0)
+        bad_config(origin, "tp", "--tp " + std::to_string(c.tp) + " must divide the " + std::to_string(c.n_head) + " attention heads");
+    if (c.d_ff % c.tp != 0) bad_config(origin, "tp", "--tp " + std::to_string(c.tp) + " must divide d_ff " + std::to_string(c.d_ff));
     return c;
 }
 
+// With c.tp > 1 the document is one rank of Megatron-LM's tensor-parallel split (Shoeybi et al.
+// 2019, section 3): the QKV and MLP-up projections split by output columns (heads / tp per rank),
+// the attention-out and MLP-down projections by input rows, each followed by an all-reduce of its
+// [batch, seq, d_model] output; the embedding and the LM head split by vocabulary (Megatron pads
+// the vocabulary to a multiple of 128 x tp), the embedding's lookup followed by an all-reduce. Not
+// modelled: the cross-entropy's two small all-reduces of [batch, seq] floats, and each rank adding
+// the row-parallel biases (Megatron adds them once, after the all-reduce: d_model FLOPs a token).
 json expand_gpt(const std::string& name, const GptConfig& c) {
-    const std::int64_t d = c.d_model, h = c.n_head, dh = c.d_model / c.n_head;
+    const std::int64_t t = c.tp, d = c.d_model, h = c.n_head / t, dh = c.d_model / c.n_head, dl = h * dh, ff = c.d_ff / t;
+    const std::int64_t vocab = t == 1 ? c.vocab : (c.vocab + 128 * t - 1) / (128 * t) * 128;
     DocBuilder b(name);
     b.doc()["description"] = "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " +
-                             std::to_string(h) + " heads, vocab " + std::to_string(c.vocab);
+                             std::to_string(c.n_head) + " heads, vocab " + std::to_string(c.vocab);
     b.doc()["dims"] = {{"batch", c.batch}, {"seq", c.seq}};
     b.doc()["dtype_policy"] = {{"compute", c.dtype}};
     b.input("tokens", {"batch", "seq"}, "int64");
     b.input("positions", {"seq"}, "int64");
     b.input("targets", {"batch", "seq"}, "int64");
-    b.param("wte", {c.vocab, d});
+    b.param("wte", {vocab, d});
     b.param("wpe", {c.n_ctx, d});
     b.node("tok_emb", "embedding", {"wte", "tokens"});
     b.node("pos_emb", "embedding", {"wpe", "positions"});
@@ -133,18 +147,18 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     for (std::int64_t l = 0; l < c.n_layer; ++l) {
         const std::string p = "h" + std::to_string(l) + ".";
         for (const char* n : {"ln1.w", "ln1.b", "ln2.w", "ln2.b"}) b.param(p + n, {d});
-        b.param(p + "attn.qkv.w", {3 * d, d});
-        b.param(p + "attn.qkv.b", {3 * d});
-        b.param(p + "attn.proj.w", {d, d});
+        b.param(p + "attn.qkv.w", {3 * dl, d});
+        b.param(p + "attn.qkv.b", {3 * dl});
+        b.param(p + "attn.proj.w", {d, dl});
         b.param(p + "attn.proj.b", {d});
-        b.param(p + "mlp.up.w", {c.d_ff, d});
-        b.param(p + "mlp.up.b", {c.d_ff});
-        b.param(p + "mlp.down.w", {d, c.d_ff});
+        b.param(p + "mlp.up.w", {ff, d});
+        b.param(p + "mlp.up.b", {ff});
+        b.param(p + "mlp.down.w", {d, ff});
         b.param(p + "mlp.down.b", {d});
 
         const std::string a = b.node(p + "ln1", "layernorm", {x, p + "ln1.w", p + "ln1.b"});
         const std::string qkv = b.node(p + "attn.qkv", "linear", {a, p + "attn.qkv.w", p + "attn.qkv.b"});
-        b.node(p + "attn.split", "split", {qkv}, {{"axis", -1}, {"sizes", {d, d, d}}});
+        b.node(p + "attn.split", "split", {qkv}, {{"axis", -1}, {"sizes", {dl, dl, dl}}});
         for (const char* part : {"q", "k", "v"}) {
             const int idx = part[0] == 'q' ? 0 : part[0] == 'k' ? 1 : 2;
             b.node(p + "attn." + part + ".view", "reshape", {p + "attn.split:" + std::to_string(idx)}, {{"shape", heads_shape}});
@@ -158,7 +172,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.node(p + "attn.context", "matmul", {probs, p + "attn.v"});
         // merge heads: [B, H, S, Dh] -> [B, S, H, Dh] must be materialised before the reshape
         b.node(p + "attn.merge", "permute", {p + "attn.context"}, {{"perm", {0, 2, 1, 3}}, {"copy", true}});
-        b.node(p + "attn.merged", "reshape", {p + "attn.merge"}, {{"shape", {"batch", "seq", d}}});
+        b.node(p + "attn.merged", "reshape", {p + "attn.merge"}, {{"shape", {"batch", "seq", dl}}});
         std::string o = b.node(p + "attn.proj", "linear", {p + "attn.merged", p + "attn.proj.w", p + "attn.proj.b"});
         o = b.dropout(p + "attn.resid_drop", o, c.dropout);
         x = b.node(p + "attn.residual", "add", {x, o});
@@ -174,12 +188,19 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     b.node("ln_f", "layernorm", {x, "ln_f.w", "ln_f.b"});
     std::string head = "wte";
     if (!c.tied_embeddings) {
-        b.param("lm_head.w", {c.vocab, d});
+        b.param("lm_head.w", {vocab, d});
         head = "lm_head.w";
     }
     b.node("lm_head", "matmul", {"ln_f", head}, {{"transpose_b", true}});
     b.node("loss", "cross_entropy", {"lm_head", "targets"});
     b.doc()["outputs"] = {"loss"};
+    if (t > 1) {
+        json reduce = json::array({"tok_emb"});
+        for (std::int64_t l = 0; l < c.n_layer; ++l)
+            for (const char* n : {"attn.proj", "mlp.down"}) reduce.push_back("h" + std::to_string(l) + "." + n);
+        b.doc()["tensor_parallel"] = {{"degree", t}, {"all_reduce", reduce}};
+        b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(t) + "-way tensor parallelism";
+    }
     return b.doc();
 }
 
@@ -246,6 +267,8 @@ std::string template_choices() {
     for (const auto& name : hf_preset_names()) s += ", " + name;  // Hugging Face configs (hf_config.hpp)
     return s;
 }
+
+bool template_splits_tensor_parallel(const std::string& name) { return name == "gpt" || gpt_presets().count(name) != 0; }
 
 json expand_template(const std::string& name, const json& config, const std::string& origin) {
     if (name == "mlp") return expand_mlp(config, origin);

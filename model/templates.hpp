@@ -10,6 +10,8 @@
 namespace roofline {
 
 bool is_template_name(const std::string& name);
+// The templates that build one rank of a tensor-parallel split (config key "tp"): the GPT ones.
+bool template_splits_tensor_parallel(const std::string& name);
 std::string template_choices();
 // config keys are validated (unknown keys rejected, with origin and JSON path in the message).
 nlohmann::json expand_template(const std::string& name, const nlohmann::json& config, const std::string& origin);

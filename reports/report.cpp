@@ -306,6 +306,14 @@ ojson parallel_json(const ParallelAnalysis& p) {
                          {"start_s", c.start_s},
                          {"end_s", c.end_s}});
     j["comms"] = comms;
+    j["tp"] = p.tp;
+    j["tp_comm_s"] = p.tp_comm_s;
+    j["tp_collectives"] = p.tp_collectives;
+    if (p.tp_collectives > 0)
+        j["tp_all_reduce"] = {{"bytes", p.tp_example.bytes},
+                              {"time_s", p.tp_example.time_s},
+                              {"algorithm", algorithm_name(p.tp_example.algorithm)},
+                              {"protocol", protocol_name(p.tp_example.protocol)}};
     return j;
 }
 
@@ -508,11 +516,16 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
             parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", category_name(static_cast<MemoryCategory>(c)),
                                  human_bytes(static_cast<double>(p.peak_bytes_by_category[c])));
         }
+        const std::string tp =
+            p.tp > 1 ? fmt::format(" (compute includes {} tensor-parallel all-reduces, {} of {} each, {} in all)", p.tp_collectives,
+                                   human_time(p.tp_example.time_s), human_bytes(p.tp_example.bytes), human_time(p.tp_comm_s))
+                     : "";
         out += fmt::format(
-            "data parallel:  {} ranks on {} ({} node{}), ZeRO-{}: step {} = compute {} + exposed communication {} (of {} "
-            "in {} collectives); per rank peak memory {} ({}) {} {}; MFU {:.1f}%{}\n",
-            p.devices, p.cluster, p.nodes, p.nodes == 1 ? "" : "s", p.options.zero, human_time(p.step_time_s), human_time(p.compute_s),
-            human_time(p.exposed_comm_s), human_time(p.comm_s), p.comms.size(), human_bytes(static_cast<double>(p.peak_bytes)), parts,
+            "parallel:       tp {} x dp {} = {} ranks on {} ({} node{}), ZeRO-{}: step {} = compute {} + exposed data-parallel "
+            "communication {} (of {} in {} collectives){}; per rank peak memory {} ({}) {} {}; MFU {:.1f}%{}\n",
+            p.tp, p.options.dp, p.devices, p.cluster, p.nodes, p.nodes == 1 ? "" : "s", p.options.zero, human_time(p.step_time_s),
+            human_time(p.compute_s), human_time(p.exposed_comm_s), human_time(p.comm_s), p.comms.size(), tp,
+            human_bytes(static_cast<double>(p.peak_bytes)), parts,
             static_cast<double>(p.peak_bytes) <= ctx.hw.device_memory().capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
             human_bytes(ctx.hw.device_memory().capacity_bytes.value), 100.0 * p.mfu,
             p.tokens_per_s > 0 ? fmt::format("; {} tokens/s", human_si(p.tokens_per_s, "")) : "");

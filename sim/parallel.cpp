@@ -39,10 +39,17 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     ParallelAnalysis r;
     r.options = opt;
     r.cluster = cluster.name;
-    r.devices = opt.dp;
-    r.nodes = (opt.dp + cluster.gpus_per_node() - 1) / cluster.gpus_per_node();
+    r.tp = g.tensor_parallel.degree;
+    const int node = cluster.gpus_per_node();
+    r.devices = r.tp * opt.dp;
+    if (most > 0 && r.devices > most)
+        throw InputError(fmt::format("--tp {} x --dp {} = {} devices: {} holds at most {}", r.tp, opt.dp, r.devices, cluster.name, most));
+    r.nodes = (r.devices + node - 1) / node;
     r.compute_s = a.schedule.step_time_s;
-    const CommGroup group{opt.dp, 0};
+    // Placement: a tensor-parallel group fills a node first (Megatron's rank order); the ranks of
+    // one data-parallel group are then node / tp to a node.
+    const CommGroup tp_group{r.tp, std::min(r.tp, node)};
+    const CommGroup group{opt.dp, std::max(1, std::min(opt.dp, node / std::max(1, r.tp)))};
 
     // When each op ends on the compute stream, and which phase it belongs to.
     std::vector<double> end_of(g.nodes().size(), 0.0);
@@ -61,6 +68,43 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     }
     if (opt.zero > 0 && !has_optimizer)
         throw InputError("--zero " + std::to_string(opt.zero) + ": the step has no optimizer to shard (--mode training with an optimizer)");
+
+    // Tensor-parallel all-reduces: after each named node in forward, and once for its gradient in
+    // backward (Megatron's f and g operators: 2 + 2 per transformer layer). They block the compute
+    // stream, so every later op moves by their time; `shifted` maps a single-device time to it.
+    std::vector<std::pair<double, double>> tp_events;  // (single-device time, duration)
+    if (r.tp > 1) {
+        std::vector<double> grad_end(g.nodes().size(), -1.0);
+        for (const ScheduledOp& s : a.schedule.ops) {
+            const NodeId d = g.node(s.node).differentiates;
+            if (d != kNoNode) grad_end[static_cast<std::size_t>(d)] = std::max(grad_end[static_cast<std::size_t>(d)], s.end_s);
+        }
+        for (const std::string& name : g.tensor_parallel.all_reduce) {
+            const NodeId n = g.find_node(name);
+            if (n == kNoNode) continue;  // removed by the build (e.g. a dropout in evaluation mode)
+            const double bytes = static_cast<double>(g.tensor(g.node(n).outputs.front()).desc.bytes());
+            const CollectiveCost k = collective_cost(cluster, Collective::all_reduce, bytes, tp_group);
+            if (r.tp_collectives == 0) r.tp_example = k;
+            tp_events.push_back({end_of[static_cast<std::size_t>(n)], k.time_s});
+            ++r.tp_collectives;
+            if (grad_end[static_cast<std::size_t>(n)] >= 0) {
+                tp_events.push_back({grad_end[static_cast<std::size_t>(n)], k.time_s});
+                ++r.tp_collectives;
+            }
+        }
+        std::sort(tp_events.begin(), tp_events.end());
+        for (const auto& e : tp_events) r.tp_comm_s += e.second;
+        r.compute_s += r.tp_comm_s;
+    }
+    auto shifted = [&](double t) {
+        double s = t;
+        for (const auto& e : tp_events)
+            if (e.first <= t) s += e.second;
+        return s;
+    };
+    forward_end = shifted(forward_end);
+    backward_end = shifted(backward_end);
+    for (double& e : end_of) e = shifted(e);
 
     // Gradients in the order backward produces them.
     std::vector<Gradient> grads;

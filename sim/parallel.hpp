@@ -5,8 +5,10 @@
 // as backward has produced them (PyTorch DDP's bucketed all-reduce overlapped with backward, Li et
 // al., "PyTorch Distributed", VLDB 2020; Megatron-Core's distributed optimizer likewise), on a
 // communication stream beside the compute stream, and ZeRO shards what each rank keeps
-// (Rajbhandari et al., "ZeRO", SC20). Tensor, pipeline, sequence, context and expert parallelism
-// are the next steps of issue #16 and not modelled yet.
+// (Rajbhandari et al., "ZeRO", SC20). Tensor parallelism: the graph is already one rank's share
+// (Graph::tensor_parallel, Megatron's splits); its all-reduces run on the compute stream's critical
+// path, as Megatron-LM issues them, inside a node. Pipeline, sequence, context and expert
+// parallelism are the next steps of issue #16 and not modelled yet.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,7 +40,11 @@ struct CommOp {
 struct ParallelAnalysis {
     ParallelOptions options;
     std::string cluster;
+    int tp = 1;  // from the graph
     int devices = 1, nodes = 1;
+    double tp_comm_s = 0;  // tensor-parallel all-reduces, forward and backward (blocking)
+    int tp_collectives = 0;
+    CollectiveCost tp_example;               // one of them (the first)
     double compute_s = 0;                    // the per-rank step alone: the single-device schedule, its optimizer sharded by ZeRO
     double step_time_s = 0;                  // the iteration: compute, optimizer and the communication it waits for
     double comm_s = 0;                       // all communication, overlapped or not

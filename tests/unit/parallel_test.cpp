@@ -2,6 +2,7 @@
 // backward, ZeRO's per-rank memory against the paper's formulas, and the flags' errors.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "html_support.hpp"
@@ -130,7 +131,7 @@ TEST_CASE("data-parallel flags: the report and the errors", "[parallel][cli]") {
     const auto r =
         test::run_cli("analyze gpt2-small --mode training --batch 4 --seq 256 --cluster dgx-a100 --dp 16 --zero 1 -o '" + out + "'");
     REQUIRE(r.code == 0);
-    CHECK_THAT(r.out, Catch::Contains("data parallel:  16 ranks on dgx-a100 (2 nodes), ZeRO-1"));
+    CHECK_THAT(r.out, Catch::Contains("parallel:       tp 1 x dp 16 = 16 ranks on dgx-a100 (2 nodes), ZeRO-1"));
     const auto j = nlohmann::json::parse(htmltest::slurp(out));
     CHECK(j["totals"]["step_time_s"] == j["parallel"]["step_time_s"]);
     CHECK(j["hardware"]["name"] == "a100-sxm-80gb");
@@ -156,4 +157,81 @@ TEST_CASE("data-parallel flags: the report and the errors", "[parallel][cli]") {
     const auto inf = test::run_cli("analyze gpt2-small --cluster dgx-a100 --dp 2 --zero 1 -q");
     CHECK(inf.code == 2);
     CHECK_THAT(inf.out, Catch::Contains("no optimizer to shard"));
+}
+
+TEST_CASE("tensor parallelism: Megatron's splits, 4 all-reduces of b x s x h a layer", "[parallel][tp]") {
+    // GPT-2 medium (24 layers, d_model 1024, 16 heads, bf16) at batch 4 x 256 on 4 tensor-parallel
+    // ranks: each layer all-reduces its attention and MLP outputs in forward and their gradients in
+    // backward (Narayanan et al., SC21, section 3.3: 4 all-reduces of b s h a layer), plus the
+    // vocabulary-parallel embedding's output and its gradient: 4 x 24 + 2 = 98 of 4 x 256 x 1024 x 2 bytes.
+    const Cluster c = builtin_cluster("dgx-a100");
+    ModelOverrides ov;
+    ov.batch = 4;
+    ov.seq = 256;
+    const Graph full = build_training_step(load_model_arg("gpt2-medium", ov), TrainingOptions{});
+    ov.tp = 4;
+    const Graph rank = build_training_step(load_model_arg("gpt2-medium", ov), TrainingOptions{});
+    REQUIRE(rank.tensor_parallel.degree == 4);
+    CHECK(rank.tensor_parallel.all_reduce.size() == 49);
+    // Column split of QKV, row split of the MLP's down projection, vocabulary split of the embedding
+    // (50257 padded to a multiple of 128 x 4, a quarter each).
+    CHECK(rank.tensor(rank.find_tensor("h0.attn.qkv.w")).desc.shape == Shape{3 * 1024 / 4, 1024});
+    CHECK(rank.tensor(rank.find_tensor("h0.mlp.down.w")).desc.shape == Shape{1024, 4096 / 4});
+    CHECK(rank.tensor(rank.find_tensor("wte")).desc.shape == Shape{50688 / 4, 1024});
+    const Analysis af = analyze(full, c.hardware), ar = analyze(rank, c.hardware);
+    ParallelOptions o;
+    o.dp = 2;
+    const ParallelAnalysis p = analyze_parallel(rank, ar, c, o);
+    CHECK(p.tp == 4);
+    CHECK(p.devices == 8);
+    CHECK(p.tp_collectives == 98);
+    CHECK(p.tp_example.bytes == 4.0 * 256 * 1024 * 2);
+    CHECK(p.tp_example.ranks == 4);
+    CHECK(p.tp_example.nodes == 1);
+    CHECK(p.tp_comm_s == Approx(98 * p.tp_example.time_s));
+    // The step carries them on the critical path; FLOPs and weights per rank are about a quarter
+    // (layernorms, biases of the row splits and the position embedding stay whole: within 10%).
+    CHECK(p.compute_s == Approx(ar.schedule.step_time_s + p.tp_comm_s));
+    CHECK(static_cast<double>(ar.total.flops()) == Approx(static_cast<double>(af.total.flops()) / 4).epsilon(0.10));
+    CHECK(static_cast<double>(ar.parameter_count) == Approx(static_cast<double>(af.parameter_count) / 4).epsilon(0.10));
+    CHECK(p.peak_bytes < analyze_parallel(full, af, c, o).peak_bytes);
+
+    struct Bad {
+        const char* args;
+        const char* message;
+    };
+    const Bad bad[] = {
+        {"gpt2-xl --cluster dgx-a100 --tp 2", "--tp 2 must divide the 25 attention heads"},
+        {"mlp --cluster dgx-a100 --tp 2", "has no tensor-parallel split"},
+        {"gpt2-medium --cluster dgx-a100 --tp 8 --dp 141", "--tp 8 x --dp 141 = 1128 devices: dgx-a100 holds at most 1120"},
+        {"gpt2-medium --tp 2", "--tp 2: name the cluster"},
+    };
+    for (const Bad& b : bad) {
+        INFO(b.args);
+        const auto e = test::run_cli(std::string("analyze --mode training -q ") + b.args);
+        CHECK(e.code == 2);
+        CHECK_THAT(e.out, Catch::Contains(b.message));
+    }
+}
+
+TEST_CASE("a model file declares its own tensor-parallel split", "[parallel][tp][errors]") {
+    nlohmann::json doc = nlohmann::json::parse(htmltest::slurp(test::source_path("examples/two-layer-mlp.json")));
+    const std::string d = test::tmp_path("tp-model");
+    std::filesystem::create_directories(d);
+    doc["tensor_parallel"] = {{"degree", 2}, {"all_reduce", {"nope"}}};
+    htmltest::spit(d + "/bad.json", doc.dump());
+    const auto bad = test::run_cli("analyze '" + d + "/bad.json' -q");
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.out, Catch::Contains("/tensor_parallel/all_reduce/0: expected the name of a node"));
+    doc["tensor_parallel"] = {{"degree", 2}, {"all_reduce", {doc["nodes"][0]["name"]}}};
+    htmltest::spit(d + "/ok.json", doc.dump());
+    const Graph g = load_model_arg(d + "/ok.json");
+    CHECK(g.tensor_parallel.degree == 2);
+    CHECK(g.tensor_parallel.all_reduce.size() == 1);
+    // --tp must agree with what the file declares.
+    const auto mismatch = test::run_cli("analyze '" + d + "/ok.json' --cluster dgx-a100 --tp 4 -q");
+    CHECK(mismatch.code == 2);
+    CHECK_THAT(mismatch.out, Catch::Contains("is split for 2 tensor-parallel ranks"));
+    const auto agree = test::run_cli("analyze '" + d + "/ok.json' --cluster dgx-a100 --tp 2 -q");
+    CHECK(agree.code == 0);
 }
