@@ -16,6 +16,7 @@ struct ParallelArgs {
     int tp = 1;
     int zero = 0;
     double bucket_mb = 25;
+    std::int64_t global_batch = 0;
     CLI::Option* hw_option = nullptr;  // --hw, to tell an explicit chip from the default
     std::optional<Cluster> loaded;
 
@@ -35,18 +36,23 @@ struct ParallelArgs {
         cmd->add_option("--zero", zero, "ZeRO stage with --dp: 1 shards optimizer state, 2 also gradients, 3 also parameters")
             ->check(CLI::Range(0, 3))
             ->capture_default_str();
+        cmd->add_option("--global-batch", global_batch,
+                        "samples per iteration over all data-parallel ranks: each rank accumulates gradients over global / (batch x "
+                        "dp) micro-batches (--batch is the micro-batch) before one reduction and one optimizer step")
+            ->check(CLI::PositiveNumber);
         cmd->add_option("--bucket-mb", bucket_mb, "gradient bucket size in MiB (PyTorch DDP's default)")
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
     }
-    bool wanted() const { return !cluster.empty() || dp > 1 || tp > 1 || zero > 0; }
+    bool wanted() const { return !cluster.empty() || dp > 1 || tp > 1 || zero > 0 || global_batch > 0; }
     // The cluster, checked against --hw; InputError naming the flag when the flags disagree.
     const Cluster* resolve(const std::string& hw) {
         if (!wanted()) return nullptr;
         if (cluster.empty())
-            throw InputError(dp > 1   ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
-                             : tp > 1 ? "--tp " + std::to_string(tp) + ": name the cluster the ranks run on with --cluster"
-                                      : "--zero: needs --cluster and --dp");
+            throw InputError(dp > 1     ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
+                             : tp > 1   ? "--tp " + std::to_string(tp) + ": name the cluster the ranks run on with --cluster"
+                             : zero > 0 ? "--zero: needs --cluster and --dp"
+                                        : "--global-batch: needs --cluster");
         loaded = resolve_cluster(cluster);
         if (hw_option != nullptr && hw_option->count() > 0 && hw != loaded->chip)
             throw InputError("--hw " + hw + " and --cluster " + loaded->name + " disagree: the cluster's GPUs are " + loaded->chip +
@@ -58,6 +64,7 @@ struct ParallelArgs {
         o.dp = dp;
         o.zero = zero;
         o.bucket_bytes = bucket_mb * 1024 * 1024;
+        o.global_batch = global_batch;
         return o;
     }
 };

@@ -68,6 +68,16 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     }
     if (opt.zero > 0 && !has_optimizer)
         throw InputError("--zero " + std::to_string(opt.zero) + ": the step has no optimizer to shard (--mode training with an optimizer)");
+    const auto batch_dim = g.dims.find("batch");
+    if (opt.global_batch > 0) {
+        if (batch_dim == g.dims.end()) throw InputError("--global-batch: the model has no batch dimension to accumulate over");
+        const std::int64_t per_pass = batch_dim->second * opt.dp;
+        if (opt.global_batch % per_pass != 0)
+            throw InputError(fmt::format("--global-batch {}: not a multiple of --batch {} x --dp {} = {}", opt.global_batch,
+                                         batch_dim->second, opt.dp, per_pass));
+        r.micro_batches = static_cast<int>(opt.global_batch / per_pass);
+    }
+    const int K = r.micro_batches;
 
     // Tensor-parallel all-reduces: after each named node in forward, and once for its gradient in
     // backward (Megatron's f and g operators: 2 + 2 per transformer layer). They block the compute
@@ -94,7 +104,6 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
         }
         std::sort(tp_events.begin(), tp_events.end());
         for (const auto& e : tp_events) r.tp_comm_s += e.second;
-        r.compute_s += r.tp_comm_s;
     }
     auto shifted = [&](double t) {
         double s = t;
@@ -104,7 +113,12 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     };
     forward_end = shifted(forward_end);
     backward_end = shifted(backward_end);
-    for (double& e : end_of) e = shifted(e);
+    // Gradient accumulation: K - 1 micro-batches (forward and backward) run before the last one,
+    // whose backward the reduction overlaps.
+    const double pass_s = backward_end, earlier = (K - 1) * pass_s;
+    for (double& e : end_of) e = shifted(e) + earlier;
+    r.tp_comm_s *= K;
+    r.tp_collectives *= K;
 
     // Gradients in the order backward produces them.
     std::vector<Gradient> grads;
@@ -132,14 +146,18 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
         return op.end_s;
     };
 
-    double ready_for_update = backward_end;
+    double ready_for_update = earlier + backward_end;
     if (opt.dp > 1) {
         // With ZeRO every rank updates only its shard, so the parameters are all-gathered before
         // the forward that uses them, prefetched layer by layer and overlapped with it (ZeRO-1/2:
         // the updated parameters of the previous step, as Megatron's distributed optimizer with
         // overlap-param-gather runs it; ZeRO-3: gathered again for backward, from the end of forward).
         if (opt.zero >= 1) issue("parameter all-gather (forward)", Collective::all_gather, static_cast<double>(param_bytes), 0.0);
-        if (opt.zero == 3) issue("parameter all-gather (backward)", Collective::all_gather, static_cast<double>(param_bytes), forward_end);
+        // ZeRO-3 gathers again for every micro-batch's backward (and forward, after the first).
+        for (int k = 0; opt.zero == 3 && k < K; ++k) {
+            if (k > 0) issue("parameter all-gather (forward)", Collective::all_gather, static_cast<double>(param_bytes), k * pass_s);
+            issue("parameter all-gather (backward)", Collective::all_gather, static_cast<double>(param_bytes), k * pass_s + forward_end);
+        }
         // Buckets of gradients, each reduced once its last gradient exists: all-reduce, or
         // reduce-scatter when ZeRO shards what the optimizer updates.
         const Collective reduce = opt.zero >= 1 ? Collective::reduce_scatter : Collective::all_reduce;
@@ -160,12 +178,15 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     // ZeRO its work shrinks with the shard too.
     const double optimizer_share = opt.zero >= 1 ? 1.0 / opt.dp : 1.0;
     const double step = ready_for_update + optimizer_s * optimizer_share;
-    r.compute_s -= optimizer_s * (1 - optimizer_share);
+    r.compute_s = K * pass_s + optimizer_s * optimizer_share;
     r.step_time_s = std::max(step, r.compute_s);
     r.exposed_comm_s = r.step_time_s - r.compute_s;
 
     // Memory per rank: the same liveness, each category scaled by its ZeRO share; ZeRO-3 also holds
     // the gathered parameters of the layers in flight, counted as twice the largest parameter.
+    std::int64_t accumulated = 0;
+    for (const Gradient& gr : grads) accumulated += gr.bytes;
+    accumulated = static_cast<std::int64_t>(static_cast<double>(accumulated) * shard_of(MemoryCategory::gradients, opt.zero, opt.dp));
     std::int64_t largest_param = 0;
     for (const Tensor& t : g.tensors())
         if (t.role == TensorRole::parameter) largest_param = std::max(largest_param, t.desc.bytes());
@@ -181,16 +202,23 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
             scaled[static_cast<std::size_t>(MemoryCategory::weights)] += 2 * largest_param;
             total += 2 * largest_param;
         }
+        // Accumulated gradients stay allocated through every later micro-batch.
+        if (K > 1) {
+            const auto gi = static_cast<std::size_t>(MemoryCategory::gradients);
+            const std::int64_t held = accumulated - scaled[gi];
+            if (held > 0) scaled[gi] += held, total += held;
+        }
         if (total > r.peak_bytes) r.peak_bytes = total, r.peak_bytes_by_category = scaled;
     }
 
-    r.flops_per_rank = static_cast<double>(a.total.flops());
+    const double optimizer_flops = static_cast<double>(a.by_phase[static_cast<int>(Phase::optimizer)].work.flops());
+    r.flops_per_rank = K * (static_cast<double>(a.total.flops()) - optimizer_flops) + optimizer_flops;
     const double peak = matrix_ceiling(cluster.hardware, g.compute_dtype).flop_per_s;
     r.mfu = peak > 0 && r.step_time_s > 0 ? r.flops_per_rank / r.step_time_s / peak : 0;
-    const auto batch = g.dims.find("batch"), seq = g.dims.find("seq");
-    if (batch != g.dims.end() && r.step_time_s > 0)
-        r.tokens_per_s =
-            static_cast<double>(batch->second) * (seq != g.dims.end() ? static_cast<double>(seq->second) : 1.0) * opt.dp / r.step_time_s;
+    const auto seq = g.dims.find("seq");
+    if (batch_dim != g.dims.end() && r.step_time_s > 0)
+        r.tokens_per_s = static_cast<double>(batch_dim->second) * (seq != g.dims.end() ? static_cast<double>(seq->second) : 1.0) * opt.dp *
+                         K / r.step_time_s;
     return r;
 }
 

@@ -26,6 +26,10 @@ struct ParallelOptions {
     // Gradient bucket size: PyTorch DDP's bucket_cap_mb default, 25 MiB (torch.nn.parallel.
     // DistributedDataParallel documentation).
     double bucket_bytes = 25.0 * 1024 * 1024;
+    // Samples per iteration across all data-parallel ranks (0: one micro-batch per rank). A multiple
+    // of the graph's batch x dp: each rank runs global / (batch x dp) micro-batches, accumulating
+    // gradients, before one reduction and one optimizer step.
+    std::int64_t global_batch = 0;
 };
 
 struct CommOp {
@@ -40,7 +44,8 @@ struct CommOp {
 struct ParallelAnalysis {
     ParallelOptions options;
     std::string cluster;
-    int tp = 1;  // from the graph
+    int tp = 1;             // from the graph
+    int micro_batches = 1;  // per rank and iteration (gradient accumulation)
     int devices = 1, nodes = 1;
     double tp_comm_s = 0;  // tensor-parallel all-reduces, forward and backward (blocking)
     int tp_collectives = 0;

@@ -131,7 +131,7 @@ TEST_CASE("data-parallel flags: the report and the errors", "[parallel][cli]") {
     const auto r =
         test::run_cli("analyze gpt2-small --mode training --batch 4 --seq 256 --cluster dgx-a100 --dp 16 --zero 1 -o '" + out + "'");
     REQUIRE(r.code == 0);
-    CHECK_THAT(r.out, Catch::Contains("parallel:       tp 1 x dp 16 = 16 ranks on dgx-a100 (2 nodes), ZeRO-1"));
+    CHECK_THAT(r.out, Catch::Contains("parallel:       tp 1 x dp 16 = 16 ranks on dgx-a100 (2 nodes), ZeRO-1, 1 micro-batch a rank"));
     const auto j = nlohmann::json::parse(htmltest::slurp(out));
     CHECK(j["totals"]["step_time_s"] == j["parallel"]["step_time_s"]);
     CHECK(j["hardware"]["name"] == "a100-sxm-80gb");
@@ -234,4 +234,32 @@ TEST_CASE("a model file declares its own tensor-parallel split", "[parallel][tp]
     CHECK_THAT(mismatch.out, Catch::Contains("is split for 2 tensor-parallel ranks"));
     const auto agree = test::run_cli("analyze '" + d + "/ok.json' --cluster dgx-a100 --tp 2 -q");
     CHECK(agree.code == 0);
+}
+
+TEST_CASE("gradient accumulation: one reduction and one update per global batch", "[parallel]") {
+    // --global-batch 256 at --batch 4 on 16 ranks: 4 micro-batches a rank. The compute is 4 passes
+    // (forward + backward) and one optimizer step; the reduction overlaps only the last backward,
+    // so the communication is what one micro-batch's step had, and tokens/s count 4 x the samples.
+    const Cluster c = builtin_cluster("dgx-a100");
+    const Step s = gpt2_step(c, 4);
+    ParallelOptions o;
+    o.dp = 16;
+    const ParallelAnalysis one = analyze_parallel(s.g, s.a, c, o);
+    o.global_batch = 256;
+    const ParallelAnalysis four = analyze_parallel(s.g, s.a, c, o);
+    CHECK(four.micro_batches == 4);
+    double opt_s = 0;  // the optimizer's ops on the schedule
+    for (const ScheduledOp& op : s.a.schedule.ops)
+        if (s.g.node(op.node).phase == Phase::optimizer) opt_s += op.end_s - op.start_s;
+    const double pass = one.compute_s - opt_s;
+    CHECK(opt_s > 0);
+    CHECK(four.compute_s == Approx(4 * pass + opt_s).epsilon(1e-9));
+    CHECK(four.comm_s == Approx(one.comm_s));
+    CHECK(four.comms.size() == one.comms.size());
+    CHECK(four.exposed_comm_s <= one.exposed_comm_s + 1e-9);
+    CHECK(four.tokens_per_s > one.tokens_per_s);
+    // Accumulated gradients stay allocated: the peak holds at least the micro-batch peak.
+    CHECK(four.peak_bytes >= one.peak_bytes);
+    o.global_batch = 100;
+    CHECK_THROWS_WITH(analyze_parallel(s.g, s.a, c, o), Catch::Contains("--global-batch 100: not a multiple of --batch 4 x --dp 16 = 64"));
 }
