@@ -81,6 +81,8 @@ void add_analyze(CLI::App& app) {
     cmd->callback([=] {
         const Cluster* cluster = parallel->resolve(*hw);
         args->tp = parallel->tp;
+        args->pp = parallel->pp;
+        args->stage = 0;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
         const Graph built = args->build(&t);
@@ -105,7 +107,29 @@ void add_analyze(CLI::App& app) {
         ctx.runtime = std::string(runtime_name(aopt.runtime));
         if (runtime->loaded) ctx.host = &*runtime->loaded;
         std::optional<ParallelAnalysis> par;
-        if (cluster != nullptr) {
+        if (cluster != nullptr && parallel->pp > 1) {
+            // Every stage built and analysed as the first was; the report's ops are the first stage's.
+            std::vector<Graph> graphs;
+            std::vector<Analysis> analyses;
+            std::vector<std::optional<Evaluated>> plans;
+            graphs.reserve(static_cast<std::size_t>(parallel->pp));
+            plans.reserve(static_cast<std::size_t>(parallel->pp));
+            std::vector<StageStep> stages{{&g, &a}};
+            analyses.reserve(static_cast<std::size_t>(parallel->pp));
+            for (int s = 1; s < parallel->pp; ++s) {
+                args->stage = s;
+                graphs.push_back(args->build(nullptr));
+                if (plan_args->any()) {
+                    plans.push_back(plan_args->evaluate(graphs.back(), h, aopt));
+                    stages.push_back({&*plans.back()->graph, &plans.back()->analysis});
+                } else {
+                    analyses.push_back(analyze(graphs.back(), h, aopt));
+                    stages.push_back({&graphs.back(), &analyses.back()});
+                }
+            }
+            par = analyze_pipeline(stages, *cluster, parallel->options());
+            ctx.parallel = &*par;
+        } else if (cluster != nullptr) {
             par = analyze_parallel(g, a, *cluster, parallel->options());
             ctx.parallel = &*par;
         }

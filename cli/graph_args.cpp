@@ -48,6 +48,8 @@ Graph GraphArgs::build(TrainingOptions* t) const {
     }
     ov.allow_unknown = allow_unknown;
     ov.tp = tp;
+    ov.pp = pp;
+    ov.stage = stage;
     Graph g = load_model_arg(model, ov);
     std::size_t opaque = 0;
     for (const Node& n : g.nodes()) opaque += n.kind == OpKind::opaque ? 1 : 0;

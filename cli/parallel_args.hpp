@@ -14,6 +14,7 @@ struct ParallelArgs {
     std::string cluster;
     int dp = 1;
     int tp = 1;
+    int pp = 1;
     int zero = 0;
     double bucket_mb = 25;
     std::int64_t global_batch = 0;
@@ -33,6 +34,11 @@ struct ParallelArgs {
                         "each attention and MLP block, forward and backward, inside a node")
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
+        cmd->add_option("--pp", pp,
+                        "pipeline stages (needs --cluster; GPT templates): an equal share of the layers a stage, 1F1B over the "
+                        "micro-batches of --global-batch")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
         cmd->add_option("--zero", zero, "ZeRO stage with --dp: 1 shards optimizer state, 2 also gradients, 3 also parameters")
             ->check(CLI::Range(0, 3))
             ->capture_default_str();
@@ -44,13 +50,14 @@ struct ParallelArgs {
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
     }
-    bool wanted() const { return !cluster.empty() || dp > 1 || tp > 1 || zero > 0 || global_batch > 0; }
+    bool wanted() const { return !cluster.empty() || dp > 1 || tp > 1 || pp > 1 || zero > 0 || global_batch > 0; }
     // The cluster, checked against --hw; InputError naming the flag when the flags disagree.
     const Cluster* resolve(const std::string& hw) {
         if (!wanted()) return nullptr;
         if (cluster.empty())
             throw InputError(dp > 1     ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
                              : tp > 1   ? "--tp " + std::to_string(tp) + ": name the cluster the ranks run on with --cluster"
+                             : pp > 1   ? "--pp " + std::to_string(pp) + ": name the cluster the stages run on with --cluster"
                              : zero > 0 ? "--zero: needs --cluster and --dp"
                                         : "--global-batch: needs --cluster");
         loaded = resolve_cluster(cluster);

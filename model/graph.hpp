@@ -54,6 +54,13 @@ struct TensorParallel {
     std::vector<std::string> all_reduce;  // node names
 };
 
+// A graph that is one stage of a pipeline-parallel model (Megatron-LM's equal split of the layers).
+struct PipelineStage {
+    int stages = 1;
+    int stage = 0;   // 0-based
+    int layers = 0;  // transformer layers in this stage
+};
+
 // Mixed-precision training policy of a model (dtype_policy in the model file; the command line
 // overrides it): fp32 master weights and optimizer state for 16-bit parameters, static loss scale.
 struct PrecisionPolicy {
@@ -78,6 +85,7 @@ public:
     DType compute_dtype = DType::f32;          // the dtype policy's compute dtype
     PrecisionPolicy precision;                 // the dtype policy's training settings
     TensorParallel tensor_parallel;            // the model as one rank of a tensor-parallel group
+    PipelineStage pipeline;                    // the model as one stage of a pipeline
 
     TensorId add_input(const std::string& name, TensorDesc desc);
     TensorId add_parameter(const std::string& name, TensorDesc desc);

@@ -257,7 +257,9 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const s
 }
 
 Graph build_graph(const json& doc, Context& c) {
-    only_keys(doc, {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs", "tensor_parallel"},
+    only_keys(doc,
+              {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs", "tensor_parallel",
+               "pipeline"},
               c.origin, "");
     Graph g;
     g.name = doc.contains("name") ? require(doc, "name", json::value_t::string, c.origin, "").get<std::string>()
@@ -317,6 +319,20 @@ Graph build_graph(const json& doc, Context& c) {
             if (t < 0) fail(c.origin, p, "unknown tensor '" + outs[i].get<std::string>() + "'");
             g.mark_output(t);
         }
+    }
+    if (doc.contains("pipeline")) {
+        const json& pp = require(doc, "pipeline", json::value_t::object, c.origin, "");
+        only_keys(pp, {"stages", "stage", "layers"}, c.origin, "/pipeline");
+        auto integer = [&](const char* k, std::int64_t lo) {
+            const json& v = pp.contains(k) ? pp[k] : json();
+            if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > 1 << 20)
+                fail(c.origin, std::string("/pipeline/") + k, "expected an integer >= " + std::to_string(lo));
+            return static_cast<int>(v.get<std::int64_t>());
+        };
+        g.pipeline.stages = integer("stages", 1);
+        g.pipeline.stage = integer("stage", 0);
+        g.pipeline.layers = integer("layers", 0);
+        if (g.pipeline.stage >= g.pipeline.stages) fail(c.origin, "/pipeline/stage", "must be below /pipeline/stages");
     }
     if (doc.contains("tensor_parallel")) {
         const json& tp = require(doc, "tensor_parallel", json::value_t::object, c.origin, "");
@@ -390,6 +406,7 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
         const std::string name = require(doc, "template", json::value_t::string, origin, "").get<std::string>();
         json config = doc.contains("config") ? require(doc, "config", json::value_t::object, origin, "") : json::object();
         if (ov.tp > 1 && template_splits_tensor_parallel(name)) config["tp"] = ov.tp;
+        if (ov.pp > 1 && template_splits_tensor_parallel(name)) config["pp"] = ov.pp, config["stage"] = ov.stage;
         return load_model(expand_template(name, config, origin), origin, ov);
     }
     Context c;
@@ -408,6 +425,11 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
                               ? " is split for " + std::to_string(g.tensor_parallel.degree) + " tensor-parallel ranks"
                               : " has no tensor-parallel split (the GPT templates build one; a model file "
                                 "declares its own with \"tensor_parallel\")"));
+    if (ov.pp > 1 && g.pipeline.stages != ov.pp)
+        throw InputError("--pp " + std::to_string(ov.pp) + ": " + origin +
+                         (g.pipeline.stages > 1 ? " is stage " + std::to_string(g.pipeline.stage + 1) + " of " +
+                                                      std::to_string(g.pipeline.stages) + " pipeline stages"
+                                                : " has no pipeline split (the GPT templates build one)"));
     verify(g);
     return g;
 }
@@ -435,6 +457,7 @@ Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
     if (is_template_name(model)) {
         json config = json::object();
         if (ov.tp > 1 && template_splits_tensor_parallel(model)) config["tp"] = ov.tp;
+        if (ov.pp > 1 && template_splits_tensor_parallel(model)) config["pp"] = ov.pp, config["stage"] = ov.stage;
         return load_model(expand_template(model, config, "template '" + model + "'"), "template '" + model + "'", ov);
     }
     throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " + template_choices() + ")");

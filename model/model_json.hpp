@@ -23,6 +23,9 @@ struct ModelOverrides {
     // Tensor-parallel ranks (--tp): a template that can split builds one rank's share; any other
     // model must declare the same degree in its "tensor_parallel" (InputError otherwise).
     int tp = 1;
+    // Pipeline stages (--pp) and which one to build: a template that can split builds that stage.
+    int pp = 1;
+    int stage = 0;
 };
 
 // Builds a graph from a parsed "roofline-model/1" document (a graph or a template reference).

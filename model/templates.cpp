@@ -31,6 +31,8 @@ struct GptConfig {
     bool tied_embeddings = true;
     std::string dtype = "bf16";
     std::int64_t tp = 1;  // tensor-parallel ranks: the document is one rank's share
+    std::int64_t pp = 1;  // pipeline stages: the document is stage `stage` (its layers only)
+    std::int64_t stage = 0;
 };
 
 const std::map<std::string, GptConfig>& gpt_presets() {
@@ -101,11 +103,16 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             c.dtype = v.get<std::string>();
         } else if (k == "tp") {
             c.tp = positive_int(v, origin, k);
+        } else if (k == "pp") {
+            c.pp = positive_int(v, origin, k);
+        } else if (k == "stage") {
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 0) bad_config(origin, k, "expected a stage index >= 0");
+            c.stage = v.get<std::int64_t>();
         } else {
-            bad_config(
-                origin, k,
-                "unknown key '" + k +
-                    "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, dtype, tp)");
+            bad_config(origin, k,
+                       "unknown key '" + k +
+                           "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, "
+                           "dtype, tp, pp, stage)");
         }
     }
     if (c.d_model % c.n_head != 0) bad_config(origin, "n_head", "n_head must divide d_model");
@@ -115,6 +122,10 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
     if (c.n_head % c.tp != 0)
         bad_config(origin, "tp", "--tp " + std::to_string(c.tp) + " must divide the " + std::to_string(c.n_head) + " attention heads");
     if (c.d_ff % c.tp != 0) bad_config(origin, "tp", "--tp " + std::to_string(c.tp) + " must divide d_ff " + std::to_string(c.d_ff));
+    if (c.n_layer % c.pp != 0)
+        bad_config(origin, "pp", "--pp " + std::to_string(c.pp) + " must divide the " + std::to_string(c.n_layer) + " layers");
+    if (c.stage >= c.pp)
+        bad_config(origin, "stage", "stage " + std::to_string(c.stage) + " of " + std::to_string(c.pp) + " pipeline stages");
     return c;
 }
 
@@ -128,23 +139,38 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
 json expand_gpt(const std::string& name, const GptConfig& c) {
     const std::int64_t t = c.tp, d = c.d_model, h = c.n_head / t, dh = c.d_model / c.n_head, dl = h * dh, ff = c.d_ff / t;
     const std::int64_t vocab = t == 1 ? c.vocab : (c.vocab + 128 * t - 1) / (128 * t) * 128;
-    DocBuilder b(name);
+    // Pipeline stage c.stage of c.pp (Megatron-LM, Narayanan et al. SC21): an equal share of the
+    // layers; the first stage also embeds, the last also holds the final layernorm, the LM head
+    // (its own copy of a tied embedding, as Megatron keeps one) and the loss. A stage before the
+    // last receives or sends [batch, seq, d_model] activations; it ends in a stand-in loss (the
+    // mean of its output) so that autodiff builds its backward, as the next stage's gradient would seed it.
+    const bool first = c.stage == 0, last = c.stage == c.pp - 1;
+    const std::int64_t per_stage = c.n_layer / c.pp, l0 = c.stage * per_stage, l1 = l0 + per_stage;
+    DocBuilder b(c.pp == 1 ? name : name + " (stage " + std::to_string(c.stage + 1) + " of " + std::to_string(c.pp) + ")");
     b.doc()["description"] = "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " +
                              std::to_string(c.n_head) + " heads, vocab " + std::to_string(c.vocab);
     b.doc()["dims"] = {{"batch", c.batch}, {"seq", c.seq}};
     b.doc()["dtype_policy"] = {{"compute", c.dtype}};
-    b.input("tokens", {"batch", "seq"}, "int64");
-    b.input("positions", {"seq"}, "int64");
-    b.input("targets", {"batch", "seq"}, "int64");
-    b.param("wte", {vocab, d});
-    b.param("wpe", {c.n_ctx, d});
-    b.node("tok_emb", "embedding", {"wte", "tokens"});
-    b.node("pos_emb", "embedding", {"wpe", "positions"});
-    std::string x = b.node("embed", "add", {"tok_emb", "pos_emb"});
-    x = b.dropout("embed_drop", x, c.dropout);
+    std::string x;
+    if (first) {
+        b.input("tokens", {"batch", "seq"}, "int64");
+        b.input("positions", {"seq"}, "int64");
+    } else {
+        b.input("hidden", {"batch", "seq", d});
+        x = "hidden";
+    }
+    if (last) b.input("targets", {"batch", "seq"}, "int64");
+    if (first) {
+        b.param("wte", {vocab, d});
+        b.param("wpe", {c.n_ctx, d});
+        b.node("tok_emb", "embedding", {"wte", "tokens"});
+        b.node("pos_emb", "embedding", {"wpe", "positions"});
+        x = b.node("embed", "add", {"tok_emb", "pos_emb"});
+        x = b.dropout("embed_drop", x, c.dropout);
+    }
     const json heads_shape = {"batch", "seq", h, dh};
     const json to_heads = {{"perm", {0, 2, 1, 3}}};
-    for (std::int64_t l = 0; l < c.n_layer; ++l) {
+    for (std::int64_t l = l0; l < l1; ++l) {
         const std::string p = "h" + std::to_string(l) + ".";
         for (const char* n : {"ln1.w", "ln1.b", "ln2.w", "ln2.b"}) b.param(p + n, {d});
         b.param(p + "attn.qkv.w", {3 * dl, d});
@@ -183,20 +209,26 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         dn = b.dropout(p + "mlp.resid_drop", dn, c.dropout);
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
-    b.param("ln_f.w", {d});
-    b.param("ln_f.b", {d});
-    b.node("ln_f", "layernorm", {x, "ln_f.w", "ln_f.b"});
-    std::string head = "wte";
-    if (!c.tied_embeddings) {
-        b.param("lm_head.w", {vocab, d});
-        head = "lm_head.w";
+    if (last) {
+        b.param("ln_f.w", {d});
+        b.param("ln_f.b", {d});
+        b.node("ln_f", "layernorm", {x, "ln_f.w", "ln_f.b"});
+        std::string head = "wte";
+        if (!c.tied_embeddings || !first) {
+            b.param("lm_head.w", {vocab, d});
+            head = "lm_head.w";
+        }
+        b.node("lm_head", "matmul", {"ln_f", head}, {{"transpose_b", true}});
+        b.node("loss", "cross_entropy", {"lm_head", "targets"});
+        b.doc()["outputs"] = {"loss"};
+    } else {
+        b.node("stage_loss", "reduce_mean", {x}, {{"axes", {0, 1, 2}}});
+        b.doc()["outputs"] = {"stage_loss"};
     }
-    b.node("lm_head", "matmul", {"ln_f", head}, {{"transpose_b", true}});
-    b.node("loss", "cross_entropy", {"lm_head", "targets"});
-    b.doc()["outputs"] = {"loss"};
+    if (c.pp > 1) b.doc()["pipeline"] = {{"stages", c.pp}, {"stage", c.stage}, {"layers", per_stage}};
     if (t > 1) {
-        json reduce = json::array({"tok_emb"});
-        for (std::int64_t l = 0; l < c.n_layer; ++l)
+        json reduce = first ? json::array({"tok_emb"}) : json::array();
+        for (std::int64_t l = l0; l < l1; ++l)
             for (const char* n : {"attn.proj", "mlp.down"}) reduce.push_back("h" + std::to_string(l) + "." + n);
         b.doc()["tensor_parallel"] = {{"degree", t}, {"all_reduce", reduce}};
         b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(t) + "-way tensor parallelism";

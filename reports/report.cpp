@@ -307,6 +307,23 @@ ojson parallel_json(const ParallelAnalysis& p) {
                          {"end_s", c.end_s}});
     j["comms"] = comms;
     j["tp"] = p.tp;
+    j["pp"] = p.pp;
+    j["pass_s"] = p.pass_s;
+    j["optimizer_s"] = p.optimizer_s;
+    if (p.pp > 1) {
+        j["p2p_s"] = p.p2p_s;
+        j["bubble_fraction"] = p.bubble_fraction;
+        ojson st = ojson::array();
+        for (const auto& s : p.stages)
+            st.push_back({{"stage", s.stage + 1},
+                          {"layers", s.layers},
+                          {"in_flight", s.in_flight},
+                          {"pass_s", s.pass_s},
+                          {"optimizer_s", s.optimizer_s},
+                          {"exposed_comm_s", s.exposed_comm_s},
+                          {"peak_bytes", s.peak_bytes}});
+        j["stages"] = st;
+    }
     j["micro_batches"] = p.micro_batches;
     j["tp_comm_s"] = p.tp_comm_s;
     j["tp_collectives"] = p.tp_collectives;
@@ -522,12 +539,14 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                                    human_time(p.tp_example.time_s), human_bytes(p.tp_example.bytes), human_time(p.tp_comm_s))
                      : "";
         out += fmt::format(
-            "parallel:       tp {} x dp {} = {} ranks on {} ({} node{}), ZeRO-{}, {} micro-batch{} a rank: step {} = compute {} + exposed "
+            "parallel:       tp {} x pp {} x dp {} = {} ranks on {} ({} node{}), ZeRO-{}, {} micro-batch{} a rank: step {} = compute {}{} "
+            "+ exposed "
             "data-parallel "
             "communication {} (of {} in {} collectives){}; per rank peak memory {} ({}) {} {}; MFU {:.1f}%{}\n",
-            p.tp, p.options.dp, p.devices, p.cluster, p.nodes, p.nodes == 1 ? "" : "s", p.options.zero, p.micro_batches,
-            p.micro_batches == 1 ? "" : "es", human_time(p.step_time_s), human_time(p.compute_s), human_time(p.exposed_comm_s),
-            human_time(p.comm_s), p.comms.size(), tp, human_bytes(static_cast<double>(p.peak_bytes)), parts,
+            p.tp, p.pp, p.options.dp, p.devices, p.cluster, p.nodes, p.nodes == 1 ? "" : "s", p.options.zero, p.micro_batches,
+            p.micro_batches == 1 ? "" : "es", human_time(p.step_time_s), human_time(p.compute_s),
+            p.pp > 1 ? fmt::format(" (pipeline: bubble {:.1f}%, sends {})", 100.0 * p.bubble_fraction, human_time(p.p2p_s)) : "",
+            human_time(p.exposed_comm_s), human_time(p.comm_s), p.comms.size(), tp, human_bytes(static_cast<double>(p.peak_bytes)), parts,
             static_cast<double>(p.peak_bytes) <= ctx.hw.device_memory().capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
             human_bytes(ctx.hw.device_memory().capacity_bytes.value), 100.0 * p.mfu,
             p.tokens_per_s > 0 ? fmt::format("; {} tokens/s", human_si(p.tokens_per_s, "")) : "");

@@ -41,9 +41,11 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     r.cluster = cluster.name;
     r.tp = g.tensor_parallel.degree;
     const int node = cluster.gpus_per_node();
-    r.devices = r.tp * opt.dp;
+    r.pp = g.pipeline.stages;
+    r.devices = r.tp * r.pp * opt.dp;
     if (most > 0 && r.devices > most)
-        throw InputError(fmt::format("--tp {} x --dp {} = {} devices: {} holds at most {}", r.tp, opt.dp, r.devices, cluster.name, most));
+        throw InputError(fmt::format("--tp {} x --pp {} x --dp {} = {} devices: {} holds at most {}", r.tp, r.pp, opt.dp, r.devices,
+                                     cluster.name, most));
     r.nodes = (r.devices + node - 1) / node;
     r.compute_s = a.schedule.step_time_s;
     // Placement: a tensor-parallel group fills a node first (Megatron's rank order); the ranks of
@@ -179,6 +181,8 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     const double optimizer_share = opt.zero >= 1 ? 1.0 / opt.dp : 1.0;
     const double step = ready_for_update + optimizer_s * optimizer_share;
     r.compute_s = K * pass_s + optimizer_s * optimizer_share;
+    r.pass_s = pass_s;
+    r.optimizer_s = optimizer_s * optimizer_share;
     r.step_time_s = std::max(step, r.compute_s);
     r.exposed_comm_s = r.step_time_s - r.compute_s;
 
@@ -219,6 +223,73 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     if (batch_dim != g.dims.end() && r.step_time_s > 0)
         r.tokens_per_s = static_cast<double>(batch_dim->second) * (seq != g.dims.end() ? static_cast<double>(seq->second) : 1.0) * opt.dp *
                          K / r.step_time_s;
+    return r;
+}
+
+ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cluster& cluster, const ParallelOptions& opt) {
+    if (stages.empty()) throw InputError("a pipeline needs at least one stage");
+    const int p = static_cast<int>(stages.size());
+    std::vector<ParallelAnalysis> per;
+    for (int s = 0; s < p; ++s) {
+        const Graph& g = *stages[static_cast<std::size_t>(s)].graph;
+        if (g.pipeline.stages != p || g.pipeline.stage != s)
+            throw InputError(
+                fmt::format("pipeline: stage {} of {} expected, got stage {} of {}", s + 1, p, g.pipeline.stage + 1, g.pipeline.stages));
+        per.push_back(analyze_parallel(g, *stages[static_cast<std::size_t>(s)].analysis, cluster, opt));
+    }
+    ParallelAnalysis r = per.front();  // the first stage's ranks and collectives; the timing is the pipeline's
+    const int m = r.micro_batches;
+    double sum = 0, slowest = 0, tail = 0, update = 0, flops = 0;
+    for (const ParallelAnalysis& q : per) {
+        sum += q.pass_s;
+        slowest = std::max(slowest, q.pass_s);
+        tail = std::max(tail, q.exposed_comm_s + q.optimizer_s);  // each stage reduces, then updates
+        update = std::max(update, q.optimizer_s);
+        flops += q.flops_per_rank;
+    }
+    // Activations (and their gradients) cross each stage boundary once a micro-batch; on the fill
+    // and drain they are on the critical path. Megatron orders ranks tensor-parallel innermost, then
+    // data-parallel, then pipeline: adjacent stages share a node only when tp x dp is under a node.
+    if (p > 1) {
+        std::int64_t act = 0;  // what stage 2 receives: its [batch, seq, d_model] input
+        for (const Tensor& t : stages[1].graph->tensors())
+            if (t.role == TensorRole::input && t.name == "hidden") act = t.desc.bytes();
+        const CommGroup pair{2, r.tp * opt.dp >= cluster.gpus_per_node() ? 1 : 2};
+        // Megatron's scatter/gather optimisation: each tensor-parallel rank sends 1/tp of it.
+        r.p2p_s = 2.0 * (p - 1) * collective_cost(cluster, Collective::send_recv, static_cast<double>(act) / r.tp, pair).time_s;
+    }
+    const double pipe = sum + (m - 1) * slowest + r.p2p_s;
+    r.pp = p;
+    r.pass_s = slowest;
+    r.compute_s = pipe + update;
+    r.step_time_s = pipe + tail;
+    r.exposed_comm_s = r.step_time_s - r.compute_s;
+    r.bubble_fraction = pipe > 0 ? 1 - m * slowest / pipe : 0;  // of the pipeline's part, the update aside
+    r.comm_s = 0;
+    r.stages.clear();
+    r.peak_bytes = 0;
+    std::size_t worst = 0;
+    for (int s = 0; s < p; ++s) {
+        const ParallelAnalysis& q = per[static_cast<std::size_t>(s)];
+        r.comm_s = std::max(r.comm_s, q.comm_s);
+        ParallelAnalysis::Stage st;
+        st.stage = s;
+        st.layers = stages[static_cast<std::size_t>(s)].graph->pipeline.layers;
+        st.in_flight = std::min(p - s, m);
+        st.pass_s = q.pass_s;
+        st.optimizer_s = q.optimizer_s;
+        st.exposed_comm_s = q.exposed_comm_s;
+        st.peak_bytes = q.peak_bytes + (st.in_flight - 1) * stages[static_cast<std::size_t>(s)].analysis->memory.saved_activation_bytes;
+        if (st.peak_bytes > r.peak_bytes) r.peak_bytes = st.peak_bytes, worst = static_cast<std::size_t>(s);
+        r.stages.push_back(st);
+    }
+    // The peak's breakdown: the stage's micro-batch peak, the in-flight activations added.
+    r.peak_bytes_by_category = per[worst].peak_bytes_by_category;
+    r.peak_bytes_by_category[static_cast<std::size_t>(MemoryCategory::activations)] += r.peak_bytes - per[worst].peak_bytes;
+    r.flops_per_rank = flops / p;
+    const double peak = matrix_ceiling(cluster.hardware, stages.front().graph->compute_dtype).flop_per_s;
+    r.mfu = peak > 0 && r.step_time_s > 0 ? r.flops_per_rank / r.step_time_s / peak : 0;
+    r.tokens_per_s = r.step_time_s > 0 ? per.front().tokens_per_s * per.front().step_time_s / r.step_time_s : 0;
     return r;
 }
 

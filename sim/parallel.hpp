@@ -44,8 +44,19 @@ struct CommOp {
 struct ParallelAnalysis {
     ParallelOptions options;
     std::string cluster;
-    int tp = 1;             // from the graph
-    int micro_batches = 1;  // per rank and iteration (gradient accumulation)
+    int tp = 1;                  // from the graph
+    int pp = 1;                  // pipeline stages (analyze_pipeline)
+    int micro_batches = 1;       // per rank and iteration (gradient accumulation; the pipeline's micro-batches)
+    double pass_s = 0;           // one micro-batch's forward and backward on this rank, tensor-parallel all-reduces included
+    double optimizer_s = 0;      // the optimizer step on this rank (its ZeRO shard)
+    double p2p_s = 0;            // pipeline: activation and gradient transfers on the fill and drain's critical path
+    double bubble_fraction = 0;  // pipeline: the share of the pipelined passes the slowest stage waits
+    struct Stage {
+        int stage = 0, layers = 0, in_flight = 1;
+        double pass_s = 0, optimizer_s = 0, exposed_comm_s = 0;
+        std::int64_t peak_bytes = 0;
+    };
+    std::vector<Stage> stages;  // pipeline: one per stage
     int devices = 1, nodes = 1;
     double tp_comm_s = 0;  // tensor-parallel all-reduces, forward and backward (blocking)
     int tp_collectives = 0;
@@ -66,5 +77,18 @@ struct ParallelAnalysis {
 // parallel. InputError when the ranks do not fit the cluster, dp < 1, zero outside 0..3, or ZeRO
 // on a graph without optimizer (there is nothing to shard then but the parameters).
 ParallelAnalysis analyze_parallel(const Graph& step, const Analysis& single, const Cluster& cluster, const ParallelOptions& opt);
+
+// Pipeline parallelism, 1F1B (Narayanan et al., SC21, section 2.2): every stage's step graph
+// (Graph::pipeline), in order, each analysed on the cluster's chip. With m micro-batches a rank
+// (ParallelOptions::global_batch), the pipeline takes the fill and drain of one micro-batch
+// through every stage plus m - 1 of the slowest stage's passes (bubble (p - 1) / m for equal
+// stages), and the activation sends on that path; each stage then reduces its gradients across
+// the data-parallel ranks (overlapping its last backward) and updates. Memory: stage s holds the
+// activations of min(p - s, m) micro-batches in flight. InputError for stages out of order.
+struct StageStep {
+    const Graph* graph = nullptr;
+    const Analysis* analysis = nullptr;
+};
+ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cluster& cluster, const ParallelOptions& opt);
 
 }  // namespace roofline

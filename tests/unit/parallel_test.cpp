@@ -131,7 +131,8 @@ TEST_CASE("data-parallel flags: the report and the errors", "[parallel][cli]") {
     const auto r =
         test::run_cli("analyze gpt2-small --mode training --batch 4 --seq 256 --cluster dgx-a100 --dp 16 --zero 1 -o '" + out + "'");
     REQUIRE(r.code == 0);
-    CHECK_THAT(r.out, Catch::Contains("parallel:       tp 1 x dp 16 = 16 ranks on dgx-a100 (2 nodes), ZeRO-1, 1 micro-batch a rank"));
+    CHECK_THAT(r.out,
+               Catch::Contains("parallel:       tp 1 x pp 1 x dp 16 = 16 ranks on dgx-a100 (2 nodes), ZeRO-1, 1 micro-batch a rank"));
     const auto j = nlohmann::json::parse(htmltest::slurp(out));
     CHECK(j["totals"]["step_time_s"] == j["parallel"]["step_time_s"]);
     CHECK(j["hardware"]["name"] == "a100-sxm-80gb");
@@ -203,7 +204,7 @@ TEST_CASE("tensor parallelism: Megatron's splits, 4 all-reduces of b x s x h a l
     const Bad bad[] = {
         {"gpt2-xl --cluster dgx-a100 --tp 2", "--tp 2 must divide the 25 attention heads"},
         {"mlp --cluster dgx-a100 --tp 2", "has no tensor-parallel split"},
-        {"gpt2-medium --cluster dgx-a100 --tp 8 --dp 141", "--tp 8 x --dp 141 = 1128 devices: dgx-a100 holds at most 1120"},
+        {"gpt2-medium --cluster dgx-a100 --tp 8 --dp 141", "--tp 8 x --pp 1 x --dp 141 = 1128 devices: dgx-a100 holds at most 1120"},
         {"gpt2-medium --tp 2", "--tp 2: name the cluster"},
     };
     for (const Bad& b : bad) {
@@ -262,4 +263,75 @@ TEST_CASE("gradient accumulation: one reduction and one update per global batch"
     CHECK(four.peak_bytes >= one.peak_bytes);
     o.global_batch = 100;
     CHECK_THROWS_WITH(analyze_parallel(s.g, s.a, c, o), Catch::Contains("--global-batch 100: not a multiple of --batch 4 x --dp 16 = 64"));
+}
+
+TEST_CASE("pipeline parallelism: 1F1B fill, drain and bubble", "[parallel][pp]") {
+    // GPT-2 small in 4 stages of 3 layers, 8 micro-batches a rank (--global-batch 64 at batch 4 on
+    // 2 data-parallel ranks). The pipeline takes every stage's pass once (fill and drain) and the
+    // slowest stage's m - 1 more, plus 2 (p - 1) activation sends (Narayanan et al. SC21, 2.2.1);
+    // with equal stages the slowest waits (p - 1) / (m + p - 1) of it.
+    const Cluster c = builtin_cluster("dgx-a100");
+    ModelOverrides ov;
+    ov.batch = 4;
+    ov.seq = 256;
+    ov.pp = 4;
+    std::vector<Graph> graphs;
+    std::vector<Analysis> analyses;
+    graphs.reserve(4);
+    analyses.reserve(4);
+    std::vector<StageStep> stages;
+    for (int s = 0; s < 4; ++s) {
+        ov.stage = s;
+        graphs.push_back(build_training_step(load_model_arg("gpt2-small", ov), TrainingOptions{}));
+        analyses.push_back(analyze(graphs.back(), c.hardware));
+        stages.push_back({&graphs.back(), &analyses.back()});
+        CHECK(graphs.back().pipeline.layers == 3);
+    }
+    // The first stage embeds, the last holds the head and loss; the middle ones neither.
+    CHECK(graphs[0].find_node("tok_emb") != kNoNode);
+    CHECK(graphs[1].find_node("tok_emb") == kNoNode);
+    CHECK(graphs[3].find_node("lm_head") != kNoNode);
+    CHECK(graphs[2].find_node("lm_head") == kNoNode);
+    CHECK(graphs[1].find_node("h3.attn.qkv") != kNoNode);
+    CHECK(graphs[1].find_node("h6.attn.qkv") == kNoNode);
+    ParallelOptions o;
+    o.dp = 2;
+    o.global_batch = 64;
+    const ParallelAnalysis p = analyze_pipeline(stages, c, o);
+    REQUIRE(p.stages.size() == 4);
+    CHECK(p.pp == 4);
+    CHECK(p.micro_batches == 8);
+    CHECK(p.devices == 8);
+    double sum = 0, slowest = 0;
+    for (const auto& s : p.stages) sum += s.pass_s, slowest = std::max(slowest, s.pass_s);
+    CHECK(p.p2p_s > 0);
+    double update = 0;
+    for (const auto& s : p.stages) update = std::max(update, s.optimizer_s);
+    const double pipe = sum + 7 * slowest + p.p2p_s;
+    CHECK(p.compute_s == Approx(pipe + update).epsilon(1e-12));
+    CHECK(p.bubble_fraction == Approx(1 - 8 * slowest / pipe).epsilon(1e-12));
+    // The slowest stage waits for the others' fill and drain, at most (p - 1) of its own passes:
+    // (p - 1) / (m + p - 1) with equal stages, less when it is the slowest by far (the LM head's).
+    CHECK(p.bubble_fraction > 0);
+    CHECK(p.bubble_fraction <= 3.0 / (8 + 3) + p.p2p_s / pipe + 1e-12);
+    CHECK(p.exposed_comm_s <= p.comm_s + 1e-12);
+    CHECK(p.step_time_s >= p.compute_s);
+    // 1F1B keeps min(p - s, m) micro-batches' activations on stage s: 4, 3, 2, 1.
+    CHECK(p.stages[0].in_flight == 4);
+    CHECK(p.stages[3].in_flight == 1);
+    CHECK(p.stages[0].peak_bytes > p.stages[1].peak_bytes);
+
+    const auto cli =
+        test::run_cli("analyze gpt2-small --mode training --batch 4 --seq 256 --cluster dgx-a100 --pp 4 --dp 2 --global-batch 64 -q -o '" +
+                      test::tmp_path("pp.json") + "'");
+    REQUIRE(cli.code == 0);
+    const auto j = nlohmann::json::parse(htmltest::slurp(test::tmp_path("pp.json")));
+    CHECK(j["parallel"]["stages"].size() == 4);
+    CHECK(j["parallel"]["step_time_s"].get<double>() == Approx(p.step_time_s).epsilon(1e-9));
+    const auto bad = test::run_cli("analyze gpt2-small --mode training --cluster dgx-a100 --pp 5 -q");
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.out, Catch::Contains("--pp 5 must divide the 12 layers"));
+    const auto mlp = test::run_cli("analyze mlp --mode training --cluster dgx-a100 --pp 2 -q");
+    CHECK(mlp.code == 2);
+    CHECK_THAT(mlp.out, Catch::Contains("has no pipeline split"));
 }
