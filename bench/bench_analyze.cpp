@@ -10,6 +10,9 @@
 #include "reports/report.hpp"
 #include "sim/analysis.hpp"
 #include "sim/plan.hpp"
+#include "sim/cluster.hpp"
+#include "sim/collectives.hpp"
+#include "sim/parallel.hpp"
 
 namespace {
 
@@ -144,5 +147,46 @@ void BM_MinCut(benchmark::State& state) {
 
 BENCHMARK(BM_PlanGpt3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MinCut)->Unit(benchmark::kMillisecond);
+
+// Issue #16: one collective's cost (every algorithm and protocol NCCL could use, the fastest kept).
+static void BM_CollectiveCost(benchmark::State& state) {
+    const roofline::Cluster c = roofline::builtin_cluster("dgx-a100");
+    double bytes = 1e3;
+    for (auto _ : state) {
+        bytes = bytes > 1e9 ? 1e3 : bytes * 1.7;
+        benchmark::DoNotOptimize(roofline::collective_cost(c, roofline::Collective::all_reduce, bytes, {1024, 0}));
+    }
+}
+
+// Issue #16: one parallel configuration of gpt3-175b on 1,024 A100 (tp 8, pp 16, dp 8, global batch
+// 1536): build and analyse the 16 stages' training steps, then the 1F1B pipeline with its
+// collectives. Target for `search`: < 30 ms a configuration.
+static void BM_ParallelConfigGpt3(benchmark::State& state) {
+    const roofline::Cluster c = roofline::builtin_cluster("dgx-a100");
+    roofline::ParallelOptions o;
+    o.dp = 8;
+    o.global_batch = 1536;
+    for (auto _ : state) {
+        std::vector<roofline::Graph> graphs;
+        std::vector<roofline::Analysis> analyses;
+        graphs.reserve(16);
+        analyses.reserve(16);
+        std::vector<roofline::StageStep> stages;
+        for (int s = 0; s < 16; ++s) {
+            roofline::ModelOverrides ov;
+            ov.batch = 1;
+            ov.tp = 8;
+            ov.pp = 16;
+            ov.stage = s;
+            graphs.push_back(roofline::build_training_step(roofline::load_model_arg("gpt3-175b", ov), {}));
+            analyses.push_back(roofline::analyze(graphs.back(), c.hardware));
+            stages.push_back({&graphs.back(), &analyses.back()});
+        }
+        benchmark::DoNotOptimize(roofline::analyze_pipeline(stages, c, o));
+    }
+}
+
+BENCHMARK(BM_CollectiveCost)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ParallelConfigGpt3)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

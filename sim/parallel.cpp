@@ -47,6 +47,13 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
         throw InputError(fmt::format("--tp {} x --pp {} x --dp {} = {} devices: {} holds at most {}", r.tp, r.pp, opt.dp, r.devices,
                                      cluster.name, most));
     r.nodes = (r.devices + node - 1) / node;
+    if (cluster.torus) {  // a TPU job is a slice of the torus
+        try {
+            (void)torus_shape(cluster, r.devices);
+        } catch (const InputError& e) {
+            throw InputError(fmt::format("--tp {} x --pp {} x --dp {} = {} devices: {}", r.tp, r.pp, opt.dp, r.devices, e.what()));
+        }
+    }
     r.compute_s = a.schedule.step_time_s;
     // Placement: a tensor-parallel group fills a node first (Megatron's rank order); the ranks of
     // one data-parallel group are then node / tp to a node.

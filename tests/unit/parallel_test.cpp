@@ -206,6 +206,7 @@ TEST_CASE("tensor parallelism: Megatron's splits, 4 all-reduces of b x s x h a l
         {"mlp --cluster dgx-a100 --tp 2", "has no tensor-parallel split"},
         {"gpt2-medium --cluster dgx-a100 --tp 8 --dp 141", "--tp 8 x --pp 1 x --dp 141 = 1128 devices: dgx-a100 holds at most 1120"},
         {"gpt2-medium --tp 2", "--tp 2: name the cluster"},
+        {"gpt2-medium --cluster tpu-v4-pod --dp 17", "--tp 1 x --pp 1 x --dp 17 = 17 devices: 17 chips do not form a slice"},
     };
     for (const Bad& b : bad) {
         INFO(b.args);
