@@ -14,7 +14,8 @@ void GraphArgs::add_to(CLI::App* cmd) {
            "a model file (roofline-model/1 JSON, a Hugging Face config.json, or .onnx) or a built-in template: " + template_choices())
         ->required();
     cmd->add_option("--dtype", dtype, "compute and parameter dtype policy: f64, f32, tf32, f16, bf16, fp8_e4m3 or fp8_e5m2");
-    cmd->add_option("--batch", batch, "override the model's batch dimension")->check(CLI::PositiveNumber);
+    cmd->add_option("--batch,--microbatch", batch, "override the model's batch dimension (with --cluster: the micro-batch a rank runs)")
+        ->check(CLI::PositiveNumber);
     cmd->add_option("--seq", seq, "override the model's sequence-length dimension")->check(CLI::PositiveNumber);
     cmd->add_option("--mode", mode, "inference: the model's graph as given; training: forward, backward and optimizer step")
         ->check(CLI::IsMember({"inference", "training"}))

@@ -128,8 +128,9 @@ TEST_CASE("ZeRO shards what each rank keeps, as the paper counts it", "[parallel
 
 TEST_CASE("data-parallel flags: the report and the errors", "[parallel][cli]") {
     const std::string out = test::tmp_path("parallel-report.json");
+    // --microbatch is --batch by issue #16's name for it.
     const auto r =
-        test::run_cli("analyze gpt2-small --mode training --batch 4 --seq 256 --cluster dgx-a100 --dp 16 --zero 1 -o '" + out + "'");
+        test::run_cli("analyze gpt2-small --mode training --microbatch 4 --seq 256 --cluster dgx-a100 --dp 16 --zero 1 -o '" + out + "'");
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out,
                Catch::Contains("parallel:       tp 1 x pp 1 x dp 16 = 16 ranks on dgx-a100 (2 nodes), ZeRO-1, 1 micro-batch a rank"));
