@@ -14,11 +14,17 @@ std::vector<std::string> builtin_names(std::span<const BuiltinFile> files) {
 nlohmann::json builtin_json(std::span<const BuiltinFile> files, const std::string& name, const std::string& dir, const std::string& what) {
     for (const auto& f : files) {
         if (f.name != name) continue;
+        const std::string origin = "sim/" + dir + "/" + name + ".json";
+        nlohmann::json doc;
         try {
-            return nlohmann::json::parse(f.text);
+            doc = nlohmann::json::parse(f.text);
         } catch (const nlohmann::json::parse_error& e) {
-            throw InputError("sim/" + dir + "/" + name + ".json: malformed JSON: " + e.what());
+            throw InputError(origin + ": malformed JSON: " + e.what());
         }
+        // A built-in is known by its file name: the document must say the same.
+        const auto n = doc.is_object() ? doc.find("name") : doc.end();
+        if (n != doc.end() && *n != name) throw InputError(origin + ": /name: expected \"" + name + "\" (the file name)");
+        return doc;
     }
     std::string list;
     for (const auto& n : builtin_names(files)) list += (list.empty() ? "" : ", ") + n;

@@ -21,7 +21,8 @@ std::span<const BuiltinFile> builtin_cluster_files();
 // The names of a set of embedded files.
 std::vector<std::string> builtin_names(std::span<const BuiltinFile> files);
 // The embedded file `name` of `files` (from sim/<dir>/), parsed; InputError "unknown <what> 'name'
-// (built in: ...)" when there is none, or naming sim/<dir>/<name>.json when it is not JSON.
+// (built in: ...)" when there is none, or naming sim/<dir>/<name>.json when it is not JSON or its
+// /name is not the file name.
 nlohmann::json builtin_json(std::span<const BuiltinFile> files, const std::string& name, const std::string& dir, const std::string& what);
 
 }  // namespace roofline

@@ -153,10 +153,7 @@ bool is_cluster_file(const std::string& path) {
 }
 
 Cluster builtin_cluster(const std::string& name) {
-    const std::string origin = "sim/clusters/" + name + ".json";
-    Cluster c = parse_cluster(builtin_json(builtin_cluster_files(), name, "clusters", "cluster"), origin);
-    if (c.name != name) throw InputError(origin + ": /name: expected \"" + name + "\" (the file name)");
-    return c;
+    return parse_cluster(builtin_json(builtin_cluster_files(), name, "clusters", "cluster"), "sim/clusters/" + name + ".json");
 }
 
 Cluster resolve_cluster(const std::string& arg) {

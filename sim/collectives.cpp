@@ -156,9 +156,9 @@ void gpu_candidates(const Cluster& c, Collective coll, double bytes, const Place
     if (p.nodes > 1 && p.per_node > 1) {
         const Placement in{p.per_node, p.per_node, 1}, across{p.nodes, 1, p.nodes};
         auto best = [&](Collective cc, double b, const Placement& pl, double bw) {
-            CollectiveCost k = ring(c, cc, CollectiveProtocol::simple, b, pl, bw);
-            for (CollectiveProtocol pr : protocols) {
-                const CollectiveCost o = ring(c, cc, pr, b, pl, bw);
+            CollectiveCost k = ring(c, cc, protocols.front(), b, pl, bw);
+            for (std::size_t i = 1; i < protocols.size(); ++i) {
+                const CollectiveCost o = ring(c, cc, protocols[i], b, pl, bw);
                 if (o.time_s < k.time_s) k = o;
             }
             return k;

@@ -256,10 +256,7 @@ Hardware load_hardware_file(const std::string& path) { return parse_hardware(rea
 std::vector<std::string> builtin_hardware_names() { return builtin_names(builtin_hardware_files()); }
 
 Hardware builtin_hardware(const std::string& name) {
-    const std::string origin = "sim/hardware/" + name + ".json";
-    Hardware h = parse_hardware(builtin_json(builtin_hardware_files(), name, "hardware", "hardware"), origin);
-    if (h.name != name) throw InputError(origin + ": /name: expected \"" + name + "\" (the file name)");
-    return h;
+    return parse_hardware(builtin_json(builtin_hardware_files(), name, "hardware", "hardware"), "sim/hardware/" + name + ".json");
 }
 
 Hardware resolve_hardware(const std::string& arg) {

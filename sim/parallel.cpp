@@ -54,7 +54,6 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
             throw InputError(fmt::format("--tp {} x --pp {} x --dp {} = {} devices: {}", r.tp, r.pp, opt.dp, r.devices, e.what()));
         }
     }
-    r.compute_s = a.schedule.step_time_s;
     // Placement: a tensor-parallel group fills a node first (Megatron's rank order); the ranks of
     // one data-parallel group are then node / tp to a node.
     const CommGroup tp_group{r.tp, std::min(r.tp, node)};
@@ -112,13 +111,14 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
             }
         }
         std::sort(tp_events.begin(), tp_events.end());
-        for (const auto& e : tp_events) r.tp_comm_s += e.second;
     }
+    // delay[i]: the time of the first i events, so that a time moves by the events up to it.
+    std::vector<double> delay(tp_events.size() + 1, 0.0);
+    for (std::size_t i = 0; i < tp_events.size(); ++i) delay[i + 1] = delay[i] + tp_events[i].second;
+    r.tp_comm_s = delay.back();
     auto shifted = [&](double t) {
-        double s = t;
-        for (const auto& e : tp_events)
-            if (e.first <= t) s += e.second;
-        return s;
+        const auto past = std::upper_bound(tp_events.begin(), tp_events.end(), t, [](double x, const auto& e) { return x < e.first; });
+        return t + delay[static_cast<std::size_t>(past - tp_events.begin())];
     };
     forward_end = shifted(forward_end);
     backward_end = shifted(backward_end);
@@ -131,10 +131,13 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
 
     // Gradients in the order backward produces them.
     std::vector<Gradient> grads;
-    std::int64_t param_bytes = 0;
+    std::int64_t param_bytes = 0, largest_param = 0;
     for (std::size_t t = 0; t < g.tensors().size(); ++t) {
         const Tensor& tensor = g.tensors()[t];
-        if (tensor.role == TensorRole::parameter) param_bytes += tensor.desc.bytes();
+        if (tensor.role == TensorRole::parameter) {
+            param_bytes += tensor.desc.bytes();
+            largest_param = std::max(largest_param, tensor.desc.bytes());
+        }
         if (a.memory.category.size() > t && a.memory.category[t] == MemoryCategory::gradients && tensor.producer != kNoNode)
             grads.push_back({end_of[static_cast<std::size_t>(tensor.producer)], tensor.desc.bytes()});
     }
@@ -198,9 +201,6 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     std::int64_t accumulated = 0;
     for (const Gradient& gr : grads) accumulated += gr.bytes;
     accumulated = static_cast<std::int64_t>(static_cast<double>(accumulated) * shard_of(MemoryCategory::gradients, opt.zero, opt.dp));
-    std::int64_t largest_param = 0;
-    for (const Tensor& t : g.tensors())
-        if (t.role == TensorRole::parameter) largest_param = std::max(largest_param, t.desc.bytes());
     for (const MemoryStep& s : a.memory.steps) {
         CategoryBytes scaled{};
         std::int64_t total = 0;
