@@ -7,6 +7,10 @@
 #   blind       the blind kernel set of tests/data/blind (issue #24), counters on, every node checked
 #   blind-steps the blind training steps and inference runs (tests/data/blind/README.md)
 #   payoff      recompute strategies and flash attention, as predicted in tests/data/payoff (issue #23)
+#   small       the small-kernel fit set and launch chains of tests/data/small (counters on the set),
+#               and the two small checked steps again with the untraced step timing (no checks)
+#   sealed      the steps of tests/data/small/sealed.txt, timed, written and never printed: held-out
+#               data for a later round (tests/data/small/README.md)
 #   torch       PyTorch eager fp32 op latencies and Hugging Face steps (tests/tools/torch_ops_bench.py;
 #               TORCH_ARGS adds options, e.g. "--seconds-per-op 12 --e2e-seconds 60")
 # A build made elsewhere for sm_90 (build-gpu/roofline, build-gpu/tests/roofline_gpu_tests, carried)
@@ -82,6 +86,25 @@ if has payoff; then
     timeout 200 $R measure $margs $measure_args --memory reuse --check off --counters off --repetitions 5 --warmup 2 -o "$OUT/payoff-$name.json" 2>&1 | tail -3
   done < tests/data/payoff/cases.txt
 fi
+if has small; then
+  log "small-kernel fit set (training step, counters on)"
+  timeout 200 $R measure tests/data/small/small-train.json --mode training --check off --repetitions 20 -o "$OUT/small-train.json" 2>&1 | tail -4
+  for op in add matmul layernorm; do
+    log "launch chain $op"
+    timeout 60 $R measure tests/data/small/chain-$op.json --check off --counters off --repetitions 20 -o "$OUT/chain-$op.json" 2>&1 | tail -4
+  done
+  log "small steps, untraced step timing"
+  $R measure gpt2-small --mode training --batch 2 --seq 128 --check off --counters off --repetitions 10 -o "$OUT/gpt2-small-train-b2s128.json" 2>&1 | tail -4
+  $R measure examples/two-layer-mlp.json --mode training --check off --counters off --repetitions 20 -o "$OUT/mlp-train-b32.json" 2>&1 | tail -4
+fi
+if has sealed; then
+  mkdir -p "$OUT/sealed"
+  while IFS='|' read -r name margs; do
+    [ -z "$name" ] && continue
+    log "sealed $name"
+    timeout 120 $R measure $margs --check off --counters off --repetitions 10 -q -o "$OUT/sealed/$name.json" > /dev/null 2>&1; echo "sealed $name exit $?"
+  done < tests/data/small/sealed.txt
+fi
 if has torch; then
   log "pytorch eager ops and Hugging Face steps"
   PYTHONUNBUFFERED=1 timeout 420 python3 tests/tools/torch_ops_bench.py "$OUT/torch" --configs tests/data/public/neusight/configs ${TORCH_ARGS:-} 2>&1 | grep -v Warning | tail -40
@@ -92,4 +115,4 @@ if has calibrate; then
 fi
 log done
 # The device tool returns a few files only: pack the results into one.
-(cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude build.log *.json *.log *.csv $(ls -d torch 2>/dev/null) 2>/dev/null)
+(cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude build.log *.json *.log *.csv $(ls -d torch sealed 2>/dev/null) 2>/dev/null)
