@@ -121,8 +121,7 @@ void add_measure(CLI::App& app) {
         if (!*quiet) {
             say(g.name + " (" + args->mode + ") on " + m.device.at("name") + ": step " + human_time(m.step_median_s) + " (p10 " +
                 human_time(m.step_p10_s) + ", p90 " + human_time(m.step_p90_s) + "; traced " + human_time(m.step_traced_median_s) +
-                "), kernels " + human_time(m.kernel_sum_s) + ", arena " +
-                human_bytes(static_cast<double>(m.arena_bytes)) + "\n");
+                "), kernels " + human_time(m.kernel_sum_s) + ", arena " + human_bytes(static_cast<double>(m.arena_bytes)) + "\n");
             say(m.counters_problem.empty() ? "counters: collected\n" : "counters: not collected: " + m.counters_problem + "\n");
             say("checks against the CPU reference: " + std::to_string(m.failed_checks) + " failed\n");
             say("measurement written to " + *out + "\n" + written);

@@ -65,7 +65,7 @@ struct Measurement {
     std::string counters_problem;  // why counters were not collected (empty when they were)
     std::vector<std::string> metrics;
     double step_median_s = 0, step_p10_s = 0, step_p90_s = 0;  // whole graph, device events, no tracer
-    double step_traced_median_s = 0;  // the same under the Activity tracer (host time per launch added)
+    double step_traced_median_s = 0;                           // the same under the Activity tracer (host time per launch added)
     double kernel_sum_s = 0;                                   // sum of node medians
     std::int64_t arena_bytes = 0, scratch_peak_bytes = 0;
     std::int64_t live_peak_bytes = 0;  // the largest sum of tensors alive at once (the arena without fragmentation)

@@ -496,7 +496,10 @@ void Loader::measurement(const std::string& file) {
     const bool flash = options.value("flash_attention", false);
     FusionOptions fo;
     fo.elementwise = fo.gemm_epilogue = fo.gemm_prologue = fo.reductions = false;
-    const Evaluated e = evaluate_option(g, hw, rp, flash, AnalysisOptions{}, fo);
+    // Steps timed before measure stopped tracing them carry the tracer's host time per launch.
+    AnalysisOptions ao;
+    ao.executor.traced = json_string(m.value("step", json::object()), "timing") != "untraced";
+    const Evaluated e = evaluate_option(g, hw, rp, flash, ao, fo);
     const std::string mode = json_string(model, "mode");
     ReportContext ctx{*e.graph, hw, e.analysis, mode, mode == "training" ? &t : nullptr};
     if (e.fusion) ctx.fusion = &*e.fusion;

@@ -49,6 +49,22 @@ int kernel_launches(const OpAnalysis& op) {
     return op.kernel->parts.empty() ? 1 : static_cast<int>(op.kernel->parts.size());
 }
 
+// Native runtime: the executor's host time to issue one kernel of k's class.
+double executor_launch_s(const Kernel& k, const ExecutorHost& e) {
+    if (k.gemm) return e.gemm_launch_s + (e.traced ? e.gemm_tracer_s : 0.0);
+    if (k.row) return e.row_launch_s + (e.traced ? e.row_tracer_s : 0.0);
+    return e.stream_launch_s + (e.traced ? e.stream_tracer_s : 0.0);
+}
+
+// Native runtime: the host time to issue node n's kernels (each part its own launch).
+double executor_host_s(const OpAnalysis& op, const ExecutorHost& e) {
+    if (!op.kernel) return 0;
+    if (op.kernel->parts.empty()) return executor_launch_s(*op.kernel, e);
+    double s = 0;
+    for (const Kernel& part : op.kernel->parts) s += executor_launch_s(part, e);
+    return s;
+}
+
 }  // namespace
 
 double single_call_latency_s(const Graph& g, const Analysis& a, const AnalysisOptions& opt) {
@@ -229,7 +245,10 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
         for (std::size_t i = 0; i < host.size(); ++i) host[i] = eager_host_s(g, static_cast<NodeId>(i), opt, launches[i]);
         sched.host_s = &host;
     } else if (hw.kind == HardwareKind::gpu && opt.gpu.host_issue) {
-        sched.launch_overhead_s = hw.launch_overhead_s.value;
+        // A fused group is one launch: its anchor carries the group's kernel, the other members none.
+        host.assign(g.nodes().size(), 0.0);
+        for (const OpAnalysis& op : a.ops) host[static_cast<std::size_t>(op.node)] = executor_host_s(op, opt.executor);
+        sched.host_s = &host;
     }
     if (opt.fusion != nullptr) sched.group_of = &opt.fusion->group_of;
     a.schedule = schedule_graph(g, durations, sched);

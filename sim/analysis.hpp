@@ -57,8 +57,8 @@ struct KernelCostCache;
 std::shared_ptr<KernelCostCache> make_kernel_cost_cache();
 
 // How the graph is executed (README, "Runtimes"):
-//   native  one kernel per op, launched back to back from C++ (what `roofline measure` runs): the
-//           host issues each kernel in the spec's launch overhead;
+//   native  the project's kernels, launched back to back from C++ (what `roofline measure` runs):
+//           the host issues each kernel in the executor's interval for its class (ExecutorHost);
 //   eager   PyTorch eager: each op runs the kernels ATen launches for it (layernorm backward as two
 //           kernels, softmax backward as two, embedding backward as zero-fill + scatter, ...), and
 //           the host pays a dispatch cost per op (views included) before its kernels can start, so
@@ -66,8 +66,28 @@ std::shared_ptr<KernelCostCache> make_kernel_cost_cache();
 enum class Runtime { native, eager };
 std::string_view runtime_name(Runtime r);
 
+// The native runtime's host: the project's executor (measure/gpu_executor.cpp) enqueues each kernel
+// from C++ (operand lookup, the launch context, the op's launch path: cuBLASLt's matmul descriptors
+// and heuristic cache for GEMMs, the row kernels' launch-shape choice), one node after another. A
+// run of small kernels is issue-bound at these intervals, not at the GPU's kernel times. Measured
+// on an H200 VM (driver 580.159.04, CUDA 13.0, 2026-11-26): 256 dependent launches of one tiny op,
+// step over launches, untraced (tests/data/measured/h200-2026-11-26b/chain-{add,matmul,layernorm}
+// .json; their kernels ran 1.5, 1.9 and 3.9 us, so the GPU waited on the host). The host is the
+// machine's: another VM's differs (docs/ACCURACY.md).
+struct ExecutorHost {
+    double stream_launch_s = 4.615e-6;  // elementwise, movement and other streaming kernels (chain-add)
+    double gemm_launch_s = 7.494e-6;    // cuBLASLt GEMMs (chain-matmul)
+    double row_launch_s = 6.621e-6;     // row kernels: norms, softmax, cross-entropy (chain-layernorm)
+    // The step was timed with CUPTI's Activity tracer on (runtime and driver API records, as
+    // measure's per-kernel run does, and as every measurement before 2026-11-26 timed its step):
+    // the host time it adds to each launch, from the same chains timed traced minus untraced.
+    bool traced = false;
+    double stream_tracer_s = 2.866e-6, gemm_tracer_s = 3.303e-6, row_tracer_s = 5.358e-6;
+};
+
 struct AnalysisOptions {
     Runtime runtime = Runtime::native;
+    ExecutorHost executor;
     MemoryOptions memory;
     ScheduleOptions schedule;
     GpuModelOptions gpu;

@@ -167,14 +167,22 @@ std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType 
     if (traits.kernel != KernelForm::row) return std::nullopt;
     const Shape& x = g.tensor(node.inputs[0]).desc.shape;
     if (x.empty()) return std::nullopt;
+    std::int64_t reduced = 1;  // the elements of a row: the last axis, or the trailing axes reduced together
     if (traits.row_axes_attr) {
-        const auto axes = node.attrs.get_ints("axes", {});
-        const auto last = static_cast<std::int64_t>(x.size()) - 1;
-        if (axes.size() != 1 || (axes[0] != -1 && axes[0] != last)) return std::nullopt;  // not a row reduction
+        // The executor canonicalises a reduction over the trailing axes to rows x R and runs its
+        // row kernel (ops/cuda/reduce.cu), one block per row when rows are few: a reduction over
+        // every axis is one block.
+        auto axes = node.attrs.get_ints("axes", {});
+        const auto rank = static_cast<std::int64_t>(x.size());
+        for (auto& a : axes) a = a < 0 ? a + rank : a;
+        std::sort(axes.begin(), axes.end());
+        const bool trailing = !axes.empty() && axes.back() == rank - 1 && axes.front() == rank - static_cast<std::int64_t>(axes.size());
+        if (!trailing || (axes.size() > 1 && opt.eager)) return std::nullopt;  // not a row reduction
+        for (const auto a : axes) reduced *= std::max<std::int64_t>(1, x[static_cast<std::size_t>(a)]);
     } else if (node.attrs.get_int("axis", -1) != -1 && node.attrs.get_int("axis", -1) != static_cast<std::int64_t>(x.size()) - 1) {
         return std::nullopt;
     }
-    const std::int64_t len = std::max<std::int64_t>(1, x.back());
+    const std::int64_t len = std::max<std::int64_t>(1, traits.row_axes_attr ? reduced : x.back());
     const std::int64_t rows = std::max<std::int64_t>(1, g.tensor(node.inputs[0]).desc.numel() / len);
     Kernel k;
     k.work = w;
@@ -184,6 +192,8 @@ std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType 
     // separated by block reductions (Kernel::latency_bound_row). The project's own row kernels keep
     // the row in registers.
     k.latency_bound_row = opt.eager && traits.row_launch == RowLaunch::softmax;
+    k.norm = node.kind == OpKind::layernorm || node.kind == OpKind::rmsnorm || node.kind == OpKind::layernorm_grad ||
+             node.kind == OpKind::rmsnorm_grad;
     if (traits.row_launch == RowLaunch::block_per_row) {
         // PyTorch's vectorized_layer_norm_kernel and layer_norm_grad_input_kernel: one 128-thread
         // block (32 x 4) per row, whatever its length (aten/src/ATen/native/cuda/layer_norm_kernel.cu).
@@ -326,6 +336,22 @@ Kernel streaming_part(const std::string& name, const Work& w, DType d, std::int6
     return k;
 }
 
+// A norm's backward split as both runtimes run it: the dx row kernel (its share of the FLOPs,
+// writing dx) and a column pass re-reading dy and x for the parameter gradients (the column
+// pass's writes are the caller's: ATen writes dweight and dbias there, the project's executor in
+// a third kernel).
+std::pair<Kernel, Work> norm_grad_split(const Graph& g, NodeId n, const Kernel& k) {
+    const Node& node = g.node(n);
+    Kernel dx = k;
+    dx.name = node.name + ".dx";
+    dx.work.bytes_written = g.tensor(node.outputs[0]).desc.bytes();
+    dx.work.vector_flops = k.work.vector_flops * 10 / 13;
+    Work cols;
+    cols.bytes_read = g.tensor(node.inputs[0]).desc.bytes() + g.tensor(node.inputs[1]).desc.bytes();
+    cols.vector_flops = k.work.vector_flops - dx.work.vector_flops;
+    return {dx, cols};
+}
+
 // The kernels ATen launches for an op in eager PyTorch where they differ from the one-kernel
 // lowering (gpu-mechanisms notes, from aten/src/ATen/native/cuda/): layer_norm backward runs
 // layer_norm_grad_input_kernel (dx, a block per row) and GammaBetaBackward (dweight, dbias: a
@@ -339,17 +365,9 @@ void eager_parts(const Graph& g, NodeId n, const Hardware&, Kernel& k) {
     const Work w = k.work;
     const EagerSplit split = traits_of(node.kind).eager_split;
     if (split == EagerSplit::layernorm_grad && node.outputs.size() > 1) {
-        const std::int64_t dy = g.tensor(node.inputs[0]).desc.bytes(), x = g.tensor(node.inputs[1]).desc.bytes();
-        const std::int64_t elements = g.tensor(node.inputs[0]).desc.numel();
-        Kernel dx = k;
-        dx.name = node.name + ".dx";
-        dx.work.bytes_written = g.tensor(node.outputs[0]).desc.bytes();
-        dx.work.vector_flops = w.vector_flops * 10 / 13;
-        Work cols;
-        cols.bytes_read = dy + x;
+        auto [dx, cols] = norm_grad_split(g, n, k);
         cols.bytes_written = w.bytes_written - dx.work.bytes_written;
-        cols.vector_flops = w.vector_flops - dx.work.vector_flops;
-        k.parts = {dx, streaming_part(node.name + ".dweight", cols, d, elements)};
+        k.parts = {dx, streaming_part(node.name + ".dweight", cols, d, g.tensor(node.inputs[0]).desc.numel())};
     } else if (split == EagerSplit::softmax_grad && k.row) {
         const std::int64_t bytes = g.tensor(node.inputs[0]).desc.bytes(), elements = g.tensor(node.inputs[0]).desc.numel();
         Work mul;
@@ -390,6 +408,29 @@ void eager_parts(const Graph& g, NodeId n, const Hardware&, Kernel& k) {
     }
 }
 
+// The project's own kernels (ops/cuda/rowwise.cu) where one op runs several: layernorm/rmsnorm
+// backward runs the dx row kernel (saving each row's mean and rstd), a column-partial kernel
+// re-reading dy and x (dy * x_hat and dy summed over row chunks per column, f32 partials to
+// scratch, not counted) and a kernel summing the partials into dweight and dbias; cross-entropy's
+// mean/sum writes per-row losses, then one block sums them.
+void native_parts(const Graph& g, NodeId n, Kernel& k) {
+    const Node& node = g.node(n);
+    const DType d = k.dtype;
+    const Work w = k.work;
+    if ((node.kind == OpKind::layernorm_grad || node.kind == OpKind::rmsnorm_grad) && node.outputs.size() > 1 && k.row) {
+        const auto [dx, cols] = norm_grad_split(g, n, k);
+        const std::int64_t elements = g.tensor(node.inputs[0]).desc.numel();
+        Work sum;
+        sum.bytes_written = w.bytes_written - dx.work.bytes_written;
+        const std::int64_t params = g.tensor(node.outputs[1]).desc.numel();
+        k.parts = {dx, streaming_part(node.name + ".partials", cols, d, elements), streaming_part(node.name + ".sum", sum, d, params)};
+    } else if (node.kind == OpKind::cross_entropy && k.row) {
+        Kernel rows = k;
+        rows.name = node.name + ".rows";
+        k.parts = {rows, streaming_part(node.name + ".sum", Work{}, DType::f32, 1)};
+    }
+}
+
 }  // namespace
 
 std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt) {
@@ -401,12 +442,16 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         // Reshape is a view. Permute, transpose and split are views at L0 (no compulsory traffic),
         // but a kernel that needs its operand contiguous in the new layout runs a copy, as eager
         // frameworks and the project's executor do: one read and one write of the tensor.
-        if (traits.view != ViewKind::unless_copy) return std::nullopt;
+        // Expand is a stride-0 view in eager PyTorch; the project's executor materialises it
+        // (ops/cuda/pointwise.cu expand_broadcast_kernel: reads the input, writes every output element).
+        const bool materialised_expand = traits.view == ViewKind::broadcast && !opt.eager;
+        if (traits.view != ViewKind::unless_copy && !materialised_expand) return std::nullopt;
         Work copy;
         for (TensorId t : node.outputs) {
-            copy.bytes_read += g.tensor(t).desc.bytes();
+            copy.bytes_read += materialised_expand ? 0 : g.tensor(t).desc.bytes();
             copy.bytes_written += g.tensor(t).desc.bytes();
         }
+        if (materialised_expand) copy.bytes_read = g.tensor(node.inputs[0]).desc.bytes();
         Kernel k = streaming_kernel(g, n, copy, op_compute_dtype(g, n));
         k.name = node.name;
         k.node = n;
@@ -464,7 +509,11 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         // ReLU-like selects diverge within a warp only at the branch; kernels here are written
         // branch-free (selects), so the default divergence is 0.
     }
-    if (opt.eager) eager_parts(g, n, hw, k);
+    if (opt.eager) {
+        eager_parts(g, n, hw, k);
+    } else {
+        native_parts(g, n, k);
+    }
     k.name = node.name;
     k.node = n;
     for (Kernel& part : k.parts) part.node = n;
@@ -668,7 +717,14 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         // The latency is not hidden behind the kernel's own streaming: the first loads wait for
         // DRAM and the last stores drain while no other work of the kernel runs.
         c.floor_s = opt.min_kernel_s;
+        if (!opt.eager && k.gemm && k.tensor_cores) c.floor_s += opt.native_gemm_latency_s;
         if (c.time_s < c.floor_s) c.bound = KernelBound::launch;
+        // The norm kernels' dependent chain is one block's: hidden once the kernel streams longer.
+        const double chain = opt.eager || !k.row ? 0.0 : (k.norm ? opt.native_norm_latency_s : opt.native_row_latency_s);
+        if (c.time_s < chain) {
+            c.bound = KernelBound::launch;
+            c.time_s = chain;
+        }
         c.time_s += c.floor_s;
     }
     // Invariant (issue #15): no kernel runs below its own roofline lower bound. It holds by

@@ -74,6 +74,9 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
             if (ph == Phase::forward) forward_end = std::max(forward_end, s.end_s);
         }
     }
+    // The optimizer phase as scheduled: its kernels and the host's issue gaps between them (a
+    // phase of many small updates is issue-bound).
+    if (has_optimizer) optimizer_s = std::max(optimizer_s, a.schedule.step_time_s - backward_end);
     if (opt.zero > 0 && !has_optimizer)
         throw InputError("--zero " + std::to_string(opt.zero) + ": the step has no optimizer to shard (--mode training with an optimizer)");
     const auto batch_dim = g.dims.find("batch");
