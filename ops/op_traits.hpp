@@ -42,6 +42,14 @@ enum class EagerSplit {
     embedding_grad,  // zero-fill, sort of the indices (> 3072), scatter of the rows
 };
 
+// The project's own executor runs some ops as several kernels (sim/gpu_model.cpp native_parts,
+// ops/cuda/rowwise.cu).
+enum class NativeSplit {
+    none,
+    norm_grad,  // dx (saving mean and rstd), column partials of dweight/dbias, their sum
+    loss_sum,   // per-row losses, then one block sums them
+};
+
 // Roles in the attention pattern fusion and recompute look for: Q K^T (gemm) -> scale ->
 // causal_mask -> softmax -> dropout -> x V (gemm), or the composite attention op.
 enum class FusionRole { none, gemm, attention, softmax, scale, causal_mask, dropout };
@@ -57,6 +65,10 @@ struct OpTraits {
     // as_strided: 5; nn.Conv2d -> convolution, _convolution, cudnn_convolution: 3).
     int eager_extra_calls = 0;
     EagerSplit eager_split = EagerSplit::none;
+    NativeSplit native_split = NativeSplit::none;
+    // A normalisation row kernel (layernorm/rmsnorm and their dx): parameter loads and three
+    // stores after the row's reductions (GpuModelOptions::native_norm_latency_s).
+    bool norm = false;
     // Optimizer updates write in place: output i overwrites input in_place[i] (-1: none); input 1
     // is the gradient they consume.
     bool optimizer_update = false;

@@ -192,8 +192,7 @@ std::optional<Kernel> row_kernel(const Graph& g, NodeId n, const Work& w, DType 
     // separated by block reductions (Kernel::latency_bound_row). The project's own row kernels keep
     // the row in registers.
     k.latency_bound_row = opt.eager && traits.row_launch == RowLaunch::softmax;
-    k.norm = node.kind == OpKind::layernorm || node.kind == OpKind::rmsnorm || node.kind == OpKind::layernorm_grad ||
-             node.kind == OpKind::rmsnorm_grad;
+    k.norm = traits.norm;
     if (traits.row_launch == RowLaunch::block_per_row) {
         // PyTorch's vectorized_layer_norm_kernel and layer_norm_grad_input_kernel: one 128-thread
         // block (32 x 4) per row, whatever its length (aten/src/ATen/native/cuda/layer_norm_kernel.cu).
@@ -417,14 +416,15 @@ void native_parts(const Graph& g, NodeId n, Kernel& k) {
     const Node& node = g.node(n);
     const DType d = k.dtype;
     const Work w = k.work;
-    if ((node.kind == OpKind::layernorm_grad || node.kind == OpKind::rmsnorm_grad) && node.outputs.size() > 1 && k.row) {
+    const NativeSplit split = traits_of(node.kind).native_split;
+    if (split == NativeSplit::norm_grad && node.outputs.size() > 1 && k.row) {
         const auto [dx, cols] = norm_grad_split(g, n, k);
         const std::int64_t elements = g.tensor(node.inputs[0]).desc.numel();
         Work sum;
         sum.bytes_written = w.bytes_written - dx.work.bytes_written;
         const std::int64_t params = g.tensor(node.outputs[1]).desc.numel();
         k.parts = {dx, streaming_part(node.name + ".partials", cols, d, elements), streaming_part(node.name + ".sum", sum, d, params)};
-    } else if (node.kind == OpKind::cross_entropy && k.row) {
+    } else if (split == NativeSplit::loss_sum && k.row && node.attrs.get_string("reduction", "mean") != "none") {
         Kernel rows = k;
         rows.name = node.name + ".rows";
         k.parts = {rows, streaming_part(node.name + ".sum", Work{}, DType::f32, 1)};
