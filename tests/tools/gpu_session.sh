@@ -93,6 +93,8 @@ if has small; then
     log "launch chain $op"
     timeout 60 $R measure tests/data/small/chain-$op.json --check off --counters off --repetitions 20 -o "$OUT/chain-$op.json" 2>&1 | tail -4
   done
+  log "elementwise sweep"
+  timeout 60 $R measure tests/data/small/elementwise-sweep.json --check off --repetitions 20 -o "$OUT/elementwise-sweep.json" 2>&1 | tail -4
   log "small steps, untraced step timing"
   $R measure gpt2-small --mode training --batch 2 --seq 128 --check off --counters off --repetitions 10 -o "$OUT/gpt2-small-train-b2s128.json" 2>&1 | tail -4
   $R measure examples/two-layer-mlp.json --mode training --check off --counters off --repetitions 20 -o "$OUT/mlp-train-b32.json" 2>&1 | tail -4

@@ -10,6 +10,7 @@ the held-out steps (docs/ACCURACY.md) are not in it.
   dW), layernorm forward and backward, elementwise forward and backward, the cross-entropy row
   kernel and its gradient, and AdamW updates of its parameters; plus attention-shaped batched GEMMs
   (heads x seq x 64, heads in {16, 64}, seq in {64, 256, 512}) through a softmax. The losses add up.
+- elementwise-sweep.json: streaming kernels from 1 Ki to 16 Mi elements, cold and warm inputs.
 - chain-<op>.json: 256 dependent launches of one tiny op (add, matmul 64^3, layernorm 64 x 256):
   the step over the kernel count is the executor's issue interval per launch when kernels are tiny.
 
@@ -91,9 +92,34 @@ def chain(op, count=256):
             "inputs": inputs, "parameters": params, "nodes": nodes, "outputs": [prev]}
 
 
+def elementwise_sweep():
+    """Streaming kernels over sizes 1 Ki to 16 Mi elements (x4 steps): a unary (tanh-GELU), a binary
+    (add), a cast to f32 and a scale, each on an input of its own (cold: written before the step,
+    read by nothing else), and a GELU of the add's output (warm: its producer ran just before)."""
+    inputs, nodes = [], []
+    n = 1024
+    while n <= 16 * 1024 * 1024:
+        p = f"n{n}"
+        inputs += [{"name": f"{p}_a", "shape": [n]}, {"name": f"{p}_b", "shape": [n]}, {"name": f"{p}_c", "shape": [n]},
+                   {"name": f"{p}_d", "shape": [n]}]
+        nodes += [
+            {"name": f"{p}_gelu", "op": "gelu", "inputs": [f"{p}_a"], "attrs": {"approximate": "tanh"}},
+            {"name": f"{p}_add", "op": "add", "inputs": [f"{p}_b", f"{p}_c"]},
+            {"name": f"{p}_gelu_warm", "op": "gelu", "inputs": [f"{p}_add"], "attrs": {"approximate": "tanh"}},
+            {"name": f"{p}_cast", "op": "cast", "inputs": [f"{p}_d"], "attrs": {"dtype": "f32"}},
+            {"name": f"{p}_scale", "op": "scale", "inputs": [f"{p}_a"], "attrs": {"factor": 0.5}},
+        ]
+        n *= 4
+    outs = [x["name"] for x in nodes if x["name"].endswith(("_gelu", "_gelu_warm", "_cast", "_scale"))]
+    return {"format": "roofline-model/1", "name": "elementwise-sweep",
+            "dtype_policy": {"compute": "bf16", "parameters": "bf16"},
+            "inputs": inputs, "parameters": [], "nodes": nodes, "outputs": outs}
+
+
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/small"
     os.makedirs(out, exist_ok=True)
     write(os.path.join(out, "small-train.json"), small_train())
     for op in ("add", "matmul", "layernorm"):
         write(os.path.join(out, f"chain-{op}.json"), chain(op))
+    write(os.path.join(out, "elementwise-sweep.json"), elementwise_sweep())
