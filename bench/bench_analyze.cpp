@@ -13,6 +13,7 @@
 #include "sim/cluster.hpp"
 #include "sim/collectives.hpp"
 #include "sim/parallel.hpp"
+#include "sim/search.hpp"
 
 namespace {
 
@@ -186,7 +187,47 @@ static void BM_ParallelConfigGpt3(benchmark::State& state) {
     }
 }
 
+// Issue #16: the same configuration as `search` evaluates it: stages 0, 1 and 15 built and analysed
+// (stage 1 stands for the middle stages), then the pipeline. Target: < 30 ms a configuration.
+static void BM_SearchConfigGpt3(benchmark::State& state) {
+    const roofline::Cluster c = roofline::builtin_cluster("dgx-a100");
+    const auto build = roofline::template_stage_builder("gpt3-175b", {}, {}, c.hardware, {});
+    for (auto _ : state) {
+        roofline::StageRequest r{8, 16, 0, 1, "none"};
+        std::vector<roofline::BuiltStage> built;
+        for (const int st : {0, 1, 15}) {
+            r.stage = st;
+            built.push_back(build(r));
+        }
+        std::vector<roofline::StageStep> stages;
+        for (int st = 0; st < 16; ++st) {
+            const auto& b = built[st == 0 ? 0 : st == 15 ? 2 : 1];
+            stages.push_back({b.evaluated.graph, &b.evaluated.analysis});
+        }
+        roofline::ParallelOptions o;
+        o.dp = 8;
+        o.global_batch = 1536;
+        benchmark::DoNotOptimize(roofline::analyze_pipeline(stages, c, o));
+    }
+}
+
+// Issue #16: the full search of gpt3-175b on 1,024 A100 of dgx-a100 (global batch 1536; tp, pp,
+// micro-batch 1-8, none/selective/full recompute, ZeRO 0-3) on 2 threads. Target: < 1 s.
+static void BM_SearchGpt3(benchmark::State& state) {
+    const roofline::Cluster c = roofline::builtin_cluster("dgx-a100");
+    roofline::SearchSpace s;
+    s.gpus = 1024;
+    s.global_batch = 1536;
+    s.jobs = 2;
+    roofline::TrainingOptions t;
+    t.master_weights = true;
+    const auto build = roofline::template_stage_builder("gpt3-175b", {}, t, c.hardware, {});
+    for (auto _ : state) benchmark::DoNotOptimize(roofline::search_parallel(c, s, build));
+}
+
 BENCHMARK(BM_CollectiveCost)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SearchConfigGpt3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SearchGpt3)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_ParallelConfigGpt3)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

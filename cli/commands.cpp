@@ -130,6 +130,7 @@ void add_analyze(CLI::App& app) {
             par = analyze_pipeline(stages, *cluster, parallel->options());
             ctx.parallel = &*par;
         } else if (cluster != nullptr) {
+            if (parallel->interleave > 1) throw InputError("--interleave " + std::to_string(parallel->interleave) + ": needs --pp > 1");
             par = analyze_parallel(g, a, *cluster, parallel->options());
             ctx.parallel = &*par;
         }

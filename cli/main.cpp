@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
         "Run `roofline COMMAND --help` for a command's options and examples.\n");
     roofline::cli::add_analyze(app);
     roofline::cli::add_plan(app);
+    roofline::cli::add_search(app);
     roofline::cli::add_hw(app);
     roofline::cli::add_model(app);
     roofline::cli::add_measure(app);

@@ -16,6 +16,7 @@ struct ParallelArgs {
     int tp = 1;
     int pp = 1;
     int zero = 0;
+    int interleave = 1;
     double bucket_mb = 25;
     std::int64_t global_batch = 0;
     CLI::Option* hw_option = nullptr;  // --hw, to tell an explicit chip from the default
@@ -39,6 +40,10 @@ struct ParallelArgs {
                         "micro-batches of --global-batch")
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
+        cmd->add_option("--interleave", interleave,
+                        "virtual stages per device with --pp (interleaved 1F1B): the bubble shrinks by V, the sends grow by V")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
         cmd->add_option("--zero", zero, "ZeRO stage with --dp: 1 shards optimizer state, 2 also gradients, 3 also parameters")
             ->check(CLI::Range(0, 3))
             ->capture_default_str();
@@ -50,16 +55,17 @@ struct ParallelArgs {
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
     }
-    bool wanted() const { return !cluster.empty() || dp > 1 || tp > 1 || pp > 1 || zero > 0 || global_batch > 0; }
+    bool wanted() const { return !cluster.empty() || dp > 1 || tp > 1 || pp > 1 || zero > 0 || global_batch > 0 || interleave > 1; }
     // The cluster, checked against --hw; InputError naming the flag when the flags disagree.
     const Cluster* resolve(const std::string& hw) {
         if (!wanted()) return nullptr;
         if (cluster.empty())
-            throw InputError(dp > 1     ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
-                             : tp > 1   ? "--tp " + std::to_string(tp) + ": name the cluster the ranks run on with --cluster"
-                             : pp > 1   ? "--pp " + std::to_string(pp) + ": name the cluster the stages run on with --cluster"
-                             : zero > 0 ? "--zero: needs --cluster and --dp"
-                                        : "--global-batch: needs --cluster");
+            throw InputError(dp > 1           ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
+                             : tp > 1         ? "--tp " + std::to_string(tp) + ": name the cluster the ranks run on with --cluster"
+                             : pp > 1         ? "--pp " + std::to_string(pp) + ": name the cluster the stages run on with --cluster"
+                             : zero > 0       ? "--zero: needs --cluster and --dp"
+                             : interleave > 1 ? "--interleave: needs --cluster and --pp"
+                                              : "--global-batch: needs --cluster");
         loaded = resolve_cluster(cluster);
         if (hw_option != nullptr && hw_option->count() > 0 && hw != loaded->chip)
             throw InputError("--hw " + hw + " and --cluster " + loaded->name + " disagree: the cluster's GPUs are " + loaded->chip +
@@ -72,6 +78,7 @@ struct ParallelArgs {
         o.zero = zero;
         o.bucket_bytes = bucket_mb * 1024 * 1024;
         o.global_batch = global_batch;
+        o.interleave = interleave;
         return o;
     }
 };

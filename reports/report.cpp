@@ -311,6 +311,7 @@ ojson parallel_json(const ParallelAnalysis& p) {
     j["pass_s"] = p.pass_s;
     j["optimizer_s"] = p.optimizer_s;
     if (p.pp > 1) {
+        j["interleave"] = p.interleave;
         j["p2p_s"] = p.p2p_s;
         j["bubble_fraction"] = p.bubble_fraction;
         ojson st = ojson::array();
@@ -545,7 +546,10 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
             "communication {} (of {} in {} collectives){}; per rank peak memory {} ({}) {} {}; MFU {:.1f}%{}\n",
             p.tp, p.pp, p.options.dp, p.devices, p.cluster, p.nodes, p.nodes == 1 ? "" : "s", p.options.zero, p.micro_batches,
             p.micro_batches == 1 ? "" : "es", human_time(p.step_time_s), human_time(p.compute_s),
-            p.pp > 1 ? fmt::format(" (pipeline: bubble {:.1f}%, sends {})", 100.0 * p.bubble_fraction, human_time(p.p2p_s)) : "",
+            p.pp > 1 ? fmt::format(" (pipeline{}: bubble {:.1f}%, sends {})",
+                                   p.interleave > 1 ? fmt::format(", {} virtual stages a device", p.interleave) : "",
+                                   100.0 * p.bubble_fraction, human_time(p.p2p_s))
+                     : "",
             human_time(p.exposed_comm_s), human_time(p.comm_s), p.comms.size(), tp, human_bytes(static_cast<double>(p.peak_bytes)), parts,
             static_cast<double>(p.peak_bytes) <= ctx.hw.device_memory().capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
             human_bytes(ctx.hw.device_memory().capacity_bytes.value), 100.0 * p.mfu,

@@ -1,6 +1,7 @@
 #include "sim/parallel.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "ops/error.hpp"
@@ -242,13 +243,26 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
     std::vector<ParallelAnalysis> per;
     for (int s = 0; s < p; ++s) {
         const Graph& g = *stages[static_cast<std::size_t>(s)].graph;
-        if (g.pipeline.stages != p || g.pipeline.stage != s)
+        // A middle stage may stand for another (they differ only in their layers' names: `search`).
+        const bool middle = s > 0 && s < p - 1 && g.pipeline.stage > 0 && g.pipeline.stage < p - 1;
+        if (g.pipeline.stages != p || (g.pipeline.stage != s && !middle))
             throw InputError(
                 fmt::format("pipeline: stage {} of {} expected, got stage {} of {}", s + 1, p, g.pipeline.stage + 1, g.pipeline.stages));
         per.push_back(analyze_parallel(g, *stages[static_cast<std::size_t>(s)].analysis, cluster, opt));
     }
     ParallelAnalysis r = per.front();  // the first stage's ranks and collectives; the timing is the pipeline's
     const int m = r.micro_batches;
+    const int v = opt.interleave;
+    if (v < 1) throw InputError(fmt::format("--interleave {}: expected a positive number of virtual stages", v));
+    if (v > 1) {
+        if (p < 2) throw InputError(fmt::format("--interleave {}: needs pipeline stages (--pp > 1)", v));
+        if (m % p != 0)
+            throw InputError(fmt::format("--interleave {}: the {} micro-batches a rank runs must be a multiple of the {} stages", v, m, p));
+        for (const StageStep& st : stages)
+            if (st.graph->pipeline.layers % v != 0)
+                throw InputError(
+                    fmt::format("--interleave {}: a stage's {} layers do not split into {} chunks", v, st.graph->pipeline.layers, v));
+    }
     double sum = 0, slowest = 0, tail = 0, update = 0, flops = 0;
     for (const ParallelAnalysis& q : per) {
         sum += q.pass_s;
@@ -266,10 +280,15 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
             if (t.role == TensorRole::input && t.name == "hidden") act = t.desc.bytes();
         const CommGroup pair{2, r.tp * opt.dp >= cluster.gpus_per_node() ? 1 : 2};
         // Megatron's scatter/gather optimisation: each tensor-parallel rank sends 1/tp of it.
-        r.p2p_s = 2.0 * (p - 1) * collective_cost(cluster, Collective::send_recv, static_cast<double>(act) / r.tp, pair).time_s;
+        // Interleaved: a micro-batch crosses p x v - 1 chunk boundaries each way.
+        r.p2p_s = 2.0 * (p * v - 1) * collective_cost(cluster, Collective::send_recv, static_cast<double>(act) / r.tp, pair).time_s;
     }
-    const double pipe = sum + (m - 1) * slowest + r.p2p_s;
+    // Fill and drain: one chunk's pass (a device's pass / v) on every device; steady state: the
+    // slowest device's passes of the other micro-batches. v = 1: sum + (m - 1) x slowest; equal
+    // stages: (m + (p - 1) / v) passes, the bubble (p - 1) / (m v) of the ideal m passes.
+    const double pipe = sum / v + (m - 1.0 / v) * slowest + r.p2p_s;
     r.pp = p;
+    r.interleave = v;
     r.pass_s = slowest;
     r.compute_s = pipe + update;
     r.step_time_s = pipe + tail;
@@ -286,10 +305,21 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
         st.stage = s;
         st.layers = stages[static_cast<std::size_t>(s)].graph->pipeline.layers;
         st.in_flight = std::min(p - s, m);
+        // Micro-batches' activations held at once, in whole micro-batches. Interleaved, Megatron-LM
+        // warms up 2 (p - s - 1) + (v - 1) p chunks before its first backward, each 1/v of the
+        // device's activations: p + (p - 1) / v for the first device (Korthikanti et al. 2022).
+        double held = st.in_flight;
+        if (v > 1) {
+            const int chunks = std::min(2 * (p - s - 1) + (v - 1) * p + 1, m * v);
+            held = static_cast<double>(chunks) / v;
+            st.in_flight = static_cast<int>(std::ceil(held));
+        }
         st.pass_s = q.pass_s;
         st.optimizer_s = q.optimizer_s;
         st.exposed_comm_s = q.exposed_comm_s;
-        st.peak_bytes = q.peak_bytes + (st.in_flight - 1) * stages[static_cast<std::size_t>(s)].analysis->memory.saved_activation_bytes;
+        st.peak_bytes = q.peak_bytes +
+                        static_cast<std::int64_t>(std::llround(
+                            (held - 1) * static_cast<double>(stages[static_cast<std::size_t>(s)].analysis->memory.saved_activation_bytes)));
         if (st.peak_bytes > r.peak_bytes) r.peak_bytes = st.peak_bytes, worst = static_cast<std::size_t>(s);
         r.stages.push_back(st);
     }

@@ -7,8 +7,9 @@
 // communication stream beside the compute stream, and ZeRO shards what each rank keeps
 // (Rajbhandari et al., "ZeRO", SC20). Tensor parallelism: the graph is already one rank's share
 // (Graph::tensor_parallel, Megatron's splits); its all-reduces run on the compute stream's critical
-// path, as Megatron-LM issues them, inside a node. Pipeline, sequence, context and expert
-// parallelism are the next steps of issue #16 and not modelled yet.
+// path, as Megatron-LM issues them, inside a node. Pipeline parallelism: analyze_pipeline below;
+// sim/search.hpp searches the configurations. Sequence, context and expert parallelism are the
+// next steps of issue #16 and not modelled yet.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ struct ParallelOptions {
     // of the graph's batch x dp: each rank runs global / (batch x dp) micro-batches, accumulating
     // gradients, before one reduction and one optimizer step.
     std::int64_t global_batch = 0;
+    // Pipeline: virtual stages a device runs (interleaved 1F1B, Narayanan et al. SC21 section 2.2:
+    // each device holds v chunks of its layers, chunk j on device j mod p): the bubble shrinks by v,
+    // the activation sends grow by v. 1: plain 1F1B. Needs the micro-batches to be a multiple of the
+    // stages (Megatron-LM's check) and each stage's layers a multiple of v.
+    int interleave = 1;
 };
 
 struct CommOp {
@@ -46,6 +52,7 @@ struct ParallelAnalysis {
     std::string cluster;
     int tp = 1;                  // from the graph
     int pp = 1;                  // pipeline stages (analyze_pipeline)
+    int interleave = 1;          // virtual stages per device (interleaved 1F1B)
     int micro_batches = 1;       // per rank and iteration (gradient accumulation; the pipeline's micro-batches)
     double pass_s = 0;           // one micro-batch's forward and backward on this rank, tensor-parallel all-reduces included
     double optimizer_s = 0;      // the optimizer step on this rank (its ZeRO shard)

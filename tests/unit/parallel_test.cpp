@@ -336,4 +336,32 @@ TEST_CASE("pipeline parallelism: 1F1B fill, drain and bubble", "[parallel][pp]")
     const auto mlp = test::run_cli("analyze mlp --mode training --cluster dgx-a100 --pp 2 -q");
     CHECK(mlp.code == 2);
     CHECK_THAT(mlp.out, Catch::Contains("has no pipeline split"));
+
+    SECTION("interleaved 1F1B: the bubble shrinks by v, the sends grow by v") {
+        // v = 3 chunks of one layer a device (Narayanan et al. SC21, 2.2.2): fill and drain are a
+        // chunk's pass on every device, sum / v, the steady state (m - 1 / v) of the slowest's:
+        // with equal stages the bubble is (p - 1) / (m v) of the ideal m passes. A micro-batch
+        // crosses p v - 1 chunk boundaries each way: 11 / 3 of plain 1F1B's sends.
+        ParallelOptions iv = o;
+        iv.interleave = 3;
+        const ParallelAnalysis q = analyze_pipeline(stages, c, iv);
+        CHECK(q.interleave == 3);
+        CHECK(q.p2p_s == Approx(p.p2p_s * 11.0 / 3.0).epsilon(1e-12));
+        const double ipipe = sum / 3 + (8 - 1.0 / 3) * slowest + q.p2p_s;
+        CHECK(q.compute_s == Approx(ipipe + update).epsilon(1e-12));
+        CHECK(q.bubble_fraction < p.bubble_fraction);
+        // The first device holds p + (p - 1) / v = 5 micro-batches' activations (Korthikanti et al.
+        // 2022: interleaving's memory factor 1 + (p - 1) / (p v)), against 4 without.
+        CHECK(q.stages[0].in_flight == 5);
+        CHECK(q.stages[0].peak_bytes > p.stages[0].peak_bytes);
+        // Megatron's conditions: micro-batches a multiple of the stages, layers a multiple of v.
+        iv.interleave = 2;
+        CHECK_THROWS_WITH(analyze_pipeline(stages, c, iv), Catch::Contains("3 layers do not split into 2 chunks"));
+        iv.interleave = 3;
+        iv.global_batch = 48;  // 6 micro-batches a rank, 4 stages
+        CHECK_THROWS_WITH(analyze_pipeline(stages, c, iv), Catch::Contains("must be a multiple of the 4 stages"));
+        const auto nopp = test::run_cli("analyze gpt2-small --mode training --cluster dgx-a100 --dp 2 --interleave 2 -q");
+        CHECK(nopp.code == 2);
+        CHECK_THAT(nopp.out, Catch::Contains("--interleave 2: needs --pp > 1"));
+    }
 }

@@ -1,0 +1,215 @@
+#include "sim/search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <optional>
+#include <thread>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "model/autodiff.hpp"
+#include "model/model_json.hpp"
+#include "ops/error.hpp"
+#include "sim/recompute.hpp"
+
+namespace roofline {
+
+namespace {
+
+std::vector<int> divisors(int n) {
+    std::vector<int> d;
+    for (int i = 1; i <= n; ++i)
+        if (n % i == 0) d.push_back(i);
+    return d;
+}
+
+// The stage whose analysis stands for stage s of p: the middle stages share stage 1's.
+int representative(int s, int p) { return s > 0 && s < p - 1 ? 1 : s; }
+
+using Key = std::tuple<int, int, int, int, std::string>;  // tp, pp, stage, micro-batch, recompute
+Key key_of(const StageRequest& r) { return {r.tp, r.pp, r.stage, r.micro_batch, r.recompute}; }
+
+struct Built {
+    std::optional<BuiltStage> stage;
+    std::string error;
+};
+
+}  // namespace
+
+StageBuilder template_stage_builder(const std::string& model, const ModelOverrides& base, const TrainingOptions& training,
+                                    const Hardware& hw, const AnalysisOptions& aopt) {
+    return [=](const StageRequest& r) {
+        ModelOverrides ov = base;
+        ov.batch = r.micro_batch;
+        ov.tp = r.tp;
+        ov.pp = r.pp;
+        ov.stage = r.stage;
+        BuiltStage b;
+        b.graph = std::make_unique<Graph>(build_training_step(load_model_arg(model, ov), training));
+        std::optional<RecomputePlan> plan;
+        if (r.recompute != "none") {
+            const auto s = parse_strategy(r.recompute);
+            if (!s) throw InputError("recompute strategy '" + r.recompute + "': unknown");
+            plan = plan_strategy(*b.graph, *s);
+        }
+        b.evaluated = evaluate_option(*b.graph, hw, plan, false, aopt);
+        return b;
+    };
+}
+
+SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, const StageBuilder& build) {
+    SearchSpace space = in;
+    if (space.micro_batches.empty()) space.micro_batches = {1, 2, 4, 8};
+    if (space.recompute.empty()) space.recompute = {"none", "selective", "full"};
+    if (space.zero.empty()) space.zero = {0, 1, 2, 3};
+    if (space.interleave.empty()) space.interleave = {1, 2};
+    if (space.gpus < 1) throw InputError(fmt::format("--gpus {}: expected a positive number of GPUs", space.gpus));
+    if (space.global_batch < 1) throw InputError("--global-batch: expected the samples per iteration (a positive number)");
+    const int node = cluster.gpus_per_node();
+    if (cluster.max_nodes) {
+        const auto most = static_cast<std::int64_t>(cluster.max_nodes->value) * node;
+        if (space.gpus > most)
+            throw InputError(fmt::format("--gpus {}: cluster {} has at most {} GPUs ({} nodes of {})", space.gpus, cluster.name, most,
+                                         static_cast<std::int64_t>(cluster.max_nodes->value), node));
+    }
+    for (const int z : space.zero)
+        if (z < 0 || z > 3) throw InputError(fmt::format("--zero {}: expected ZeRO stages 0..3", z));
+    for (const int v : space.interleave)
+        if (v < 1) throw InputError(fmt::format("--interleave {}: expected positive numbers of virtual stages", v));
+    for (const int b : space.micro_batches)
+        if (b < 1) throw InputError(fmt::format("--micro-batches {}: expected positive micro-batch sizes", b));
+    for (const std::string& s : space.recompute)
+        if (s != "none" && !parse_strategy(s)) throw InputError("--recompute " + s + ": unknown strategy");
+
+    SearchResult result;
+    const MemoryLevel* dram = cluster.hardware.find(MemoryRole::device);
+    result.budget_bytes = space.memory_budget_bytes > 0 ? space.memory_budget_bytes
+                          : dram != nullptr             ? static_cast<std::int64_t>(dram->capacity_bytes.value)
+                                                        : 0;
+    std::map<std::string, std::size_t> reasons;
+    auto reject = [&](const std::string& why) {
+        ++result.invalid;
+        const std::string kind = why.substr(0, why.find(':'));
+        if (reasons.emplace(kind, result.invalid_reasons.size()).second) result.invalid_reasons.push_back(why);
+    };
+
+    // The tuples to evaluate and the stages they need.
+    struct Tuple {
+        int tp, pp, dp, mb;
+        std::string rc;
+    };
+    std::vector<Tuple> tuples;
+    std::map<Key, std::size_t> index;
+    std::vector<StageRequest> requests;
+    for (const int tp : divisors(space.gpus)) {
+        if (tp > node) continue;  // tensor parallelism stays inside a node (Megatron's placement)
+        for (const int pp : divisors(space.gpus / tp)) {
+            const int dp = space.gpus / (tp * pp);
+            for (const int mb : space.micro_batches) {
+                for (const std::string& rc : space.recompute) {
+                    const std::size_t variants = space.zero.size() * space.interleave.size();
+                    result.enumerated += variants;
+                    if (space.global_batch % (static_cast<std::int64_t>(mb) * dp) != 0) {
+                        for (std::size_t z = 0; z < variants; ++z)
+                            reject(fmt::format("batch: global batch {} is not a multiple of micro-batch {} x dp {}", space.global_batch, mb,
+                                               dp));
+                        continue;
+                    }
+                    tuples.push_back({tp, pp, dp, mb, rc});
+                    for (int s = 0; s < pp; ++s) {
+                        if (representative(s, pp) != s) continue;
+                        const StageRequest r{tp, pp, s, mb, rc};
+                        if (index.emplace(key_of(r), requests.size()).second) requests.push_back(r);
+                    }
+                }
+            }
+        }
+    }
+
+    // Build and analyse every stage once, on `jobs` threads (each request is independent).
+    std::vector<Built> built(requests.size());
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+        for (std::size_t i = next++; i < requests.size(); i = next++) {
+            try {
+                built[i].stage = build(requests[i]);
+            } catch (const InputError& e) {
+                built[i].error = e.what();
+            }
+        }
+    };
+    const int jobs = std::max(1, std::min<int>(space.jobs, static_cast<int>(requests.size())));
+    std::vector<std::thread> pool;
+    for (int j = 1; j < jobs; ++j) pool.emplace_back(worker);
+    worker();
+    for (std::thread& t : pool) t.join();
+    for (const Built& b : built) result.stages_analysed += b.stage ? 1 : 0;
+
+    for (const Tuple& t : tuples) {
+        std::vector<StageStep> stages;
+        std::string error;
+        for (int s = 0; s < t.pp && error.empty(); ++s) {
+            const Built& b = built[index.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc}))];
+            if (!b.stage) {
+                error = b.error;
+            } else {
+                stages.push_back({b.stage->evaluated.graph, &b.stage->evaluated.analysis});
+            }
+        }
+        for (const int v : space.interleave) {
+            for (const int z : space.zero) {
+                if (!error.empty()) {
+                    reject(fmt::format("model: tp {} pp {}: {}", t.tp, t.pp, error));
+                    continue;
+                }
+                if (z > 0 && t.dp == 1) {
+                    reject(fmt::format("zero: ZeRO {} needs data-parallel ranks (dp = 1 at tp {} pp {})", z, t.tp, t.pp));
+                    continue;
+                }
+                if (v > 1 && t.pp == 1) {
+                    reject(fmt::format("interleave: {} virtual stages need pipeline stages (pp = 1)", v));
+                    continue;
+                }
+                ParallelOptions o;
+                o.dp = t.dp;
+                o.zero = z;
+                o.bucket_bytes = space.bucket_bytes;
+                o.global_batch = space.global_batch;
+                o.interleave = v;
+                try {
+                    const ParallelAnalysis p = t.pp > 1 ? analyze_pipeline(stages, cluster, o)
+                                                        : analyze_parallel(*stages[0].graph, *stages[0].analysis, cluster, o);
+                    SearchCandidate c;
+                    c.tp = t.tp, c.pp = t.pp, c.dp = t.dp, c.micro_batch = t.mb, c.zero = z, c.interleave = v, c.recompute = t.rc;
+                    c.micro_batches = p.micro_batches;
+                    c.step_time_s = p.step_time_s;
+                    c.compute_s = p.compute_s;
+                    c.exposed_comm_s = p.exposed_comm_s;
+                    c.bubble_fraction = p.bubble_fraction;
+                    c.mfu = p.mfu;
+                    c.tokens_per_s = p.tokens_per_s;
+                    c.peak_bytes = p.peak_bytes;
+                    c.fits = result.budget_bytes <= 0 || c.peak_bytes <= result.budget_bytes;
+                    result.candidates.push_back(std::move(c));
+                } catch (const InputError& e) {
+                    const std::string what = e.what();
+                    reject(what.rfind("--interleave", 0) == 0 ? "interleave: " + what
+                                                              : fmt::format("cluster: tp {} pp {} dp {}: {}", t.tp, t.pp, t.dp, what));
+                }
+            }
+        }
+    }
+    // Fitting first, then by iteration time; ties in a fixed order of the knobs (deterministic).
+    std::sort(result.candidates.begin(), result.candidates.end(), [](const SearchCandidate& a, const SearchCandidate& b) {
+        return std::tuple(!a.fits, a.step_time_s, a.tp, a.pp, a.interleave, a.micro_batch, a.recompute, a.zero) <
+               std::tuple(!b.fits, b.step_time_s, b.tp, b.pp, b.interleave, b.micro_batch, b.recompute, b.zero);
+    });
+    std::vector<std::pair<std::int64_t, double>> points;
+    for (const SearchCandidate& c : result.candidates) points.emplace_back(c.peak_bytes, c.step_time_s);
+    result.frontier = pareto_frontier(points);
+    return result;
+}
+
+}  // namespace roofline

@@ -1,0 +1,82 @@
+#pragma once
+// `roofline search` (issue #16): every parallel configuration of a training job on N GPUs of a
+// cluster — tensor-parallel degree, pipeline stages (plain or interleaved 1F1B), data-parallel
+// ranks, micro-batch, activation recomputation, ZeRO stage — built and analysed with the same op, kernel, memory and collective
+// models as `analyze --cluster`, ranked by iteration time among those that fit the memory budget,
+// with the Pareto frontier of (peak memory per rank, iteration time).
+//
+// Cost: a configuration is the composition of its stages' analyses (analyze_pipeline /
+// analyze_parallel, microseconds); a stage's analysis depends only on (tp, pp, stage, micro-batch,
+// recompute), so each is built once and shared by every dp and ZeRO stage that uses it, and the
+// middle stages of a pipeline, identical but for their layers' names, share stage 1's. Stages are
+// analysed on `jobs` threads. Interleaved 1F1B reuses the same stages. Sequence, context and expert
+// parallelism are not searched (not modelled yet).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/autodiff.hpp"
+#include "model/model_json.hpp"
+#include "sim/cluster.hpp"
+#include "sim/parallel.hpp"
+#include "sim/plan.hpp"
+
+namespace roofline {
+
+struct SearchSpace {
+    int gpus = 0;                          // devices the job uses (tp x pp x dp)
+    std::int64_t global_batch = 0;         // samples per iteration over the data-parallel ranks
+    std::vector<int> micro_batches;        // candidate micro-batch sizes (default 1, 2, 4, 8)
+    std::vector<std::string> recompute;    // candidate strategies (default none, selective, full)
+    std::vector<int> zero;                 // candidate ZeRO stages (default 0, 1, 2, 3)
+    std::vector<int> interleave;           // candidate virtual stages per device (default 1, 2)
+    std::int64_t memory_budget_bytes = 0;  // per rank; 0: the chip's memory
+    double bucket_bytes = 25.0 * 1024 * 1024;
+    int jobs = 1;  // threads building and analysing stages
+};
+
+// One stage to build: the rank's share of the model for (tp, pp, stage) at this micro-batch, as a
+// training step transformed by the recompute strategy, analysed on the cluster's chip.
+struct StageRequest {
+    int tp = 1, pp = 1, stage = 0;
+    int micro_batch = 1;
+    std::string recompute = "none";
+};
+// The built stage: the graph (kept alive for the evaluation that may point to it) and its analysis.
+struct BuiltStage {
+    std::unique_ptr<Graph> graph;
+    Evaluated evaluated;
+};
+// Builds and analyses a stage; InputError when the model cannot be split so (e.g. tp does not
+// divide the heads): every configuration that needs it is then invalid.
+using StageBuilder = std::function<BuiltStage(const StageRequest&)>;
+
+// A built-in template (or any model `load_model_arg` splits) as a training step with `training`.
+StageBuilder template_stage_builder(const std::string& model, const ModelOverrides& base, const TrainingOptions& training,
+                                    const Hardware& hw, const AnalysisOptions& aopt);
+
+struct SearchCandidate {
+    int tp = 1, pp = 1, dp = 1, micro_batch = 1, zero = 0, interleave = 1;
+    std::string recompute = "none";
+    int micro_batches = 1;  // per rank and iteration: global batch / (micro-batch x dp)
+    double step_time_s = 0, compute_s = 0, exposed_comm_s = 0, bubble_fraction = 0, mfu = 0, tokens_per_s = 0;
+    std::int64_t peak_bytes = 0;  // per rank, the worst stage
+    bool fits = false;
+};
+
+struct SearchResult {
+    std::vector<SearchCandidate> candidates;  // every analysed configuration: fitting first, then by step time
+    std::vector<std::size_t> frontier;        // indices into candidates: the (peak, step time) Pareto frontier
+    std::int64_t budget_bytes = 0;
+    std::size_t enumerated = 0;                // (tp, pp, dp, micro-batch, recompute, ZeRO, interleave) tuples tried
+    std::size_t invalid = 0;                   // of those, not a valid split (divisibility, batch, the model's shape)
+    std::size_t stages_analysed = 0;           // distinct stage analyses built
+    std::vector<std::string> invalid_reasons;  // one example per kind of rejection
+};
+
+// InputError for an empty or impossible space (gpus < 1 or beyond the cluster, no global batch).
+SearchResult search_parallel(const Cluster& cluster, const SearchSpace& space, const StageBuilder& build);
+
+}  // namespace roofline

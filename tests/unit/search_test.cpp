@@ -1,0 +1,137 @@
+// `roofline search` (issue #16): the configurations it enumerates, their ranking, and that a
+// configuration's figures are exactly what building every stage and running analyze_pipeline gives.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <tuple>
+
+#include "model/autodiff.hpp"
+#include "model/model_json.hpp"
+#include "ops/error.hpp"
+#include "sim/cluster.hpp"
+#include "sim/search.hpp"
+#include "support.hpp"
+
+using roofline::InputError;
+
+namespace {
+
+roofline::StageBuilder gpt2_small(const roofline::Cluster& c) {
+    roofline::TrainingOptions t;
+    t.master_weights = true;
+    return roofline::template_stage_builder("gpt2-small", {}, t, c.hardware, {});
+}
+
+}  // namespace
+
+TEST_CASE("search: every valid split of 16 GPUs, ranked, with the Pareto frontier", "[search]") {
+    const roofline::Cluster c = roofline::builtin_cluster("dgx-a100");
+    roofline::SearchSpace s;
+    s.gpus = 16;
+    s.global_batch = 32;
+    s.micro_batches = {1, 2};
+    s.recompute = {"none", "full"};
+    s.zero = {0, 1};
+    s.interleave = {1, 2};
+    s.jobs = 2;
+    const roofline::SearchResult r = roofline::search_parallel(c, s, gpt2_small(c));
+    // tp in {1, 2, 4, 8} (inside a node of 8), pp a divisor of 16 / tp, so 5 + 4 + 3 + 2 = 14 splits,
+    // x 2 micro-batches x 2 strategies x 2 ZeRO stages x 2 interleavings = 224 tuples.
+    CHECK(r.enumerated == 224);
+    CHECK(r.enumerated == r.invalid + r.candidates.size());
+    std::set<std::tuple<int, int, int, int, std::string, int, int>> seen;
+    for (const auto& k : r.candidates) {
+        CHECK(k.tp * k.pp * k.dp == 16);
+        CHECK(k.tp <= 8);
+        CHECK(12 % k.pp == 0);  // gpt2-small's 12 layers split evenly
+        CHECK(12 % k.tp == 0);  // and its 12 heads
+        CHECK(!(k.zero > 0 && k.dp == 1));
+        CHECK(k.micro_batches * k.micro_batch * k.dp == 32);
+        CHECK(k.step_time_s > 0);
+        if (k.interleave > 1) {  // Megatron's conditions: stages, micro-batches a multiple of them, layers in chunks
+            CHECK(k.pp > 1);
+            CHECK(k.micro_batches % k.pp == 0);
+            CHECK((12 / k.pp) % k.interleave == 0);
+        }
+        CHECK(seen.emplace(k.tp, k.pp, k.dp, k.micro_batch, k.recompute, k.zero, k.interleave).second);  // each once
+    }
+    // Ranked: every fitting configuration before any that does not, each group by step time.
+    for (std::size_t i = 1; i < r.candidates.size(); ++i) {
+        const auto &a = r.candidates[i - 1], &b = r.candidates[i];
+        CHECK((a.fits > b.fits || (a.fits == b.fits && a.step_time_s <= b.step_time_s)));
+    }
+    // The frontier: no configuration has both less memory and less time than one on it.
+    REQUIRE_FALSE(r.frontier.empty());
+    for (const std::size_t f : r.frontier) {
+        for (const auto& k : r.candidates) {
+            const auto& p = r.candidates[f];
+            CHECK_FALSE((k.peak_bytes < p.peak_bytes && k.step_time_s < p.step_time_s));
+        }
+    }
+}
+
+TEST_CASE("search: a configuration is what analyze_pipeline gives with every stage built", "[search]") {
+    // tp 2, pp 4 (3 layers a stage), dp 2, micro-batch 1, global batch 16 (8 micro-batches a rank),
+    // ZeRO 1: search analyses stages 0, 1 and 3 and lets stage 1 stand for stage 2 (the same layers
+    // but for their names); building all four must give the same iteration, to rounding.
+    const roofline::Cluster c = roofline::builtin_cluster("dgx-a100");
+    roofline::SearchSpace s;
+    s.gpus = 16;
+    s.global_batch = 16;
+    s.micro_batches = {1};
+    s.recompute = {"none"};
+    s.zero = {1};
+    s.interleave = {1};
+    const roofline::SearchResult r = roofline::search_parallel(c, s, gpt2_small(c));
+    const roofline::SearchCandidate* found = nullptr;
+    for (const auto& k : r.candidates)
+        if (k.tp == 2 && k.pp == 4) found = &k;
+    REQUIRE(found != nullptr);
+    std::vector<roofline::Graph> graphs;
+    std::vector<roofline::Analysis> analyses;
+    graphs.reserve(4);
+    analyses.reserve(4);
+    std::vector<roofline::StageStep> stages;
+    roofline::TrainingOptions t;
+    t.master_weights = true;
+    for (int st = 0; st < 4; ++st) {
+        roofline::ModelOverrides ov;
+        ov.batch = 1;
+        ov.tp = 2;
+        ov.pp = 4;
+        ov.stage = st;
+        graphs.push_back(roofline::build_training_step(roofline::load_model_arg("gpt2-small", ov), t));
+        analyses.push_back(roofline::analyze(graphs.back(), c.hardware));
+        stages.push_back({&graphs.back(), &analyses.back()});
+    }
+    roofline::ParallelOptions o;
+    o.dp = 2;
+    o.zero = 1;
+    o.global_batch = 16;
+    const roofline::ParallelAnalysis p = roofline::analyze_pipeline(stages, c, o);
+    CHECK(found->micro_batches == 8);
+    CHECK(found->step_time_s == Approx(p.step_time_s).epsilon(1e-12));
+    CHECK(found->peak_bytes == p.peak_bytes);
+    CHECK(found->bubble_fraction == Approx(p.bubble_fraction).epsilon(1e-12));
+}
+
+TEST_CASE("search: bad spaces name the flag", "[search]") {
+    const roofline::Cluster c = roofline::builtin_cluster("dgx-a100");  // at most 140 nodes of 8
+    roofline::SearchSpace s;
+    s.gpus = 2048;
+    s.global_batch = 8;
+    CHECK_THROWS_WITH(roofline::search_parallel(c, s, gpt2_small(c)), Catch::Contains("--gpus 2048") && Catch::Contains("1120"));
+    s.gpus = 0;
+    CHECK_THROWS_WITH(roofline::search_parallel(c, s, gpt2_small(c)), Catch::Contains("--gpus 0"));
+    s.gpus = 8;
+    s.global_batch = 0;
+    CHECK_THROWS_WITH(roofline::search_parallel(c, s, gpt2_small(c)), Catch::Contains("--global-batch"));
+    s.global_batch = 8;
+    s.recompute = {"sometimes"};
+    CHECK_THROWS_WITH(roofline::search_parallel(c, s, gpt2_small(c)), Catch::Contains("--recompute sometimes"));
+    // The CLI: exit 2 and the flag.
+    const auto bad = test::run_cli("search gpt2-small --gpus 16 --cluster nowhere --global-batch 8");
+    CHECK(bad.code == 2);
+    const auto ok = test::run_cli("search gpt2-small --gpus 8 --cluster dgx-a100 --global-batch 8 --micro-batches 1 --recompute none -q");
+    CHECK(ok.code == 0);
+}
