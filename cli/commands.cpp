@@ -81,6 +81,9 @@ void add_analyze(CLI::App& app) {
     cmd->callback([=] {
         const Cluster* cluster = parallel->resolve(*hw);
         args->tp = parallel->tp;
+        if (parallel->sp && parallel->tp < 2)
+            throw InputError("--sp: sequence parallelism shards across tensor-parallel ranks; add --tp > 1");
+        args->sp = parallel->sp;
         args->pp = parallel->pp;
         args->stage = 0;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);

@@ -49,6 +49,7 @@ Graph GraphArgs::build(TrainingOptions* t) const {
     }
     ov.allow_unknown = allow_unknown;
     ov.tp = tp;
+    ov.sp = sp;
     ov.pp = pp;
     ov.stage = stage;
     Graph g = load_model_arg(model, ov);

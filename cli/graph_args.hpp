@@ -22,6 +22,7 @@ struct GraphArgs {
     bool allow_unknown = false;  // ONNX: ops without a mapping count as zero work (opaque)
     int tp = 1;                  // tensor-parallel ranks (set by analyze --tp): one rank's share of the model
     int pp = 1, stage = 0;       // pipeline stages (analyze --pp) and the one to build
+    bool sp = false;             // sequence parallelism with tp (analyze --sp)
 
     void add_to(CLI::App* cmd);
     // Loads the model, applies the overrides and, in training mode, builds the training step

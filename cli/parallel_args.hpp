@@ -17,6 +17,7 @@ struct ParallelArgs {
     int pp = 1;
     int zero = 0;
     int interleave = 1;
+    bool sp = false;
     double bucket_mb = 25;
     std::int64_t global_batch = 0;
     CLI::Option* hw_option = nullptr;  // --hw, to tell an explicit chip from the default
@@ -40,6 +41,9 @@ struct ParallelArgs {
                         "micro-batches of --global-batch")
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
+        cmd->add_flag("--sp", sp,
+                      "sequence parallelism with --tp (GPT templates): layernorm, dropout and residual activations sharded by "
+                      "sequence, each all-reduce replaced by an all-gather and a reduce-scatter");
         cmd->add_option("--interleave", interleave,
                         "virtual stages per device with --pp (interleaved 1F1B): the bubble shrinks by V, the sends grow by V")
             ->check(CLI::PositiveNumber)
@@ -55,7 +59,7 @@ struct ParallelArgs {
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
     }
-    bool wanted() const { return !cluster.empty() || dp > 1 || tp > 1 || pp > 1 || zero > 0 || global_batch > 0 || interleave > 1; }
+    bool wanted() const { return !cluster.empty() || dp > 1 || tp > 1 || pp > 1 || zero > 0 || global_batch > 0 || interleave > 1 || sp; }
     // The cluster, checked against --hw; InputError naming the flag when the flags disagree.
     const Cluster* resolve(const std::string& hw) {
         if (!wanted()) return nullptr;
@@ -65,6 +69,7 @@ struct ParallelArgs {
                              : pp > 1         ? "--pp " + std::to_string(pp) + ": name the cluster the stages run on with --cluster"
                              : zero > 0       ? "--zero: needs --cluster and --dp"
                              : interleave > 1 ? "--interleave: needs --cluster and --pp"
+                             : sp             ? "--sp: needs --cluster and --tp"
                                               : "--global-batch: needs --cluster");
         loaded = resolve_cluster(cluster);
         if (hw_option != nullptr && hw_option->count() > 0 && hw != loaded->chip)

@@ -28,6 +28,7 @@ void add_search(CLI::App& app) {
         std::int64_t global_batch = 0, seq = 0;
         std::vector<int> micro_batches{1, 2, 4, 8}, zero{0, 1, 2, 3}, interleave{1, 2};
         std::vector<std::string> recompute{"none", "selective", "full"};
+        std::vector<std::string> sp{"on"};
         std::string top = "25";
         bool quiet = false;
     };
@@ -57,6 +58,10 @@ void add_search(CLI::App& app) {
         ->delimiter(',')
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
+    cmd->add_option("--sp", a->sp, "sequence parallelism with tp > 1: on, off, or both as on,off")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
     cmd->add_option("--memory-budget", a->budget, "peak memory per rank, e.g. 70GiB (default: the chip's memory)");
     cmd->add_option("--jobs", a->jobs, "threads analysing stages (default: the machine's cores)")->check(CLI::PositiveNumber);
     cmd->add_option("--top", a->top, "rows of the table: the N best configurations, or 'all'")->capture_default_str();
@@ -76,6 +81,7 @@ void add_search(CLI::App& app) {
         s.space.recompute = a->recompute;
         s.space.zero = a->zero;
         s.space.interleave = a->interleave;
+        for (const std::string& v : a->sp) s.space.sequence_parallel.push_back(v == "on");
         s.space.jobs = a->jobs > 0 ? a->jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         if (!a->budget.empty()) s.space.memory_budget_bytes = parse_bytes(a->budget, "--memory-budget");
         std::size_t top = 0;

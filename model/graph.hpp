@@ -51,7 +51,12 @@ struct Node {
 // ranks all-reduce its output (forward), and the same bytes once in backward.
 struct TensorParallel {
     int degree = 1;
-    std::vector<std::string> all_reduce;  // node names
+    std::vector<std::string> all_reduce;  // node names: an all-reduce of the output after each, forward and backward
+    // Sequence parallelism (Korthikanti et al. 2022): an all-gather of the node's output forward
+    // (a reduce-scatter of its gradient backward), and a reduce-scatter of the node's input forward
+    // (an all-gather backward), of the full [batch, seq, d_model] tensor.
+    std::vector<std::string> all_gather, reduce_scatter;
+    bool sequence_parallel = false;
 };
 
 // A graph that is one stage of a pipeline-parallel model (Megatron-LM's equal split of the layers).

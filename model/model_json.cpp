@@ -336,19 +336,27 @@ Graph build_graph(const json& doc, Context& c) {
     }
     if (doc.contains("tensor_parallel")) {
         const json& tp = require(doc, "tensor_parallel", json::value_t::object, c.origin, "");
-        only_keys(tp, {"degree", "all_reduce"}, c.origin, "/tensor_parallel");
+        only_keys(tp, {"degree", "all_reduce", "all_gather", "reduce_scatter", "sequence_parallel"}, c.origin, "/tensor_parallel");
         const json& deg = tp.contains("degree") ? tp["degree"] : json();
         if (!deg.is_number_integer() || deg.get<std::int64_t>() < 1 || deg.get<std::int64_t>() > 4096)
             fail(c.origin, "/tensor_parallel/degree", "expected a positive integer number of ranks");
         g.tensor_parallel.degree = deg.get<int>();
-        if (tp.contains("all_reduce")) {
-            const json& ar = require(tp, "all_reduce", json::value_t::array, c.origin, "/tensor_parallel");
+        const std::pair<const char*, std::vector<std::string>*> lists[] = {{"all_reduce", &g.tensor_parallel.all_reduce},
+                                                                           {"all_gather", &g.tensor_parallel.all_gather},
+                                                                           {"reduce_scatter", &g.tensor_parallel.reduce_scatter}};
+        for (const auto& [key, names] : lists) {
+            if (!tp.contains(key)) continue;
+            const json& ar = require(tp, key, json::value_t::array, c.origin, "/tensor_parallel");
             for (std::size_t i = 0; i < ar.size(); ++i) {
-                const std::string p = "/tensor_parallel/all_reduce/" + std::to_string(i);
+                const std::string p = "/tensor_parallel/" + std::string(key) + "/" + std::to_string(i);
                 if (!ar[i].is_string() || g.find_node(ar[i].get<std::string>()) == kNoNode)
                     fail(c.origin, p, "expected the name of a node, got " + ar[i].dump());
-                g.tensor_parallel.all_reduce.push_back(ar[i].get<std::string>());
+                names->push_back(ar[i].get<std::string>());
             }
+        }
+        if (tp.contains("sequence_parallel")) {
+            if (!tp["sequence_parallel"].is_boolean()) fail(c.origin, "/tensor_parallel/sequence_parallel", "expected true or false");
+            g.tensor_parallel.sequence_parallel = tp["sequence_parallel"].get<bool>();
         }
     }
     return g;
@@ -406,6 +414,10 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
         const std::string name = require(doc, "template", json::value_t::string, origin, "").get<std::string>();
         json config = doc.contains("config") ? require(doc, "config", json::value_t::object, origin, "") : json::object();
         if (ov.tp > 1 && template_splits_tensor_parallel(name)) config["tp"] = ov.tp;
+        if (ov.sp && template_splits_tensor_parallel(name)) {
+            config["sp"] = true;
+            if (ov.seq) config["seq"] = *ov.seq;  // the sequence shard's length is a number in the document
+        }
         if (ov.pp > 1 && template_splits_tensor_parallel(name)) config["pp"] = ov.pp, config["stage"] = ov.stage;
         return load_model(expand_template(name, config, origin), origin, ov);
     }
@@ -457,6 +469,10 @@ Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
     if (is_template_name(model)) {
         json config = json::object();
         if (ov.tp > 1 && template_splits_tensor_parallel(model)) config["tp"] = ov.tp;
+        if (ov.sp && template_splits_tensor_parallel(model)) {
+            config["sp"] = true;
+            if (ov.seq) config["seq"] = *ov.seq;  // the sequence shard's length is a number in the document
+        }
         if (ov.pp > 1 && template_splits_tensor_parallel(model)) config["pp"] = ov.pp, config["stage"] = ov.stage;
         return load_model(expand_template(model, config, "template '" + model + "'"), "template '" + model + "'", ov);
     }

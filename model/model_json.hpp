@@ -23,6 +23,9 @@ struct ModelOverrides {
     // Tensor-parallel ranks (--tp): a template that can split builds one rank's share; any other
     // model must declare the same degree in its "tensor_parallel" (InputError otherwise).
     int tp = 1;
+    // Sequence parallelism with tp (--sp): the template shards layernorm, dropout and residual
+    // activations along the sequence (Korthikanti et al. 2022).
+    bool sp = false;
     // Pipeline stages (--pp) and which one to build: a template that can split builds that stage.
     int pp = 1;
     int stage = 0;

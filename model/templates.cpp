@@ -31,6 +31,7 @@ struct GptConfig {
     bool tied_embeddings = true;
     std::string dtype = "bf16";
     std::int64_t tp = 1;  // tensor-parallel ranks: the document is one rank's share
+    bool sp = false;      // sequence parallelism with tp: norms, dropout, residuals sharded by sequence
     std::int64_t pp = 1;  // pipeline stages: the document is stage `stage` (its layers only)
     std::int64_t stage = 0;
 };
@@ -103,6 +104,9 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             c.dtype = v.get<std::string>();
         } else if (k == "tp") {
             c.tp = positive_int(v, origin, k);
+        } else if (k == "sp") {
+            if (!v.is_boolean()) bad_config(origin, k, "expected true or false");
+            c.sp = v.get<bool>();
         } else if (k == "pp") {
             c.pp = positive_int(v, origin, k);
         } else if (k == "stage") {
@@ -112,7 +116,7 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             bad_config(origin, k,
                        "unknown key '" + k +
                            "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, "
-                           "dtype, tp, pp, stage)");
+                           "dtype, tp, sp, pp, stage)");
         }
     }
     if (c.d_model % c.n_head != 0) bad_config(origin, "n_head", "n_head must divide d_model");
@@ -122,6 +126,8 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
     if (c.n_head % c.tp != 0)
         bad_config(origin, "tp", "--tp " + std::to_string(c.tp) + " must divide the " + std::to_string(c.n_head) + " attention heads");
     if (c.d_ff % c.tp != 0) bad_config(origin, "tp", "--tp " + std::to_string(c.tp) + " must divide d_ff " + std::to_string(c.d_ff));
+    if (c.sp && c.seq % c.tp != 0)
+        bad_config(origin, "sp", "--sp: --tp " + std::to_string(c.tp) + " must divide the sequence length " + std::to_string(c.seq));
     if (c.n_layer % c.pp != 0)
         bad_config(origin, "pp", "--pp " + std::to_string(c.pp) + " must divide the " + std::to_string(c.n_layer) + " layers");
     if (c.stage >= c.pp)
@@ -150,13 +156,33 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     b.doc()["description"] = "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " +
                              std::to_string(c.n_head) + " heads, vocab " + std::to_string(c.vocab);
     b.doc()["dims"] = {{"batch", c.batch}, {"seq", c.seq}};
+    // Sequence parallelism (Korthikanti et al. 2022, section 4.2.2): between the tensor-parallel
+    // blocks (layernorm, dropout, residual) each rank holds 1/t of the sequence; the input of a
+    // column-parallel block is all-gathered (g: a concat of the rank's shard, standing for the
+    // gathered buffer) and the output of a row-parallel block reduce-scattered (g-bar: the rank's
+    // shard of the sum), instead of Megatron's all-reduce. The gathered inputs are kept for the
+    // linears' backward (Megatron re-gathers them there instead: a layer holds 4 s b h (1 - 1/t)
+    // bytes more here).
+    const bool sp = c.sp && t > 1;
+    const std::int64_t ss = sp ? c.seq / t : 0;
+    std::vector<std::string> gathers, scatters;
+    auto gather = [&](const std::string& node, const std::string& in) {
+        gathers.push_back(b.node(node, "concat", json(std::vector<std::string>(static_cast<std::size_t>(t), in)), {{"axis", 1}}));
+        return node;
+    };
+    auto scatter = [&](const std::string& node, const std::string& in) {
+        scatters.push_back(
+            b.node(node, "split", {in}, {{"axis", 1}, {"sizes", std::vector<std::int64_t>(static_cast<std::size_t>(t), ss)}}));
+        return node + ":0";
+    };
+
     b.doc()["dtype_policy"] = {{"compute", c.dtype}};
     std::string x;
     if (first) {
         b.input("tokens", {"batch", "seq"}, "int64");
         b.input("positions", {"seq"}, "int64");
     } else {
-        b.input("hidden", {"batch", "seq", d});
+        b.input("hidden", sp ? json{"batch", ss, d} : json{"batch", "seq", d});
         x = "hidden";
     }
     if (last) b.input("targets", {"batch", "seq"}, "int64");
@@ -166,6 +192,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.node("tok_emb", "embedding", {"wte", "tokens"});
         b.node("pos_emb", "embedding", {"wpe", "positions"});
         x = b.node("embed", "add", {"tok_emb", "pos_emb"});
+        if (sp) x = scatter("embed_scatter", x);
         x = b.dropout("embed_drop", x, c.dropout);
     }
     const json heads_shape = {"batch", "seq", h, dh};
@@ -183,7 +210,8 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.param(p + "mlp.down.b", {d});
 
         const std::string a = b.node(p + "ln1", "layernorm", {x, p + "ln1.w", p + "ln1.b"});
-        const std::string qkv = b.node(p + "attn.qkv", "linear", {a, p + "attn.qkv.w", p + "attn.qkv.b"});
+        const std::string qkv =
+            b.node(p + "attn.qkv", "linear", {sp ? gather(p + "attn.gather", a) : a, p + "attn.qkv.w", p + "attn.qkv.b"});
         b.node(p + "attn.split", "split", {qkv}, {{"axis", -1}, {"sizes", {dl, dl, dl}}});
         for (const char* part : {"q", "k", "v"}) {
             const int idx = part[0] == 'q' ? 0 : part[0] == 'k' ? 1 : 2;
@@ -200,25 +228,27 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.node(p + "attn.merge", "permute", {p + "attn.context"}, {{"perm", {0, 2, 1, 3}}, {"copy", true}});
         b.node(p + "attn.merged", "reshape", {p + "attn.merge"}, {{"shape", {"batch", "seq", dl}}});
         std::string o = b.node(p + "attn.proj", "linear", {p + "attn.merged", p + "attn.proj.w", p + "attn.proj.b"});
+        if (sp) o = scatter(p + "attn.scatter", o);
         o = b.dropout(p + "attn.resid_drop", o, c.dropout);
         x = b.node(p + "attn.residual", "add", {x, o});
         const std::string m = b.node(p + "ln2", "layernorm", {x, p + "ln2.w", p + "ln2.b"});
-        b.node(p + "mlp.up", "linear", {m, p + "mlp.up.w", p + "mlp.up.b"});
+        b.node(p + "mlp.up", "linear", {sp ? gather(p + "mlp.gather", m) : m, p + "mlp.up.w", p + "mlp.up.b"});
         b.node(p + "mlp.gelu", "gelu", {p + "mlp.up"}, {{"approximate", "tanh"}});
         std::string dn = b.node(p + "mlp.down", "linear", {p + "mlp.gelu", p + "mlp.down.w", p + "mlp.down.b"});
+        if (sp) dn = scatter(p + "mlp.scatter", dn);
         dn = b.dropout(p + "mlp.resid_drop", dn, c.dropout);
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
     if (last) {
         b.param("ln_f.w", {d});
         b.param("ln_f.b", {d});
-        b.node("ln_f", "layernorm", {x, "ln_f.w", "ln_f.b"});
+        const std::string final_norm = b.node("ln_f", "layernorm", {x, "ln_f.w", "ln_f.b"});
         std::string head = "wte";
         if (!c.tied_embeddings || !first) {
             b.param("lm_head.w", {vocab, d});
             head = "lm_head.w";
         }
-        b.node("lm_head", "matmul", {"ln_f", head}, {{"transpose_b", true}});
+        b.node("lm_head", "matmul", {sp ? gather("final_gather", final_norm) : final_norm, head}, {{"transpose_b", true}});
         b.node("loss", "cross_entropy", {"lm_head", "targets"});
         b.doc()["outputs"] = {"loss"};
     } else {
@@ -227,10 +257,15 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     }
     if (c.pp > 1) b.doc()["pipeline"] = {{"stages", c.pp}, {"stage", c.stage}, {"layers", per_stage}};
     if (t > 1) {
-        json reduce = first ? json::array({"tok_emb"}) : json::array();
-        for (std::int64_t l = l0; l < l1; ++l)
+        json reduce = first && !sp ? json::array({"tok_emb"}) : json::array();
+        for (std::int64_t l = l0; l < l1 && !sp; ++l)
             for (const char* n : {"attn.proj", "mlp.down"}) reduce.push_back("h" + std::to_string(l) + "." + n);
         b.doc()["tensor_parallel"] = {{"degree", t}, {"all_reduce", reduce}};
+        if (sp) {
+            b.doc()["tensor_parallel"]["sequence_parallel"] = true;
+            b.doc()["tensor_parallel"]["all_gather"] = gathers;
+            b.doc()["tensor_parallel"]["reduce_scatter"] = scatters;
+        }
         b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(t) + "-way tensor parallelism";
     }
     return b.doc();

@@ -101,17 +101,33 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
             const NodeId d = g.node(s.node).differentiates;
             if (d != kNoNode) grad_end[static_cast<std::size_t>(d)] = std::max(grad_end[static_cast<std::size_t>(d)], s.end_s);
         }
-        for (const std::string& name : g.tensor_parallel.all_reduce) {
-            const NodeId n = g.find_node(name);
-            if (n == kNoNode) continue;  // removed by the build (e.g. a dropout in evaluation mode)
-            const double bytes = static_cast<double>(g.tensor(g.node(n).outputs.front()).desc.bytes());
-            const CollectiveCost k = collective_cost(cluster, Collective::all_reduce, bytes, tp_group);
-            if (r.tp_collectives == 0) r.tp_example = k;
-            tp_events.push_back({end_of[static_cast<std::size_t>(n)], k.time_s});
-            ++r.tp_collectives;
-            if (grad_end[static_cast<std::size_t>(n)] >= 0) {
-                tp_events.push_back({grad_end[static_cast<std::size_t>(n)], k.time_s});
+        // All-reduces after a node forward and of its gradient backward; with sequence parallelism
+        // an all-gather of a node's output (reduce-scatter backward) and a reduce-scatter of its
+        // input (all-gather backward), each of the full tensor: the same bytes a rank sends as the
+        // all-reduce they replace, in two halves (Korthikanti et al. 2022, section 4.2.2).
+        struct Kind {
+            const std::vector<std::string>* names;
+            Collective forward, backward;
+            bool input;  // the tensor is the node's input (reduce-scatter), else its output
+        };
+        const Kind kinds[] = {{&g.tensor_parallel.all_reduce, Collective::all_reduce, Collective::all_reduce, false},
+                              {&g.tensor_parallel.all_gather, Collective::all_gather, Collective::reduce_scatter, false},
+                              {&g.tensor_parallel.reduce_scatter, Collective::reduce_scatter, Collective::all_gather, true}};
+        for (const Kind& kind : kinds) {
+            for (const std::string& name : *kind.names) {
+                const NodeId n = g.find_node(name);
+                if (n == kNoNode) continue;  // removed by the build (e.g. a dropout in evaluation mode)
+                const Node& at = g.node(n);
+                const double bytes = static_cast<double>(g.tensor(kind.input ? at.inputs.front() : at.outputs.front()).desc.bytes());
+                const CollectiveCost k = collective_cost(cluster, kind.forward, bytes, tp_group);
+                if (r.tp_collectives == 0) r.tp_example = k;
+                tp_events.push_back({end_of[static_cast<std::size_t>(n)], k.time_s});
                 ++r.tp_collectives;
+                if (grad_end[static_cast<std::size_t>(n)] >= 0) {
+                    tp_events.push_back(
+                        {grad_end[static_cast<std::size_t>(n)], collective_cost(cluster, kind.backward, bytes, tp_group).time_s});
+                    ++r.tp_collectives;
+                }
             }
         }
         std::sort(tp_events.begin(), tp_events.end());

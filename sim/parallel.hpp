@@ -8,8 +8,9 @@
 // (Rajbhandari et al., "ZeRO", SC20). Tensor parallelism: the graph is already one rank's share
 // (Graph::tensor_parallel, Megatron's splits); its all-reduces run on the compute stream's critical
 // path, as Megatron-LM issues them, inside a node. Pipeline parallelism: analyze_pipeline below;
-// sim/search.hpp searches the configurations. Sequence, context and expert parallelism are the
-// next steps of issue #16 and not modelled yet.
+// sim/search.hpp searches the configurations. Sequence parallelism: the graph's own split
+// (TensorParallel::all_gather / reduce_scatter). Context and expert parallelism are the next steps
+// of issue #16 and not modelled yet.
 #include <cstdint>
 #include <string>
 #include <vector>

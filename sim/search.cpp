@@ -28,8 +28,8 @@ std::vector<int> divisors(int n) {
 // The stage whose analysis stands for stage s of p: the middle stages share stage 1's.
 int representative(int s, int p) { return s > 0 && s < p - 1 ? 1 : s; }
 
-using Key = std::tuple<int, int, int, int, std::string>;  // tp, pp, stage, micro-batch, recompute
-Key key_of(const StageRequest& r) { return {r.tp, r.pp, r.stage, r.micro_batch, r.recompute}; }
+using Key = std::tuple<int, int, int, int, std::string, bool>;  // tp, pp, stage, micro-batch, recompute, sp
+Key key_of(const StageRequest& r) { return {r.tp, r.pp, r.stage, r.micro_batch, r.recompute, r.sp}; }
 
 struct Built {
     std::optional<BuiltStage> stage;
@@ -46,6 +46,7 @@ StageBuilder template_stage_builder(const std::string& model, const ModelOverrid
         ov.tp = r.tp;
         ov.pp = r.pp;
         ov.stage = r.stage;
+        ov.sp = r.sp;
         BuiltStage b;
         b.graph = std::make_unique<Graph>(build_training_step(load_model_arg(model, ov), training));
         std::optional<RecomputePlan> plan;
@@ -65,6 +66,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     if (space.recompute.empty()) space.recompute = {"none", "selective", "full"};
     if (space.zero.empty()) space.zero = {0, 1, 2, 3};
     if (space.interleave.empty()) space.interleave = {1, 2};
+    if (space.sequence_parallel.empty()) space.sequence_parallel = {true};
     if (space.gpus < 1) throw InputError(fmt::format("--gpus {}: expected a positive number of GPUs", space.gpus));
     if (space.global_batch < 1) throw InputError("--global-batch: expected the samples per iteration (a positive number)");
     const int node = cluster.gpus_per_node();
@@ -99,6 +101,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     struct Tuple {
         int tp, pp, dp, mb;
         std::string rc;
+        bool sp;
     };
     std::vector<Tuple> tuples;
     std::map<Key, std::size_t> index;
@@ -109,19 +112,24 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
             const int dp = space.gpus / (tp * pp);
             for (const int mb : space.micro_batches) {
                 for (const std::string& rc : space.recompute) {
-                    const std::size_t variants = space.zero.size() * space.interleave.size();
-                    result.enumerated += variants;
-                    if (space.global_batch % (static_cast<std::int64_t>(mb) * dp) != 0) {
-                        for (std::size_t z = 0; z < variants; ++z)
-                            reject(fmt::format("batch: global batch {} is not a multiple of micro-batch {} x dp {}", space.global_batch, mb,
-                                               dp));
-                        continue;
-                    }
-                    tuples.push_back({tp, pp, dp, mb, rc});
-                    for (int s = 0; s < pp; ++s) {
-                        if (representative(s, pp) != s) continue;
-                        const StageRequest r{tp, pp, s, mb, rc};
-                        if (index.emplace(key_of(r), requests.size()).second) requests.push_back(r);
+                    for (const bool sp_wanted : space.sequence_parallel) {
+                        if (sp_wanted && tp == 1 && std::count(space.sequence_parallel.begin(), space.sequence_parallel.end(), false) > 0)
+                            continue;  // at tp 1 sequence parallelism is the same configuration as without
+                        const bool sp = sp_wanted && tp > 1;
+                        const std::size_t variants = space.zero.size() * space.interleave.size();
+                        result.enumerated += variants;
+                        if (space.global_batch % (static_cast<std::int64_t>(mb) * dp) != 0) {
+                            for (std::size_t z = 0; z < variants; ++z)
+                                reject(fmt::format("batch: global batch {} is not a multiple of micro-batch {} x dp {}", space.global_batch,
+                                                   mb, dp));
+                            continue;
+                        }
+                        tuples.push_back({tp, pp, dp, mb, rc, sp});
+                        for (int s = 0; s < pp; ++s) {
+                            if (representative(s, pp) != s) continue;
+                            const StageRequest r{tp, pp, s, mb, rc, sp};
+                            if (index.emplace(key_of(r), requests.size()).second) requests.push_back(r);
+                        }
                     }
                 }
             }
@@ -151,7 +159,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
         std::vector<StageStep> stages;
         std::string error;
         for (int s = 0; s < t.pp && error.empty(); ++s) {
-            const Built& b = built[index.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc}))];
+            const Built& b = built[index.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc, t.sp}))];
             if (!b.stage) {
                 error = b.error;
             } else {
@@ -183,6 +191,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                                                         : analyze_parallel(*stages[0].graph, *stages[0].analysis, cluster, o);
                     SearchCandidate c;
                     c.tp = t.tp, c.pp = t.pp, c.dp = t.dp, c.micro_batch = t.mb, c.zero = z, c.interleave = v, c.recompute = t.rc;
+                    c.sp = t.sp;
                     c.micro_batches = p.micro_batches;
                     c.step_time_s = p.step_time_s;
                     c.compute_s = p.compute_s;
@@ -203,8 +212,8 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     }
     // Fitting first, then by iteration time; ties in a fixed order of the knobs (deterministic).
     std::sort(result.candidates.begin(), result.candidates.end(), [](const SearchCandidate& a, const SearchCandidate& b) {
-        return std::tuple(!a.fits, a.step_time_s, a.tp, a.pp, a.interleave, a.micro_batch, a.recompute, a.zero) <
-               std::tuple(!b.fits, b.step_time_s, b.tp, b.pp, b.interleave, b.micro_batch, b.recompute, b.zero);
+        return std::tuple(!a.fits, a.step_time_s, a.tp, a.sp, a.pp, a.interleave, a.micro_batch, a.recompute, a.zero) <
+               std::tuple(!b.fits, b.step_time_s, b.tp, b.sp, b.pp, b.interleave, b.micro_batch, b.recompute, b.zero);
     });
     std::vector<std::pair<std::int64_t, double>> points;
     for (const SearchCandidate& c : result.candidates) points.emplace_back(c.peak_bytes, c.step_time_s);

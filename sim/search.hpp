@@ -26,12 +26,15 @@
 namespace roofline {
 
 struct SearchSpace {
-    int gpus = 0;                          // devices the job uses (tp x pp x dp)
-    std::int64_t global_batch = 0;         // samples per iteration over the data-parallel ranks
-    std::vector<int> micro_batches;        // candidate micro-batch sizes (default 1, 2, 4, 8)
-    std::vector<std::string> recompute;    // candidate strategies (default none, selective, full)
-    std::vector<int> zero;                 // candidate ZeRO stages (default 0, 1, 2, 3)
-    std::vector<int> interleave;           // candidate virtual stages per device (default 1, 2)
+    int gpus = 0;                        // devices the job uses (tp x pp x dp)
+    std::int64_t global_batch = 0;       // samples per iteration over the data-parallel ranks
+    std::vector<int> micro_batches;      // candidate micro-batch sizes (default 1, 2, 4, 8)
+    std::vector<std::string> recompute;  // candidate strategies (default none, selective, full)
+    std::vector<int> zero;               // candidate ZeRO stages (default 0, 1, 2, 3)
+    std::vector<int> interleave;         // candidate virtual stages per device (default 1, 2)
+    // Sequence parallelism with tp > 1: candidates false/true (default: on, as Megatron-LM runs
+    // tensor parallelism for large models); with tp = 1 it is off.
+    std::vector<bool> sequence_parallel;
     std::int64_t memory_budget_bytes = 0;  // per rank; 0: the chip's memory
     double bucket_bytes = 25.0 * 1024 * 1024;
     int jobs = 1;  // threads building and analysing stages
@@ -43,6 +46,7 @@ struct StageRequest {
     int tp = 1, pp = 1, stage = 0;
     int micro_batch = 1;
     std::string recompute = "none";
+    bool sp = false;
 };
 // The built stage: the graph (kept alive for the evaluation that may point to it) and its analysis.
 struct BuiltStage {
@@ -59,6 +63,7 @@ StageBuilder template_stage_builder(const std::string& model, const ModelOverrid
 
 struct SearchCandidate {
     int tp = 1, pp = 1, dp = 1, micro_batch = 1, zero = 0, interleave = 1;
+    bool sp = false;
     std::string recompute = "none";
     int micro_batches = 1;  // per rank and iteration: global batch / (micro-batch x dp)
     double step_time_s = 0, compute_s = 0, exposed_comm_s = 0, bubble_fraction = 0, mfu = 0, tokens_per_s = 0;

@@ -217,6 +217,61 @@ TEST_CASE("tensor parallelism: Megatron's splits, 4 all-reduces of b x s x h a l
     }
 }
 
+TEST_CASE("sequence parallelism: sharded norms and residuals, an all-gather and a reduce-scatter for each all-reduce",
+          "[parallel][tp][sp]") {
+    // GPT-2 medium at batch 4 x 256 on 4 tensor-parallel ranks with sequence parallelism
+    // (Korthikanti et al. 2022, section 4.2.2): layernorms, dropouts and residual adds run on 64 of
+    // the 256 positions; each of the 49 all-reduces becomes an all-gather before the column-parallel
+    // block and a reduce-scatter after the row-parallel one (the embedding's a reduce-scatter, the LM
+    // head's input an all-gather), each forward and backward: 2 x 2 x 49 = 196 collectives of
+    // 4 x 256 x 1024 x 2 bytes.
+    const Cluster c = builtin_cluster("dgx-a100");
+    ModelOverrides ov;
+    ov.batch = 4;
+    ov.seq = 256;
+    ov.tp = 4;
+    const Graph tp = build_training_step(load_model_arg("gpt2-medium", ov), TrainingOptions{});
+    ov.sp = true;
+    const Graph sp = build_training_step(load_model_arg("gpt2-medium", ov), TrainingOptions{});
+    REQUIRE(sp.tensor_parallel.sequence_parallel);
+    CHECK(sp.tensor_parallel.all_reduce.empty());
+    CHECK(sp.tensor_parallel.all_gather.size() == 2 * 24 + 1);
+    CHECK(sp.tensor_parallel.reduce_scatter.size() == 2 * 24 + 1);
+    CHECK(sp.tensor(sp.node(sp.find_node("h0.ln1")).outputs[0]).desc.shape == Shape{4, 64, 1024});
+    CHECK(sp.tensor(sp.node(sp.find_node("h0.attn.qkv")).outputs[0]).desc.shape == Shape{4, 256, 3 * 1024 / 4});
+    const Analysis at = analyze(tp, c.hardware), as = analyze(sp, c.hardware);
+    ParallelOptions o;
+    o.dp = 2;
+    const ParallelAnalysis pt = analyze_parallel(tp, at, c, o), ps = analyze_parallel(sp, as, c, o);
+    CHECK(ps.tp_collectives == 196);
+    const double bytes = 4.0 * 256 * 1024 * 2;
+    const CommGroup group{4, 4};
+    const double pair = collective_cost(c, Collective::all_gather, bytes, group).time_s +
+                        collective_cost(c, Collective::reduce_scatter, bytes, group).time_s;
+    CHECK(ps.tp_comm_s == Approx(98 * pair).epsilon(1e-12));
+    // The same bytes cross the links in two halves (a ring all-reduce is a reduce-scatter then an
+    // all-gather), but each half pays its own latency: more than the all-reduces, less than 1.5 x.
+    CHECK(ps.tp_comm_s > pt.tp_comm_s);
+    CHECK(ps.tp_comm_s < 1.5 * pt.tp_comm_s);
+    // Layernorm work and the activations kept for backward shrink: the norms' FLOPs by the 4 ranks.
+    const auto ln_flops = [](const Graph& g, const Analysis& a) {
+        double f = 0;
+        for (const OpAnalysis& op : a.ops)
+            if (g.node(op.node).kind == OpKind::layernorm) f += static_cast<double>(op.roofline.work.flops());
+        return f;
+    };
+    CHECK(ln_flops(sp, as) == Approx(ln_flops(tp, at) / 4).epsilon(0.01));
+    CHECK(as.memory.saved_activation_bytes < at.memory.saved_activation_bytes);
+    CHECK(ps.peak_bytes < pt.peak_bytes);
+
+    const auto nosp = test::run_cli("analyze gpt2-medium --mode training --cluster dgx-a100 --sp -q");
+    CHECK(nosp.code == 2);
+    CHECK_THAT(nosp.out, Catch::Contains("--sp: sequence parallelism shards across tensor-parallel ranks"));
+    const auto odd = test::run_cli("analyze gpt2-medium --mode training --seq 250 --cluster dgx-a100 --tp 4 --sp -q");
+    CHECK(odd.code == 2);
+    CHECK_THAT(odd.out, Catch::Contains("--tp 4 must divide the sequence length 250"));
+}
+
 TEST_CASE("a model file declares its own tensor-parallel split", "[parallel][tp][errors]") {
     nlohmann::json doc = nlohmann::json::parse(htmltest::slurp(test::source_path("examples/two-layer-mlp.json")));
     const std::string d = test::tmp_path("tp-model");

@@ -48,7 +48,8 @@ TEST_CASE("search: every valid split of 16 GPUs, ranked, with the Pareto frontie
         CHECK(!(k.zero > 0 && k.dp == 1));
         CHECK(k.micro_batches * k.micro_batch * k.dp == 32);
         CHECK(k.step_time_s > 0);
-        if (k.interleave > 1) {  // Megatron's conditions: stages, micro-batches a multiple of them, layers in chunks
+        CHECK(k.sp == (k.tp > 1));  // sequence parallelism on wherever there is tensor parallelism (the default)
+        if (k.interleave > 1) {     // Megatron's conditions: stages, micro-batches a multiple of them, layers in chunks
             CHECK(k.pp > 1);
             CHECK(k.micro_batches % k.pp == 0);
             CHECK((12 / k.pp) % k.interleave == 0);
@@ -100,6 +101,7 @@ TEST_CASE("search: a configuration is what analyze_pipeline gives with every sta
         ov.tp = 2;
         ov.pp = 4;
         ov.stage = st;
+        ov.sp = true;  // search's default with tensor parallelism
         graphs.push_back(roofline::build_training_step(roofline::load_model_arg("gpt2-small", ov), t));
         analyses.push_back(roofline::analyze(graphs.back(), c.hardware));
         stages.push_back({&graphs.back(), &analyses.back()});
