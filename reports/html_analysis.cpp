@@ -443,6 +443,147 @@ std::string gantt_section(const ojson& doc, const HtmlLimits& lim) {
     return section("schedule", "Schedule", o);
 }
 
+// One rank's 1F1B order (Narayanan et al. SC21, 2.2.1) on every stage, simulated from each stage's
+// forward and backward times: stage s runs min(p - s - 1, m) forwards, then alternates a forward
+// and a backward, then drains its backwards; a forward waits for the previous stage's, a backward
+// for the next stage's, each plus one activation send.
+struct PipeBlock {
+    int stage = 0, micro_batch = 0;
+    bool backward = false;
+    double start = 0, end = 0;
+};
+std::vector<PipeBlock> simulate_1f1b(const std::vector<double>& fwd, const std::vector<double>& bwd, int m, double hop) {
+    const int p = static_cast<int>(fwd.size());
+    std::vector<std::vector<std::pair<bool, int>>> order(static_cast<std::size_t>(p));
+    for (int st = 0; st < p; ++st) {
+        auto& o = order[static_cast<std::size_t>(st)];
+        const int warm = std::min(p - st - 1, m);
+        for (int i = 0; i < warm; ++i) o.emplace_back(false, i);
+        for (int i = 0; i + warm < m; ++i) o.emplace_back(false, warm + i), o.emplace_back(true, i);
+        for (int i = m - warm; i < m; ++i) o.emplace_back(true, i);
+    }
+    const auto n = static_cast<std::size_t>(m);
+    std::vector<std::vector<double>> f_end(static_cast<std::size_t>(p), std::vector<double>(n, -1)), b_end = f_end;
+    std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+    std::vector<double> clock(static_cast<std::size_t>(p), 0);
+    std::vector<PipeBlock> blocks;
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (int st = 0; st < p; ++st) {
+            const auto su = static_cast<std::size_t>(st);
+            while (next[su] < order[su].size()) {
+                const auto [backward, i] = order[su][next[su]];
+                const auto iu = static_cast<std::size_t>(i);
+                double ready = 0;
+                if (!backward && st > 0) {
+                    if (f_end[su - 1][iu] < 0) break;
+                    ready = f_end[su - 1][iu] + hop;
+                } else if (backward && st + 1 < p) {
+                    if (b_end[su + 1][iu] < 0) break;
+                    ready = b_end[su + 1][iu] + hop;
+                }
+                PipeBlock b{st, i, backward, std::max(ready, clock[su]), 0};
+                b.end = b.start + (backward ? bwd[su] : fwd[su]);
+                clock[su] = b.end;
+                (backward ? b_end : f_end)[su][iu] = b.end;
+                blocks.push_back(b);
+                ++next[su];
+                progress = true;
+            }
+        }
+    }
+    return blocks;
+}
+
+// Many devices (analyze --cluster): the configuration, the iteration's parts, the peak memory of
+// each stage's ranks, and the pipeline's 1F1B timeline.
+std::string parallel_section(const ojson& doc) {
+    if (!doc.contains("parallel") || !doc["parallel"].is_object()) return "";
+    const ojson& p = doc["parallel"];
+    const int pp = static_cast<int>(num_at(p, "pp", 1)), m = static_cast<int>(num_at(p, "micro_batches", 1));
+    const double capacity = num_at(doc["memory"], "device_capacity_bytes");
+    std::string o = note(fmt::format(
+        "{} GPUs of {} ({} node{}): tensor-parallel {}, pipeline {}{}, data-parallel {}, ZeRO {}; {} micro-batch{} a rank and iteration.",
+        static_cast<long long>(num_at(p, "devices", 1)), str_at(p, "cluster"), static_cast<long long>(num_at(p, "nodes", 1)),
+        num_at(p, "nodes", 1) == 1 ? "" : "s", static_cast<long long>(num_at(p, "tp", 1)), pp,
+        num_at(p, "interleave", 1) > 1 ? fmt::format(" ({} virtual stages a device)", static_cast<long long>(num_at(p, "interleave", 1)))
+                                       : "",
+        static_cast<long long>(num_at(p, "dp", 1)), static_cast<long long>(num_at(p, "zero", 0)), m, m == 1 ? "" : "es"));
+    o += "<div class=\"cards\">";
+    o += card("iteration", human_time(num_at(p, "step_time_s")), "compute " + human_time(num_at(p, "compute_s")));
+    o += card("exposed communication", human_time(num_at(p, "exposed_comm_s")), "of " + human_time(num_at(p, "comm_s")) + " in all");
+    if (pp > 1) o += card("pipeline bubble", pct(num_at(p, "bubble_fraction")), "sends " + human_time(num_at(p, "p2p_s")));
+    o += card("MFU", pct(num_at(p, "mfu")), fmt::format("{:.4g} tokens/s", num_at(p, "tokens_per_s")));
+    const double peak = num_at(p, "peak_bytes_per_rank");
+    o += card("peak memory per rank", human_bytes(peak),
+              capacity > 0 ? "of " + human_bytes(capacity) + (peak <= capacity ? ": fits" : ": DOES NOT FIT") : "");
+    o += "</div>\n";
+    if (!p.contains("stages") || !p["stages"].is_array() || p["stages"].empty()) return section("parallel", "Many GPUs", o);
+
+    const ojson& stages = p["stages"];
+    std::vector<Bar> bars;
+    std::vector<Row> rows;
+    std::vector<double> fwd, bwd;
+    for (const ojson& st : stages) {
+        const double stage_peak = num_at(st, "peak_bytes");
+        const std::string label = fmt::format("stage {}", static_cast<long long>(num_at(st, "stage")));
+        bars.push_back({label, stage_peak, human_bytes(stage_peak), capacity > 0 && stage_peak > capacity ? "#c0392b" : palette(0)});
+        rows.push_back({{{label, ""},
+                         num_cell(fmt::format("{}", static_cast<long long>(num_at(st, "layers"))), num_at(st, "layers")),
+                         num_cell(fmt::format("{}", static_cast<long long>(num_at(st, "in_flight"))), num_at(st, "in_flight")),
+                         num_cell(human_time(num_at(st, "pass_s")), num_at(st, "pass_s")),
+                         num_cell(human_time(num_at(st, "optimizer_s")), num_at(st, "optimizer_s")),
+                         num_cell(human_time(num_at(st, "exposed_comm_s")), num_at(st, "exposed_comm_s")),
+                         num_cell(human_bytes(stage_peak), stage_peak)}});
+        fwd.push_back(num_at(st, "forward_s"));
+        bwd.push_back(std::max(0.0, num_at(st, "pass_s") - num_at(st, "forward_s")));
+    }
+    o += bar_chart(bars,
+                   "Peak memory of each stage's ranks (activations of the micro-batches in flight, weights, gradients and "
+                   "optimizer state as sharded)" +
+                       (capacity > 0 ? "; the device holds " + human_bytes(capacity) : std::string()));
+    o += table(
+        "stages",
+        {{"stage"}, {"layers", true}, {"in flight", true}, {"pass", true}, {"update", true}, {"exposed comm", true}, {"peak memory", true}},
+        rows);
+    if (num_at(p, "interleave", 1) > 1) {
+        o += note("The timeline below is drawn for plain 1F1B only; this configuration interleaves.");
+        return section("parallel", "Many GPUs", o);
+    }
+    // The 1F1B timeline: every micro-batch when the blocks are few, else the first ones.
+    const int shown = std::min(m, std::max(2 * pp, 3000 / std::max(1, pp)));
+    const double hop = pp > 1 ? num_at(p, "p2p_s") / (2.0 * (pp - 1)) : 0;
+    const std::vector<PipeBlock> blocks = simulate_1f1b(fwd, bwd, shown, hop);
+    double end = 0;
+    for (const PipeBlock& b : blocks) end = std::max(end, b.end);
+    if (end <= 0) return section("parallel", "Many GPUs", o);
+    const double W = 940, x0 = 90, x1 = 920, row = 18, y0 = 24;
+    const double H = y0 + row * pp + 34;
+    const LinAxis xa{0, end, x0, x1};
+    o += fmt::format("<svg class=\"gantt\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" height=\"{1}\" role=\"img\" aria-label=\"pipeline\">\n", W,
+                     px(H));
+    const double tick = nice_ceiling(end / 8);
+    for (double t = 0; t <= end * 1.0001; t += tick)
+        o += fmt::format(
+            "<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/><text x=\"{0}\" y=\"{3}\" "
+            "text-anchor=\"middle\">{4}</text>\n",
+            px(xa.map(t)), px(y0 - 6), px(H - 30), px(H - 16), esc(human_time(t)));
+    for (int st = 0; st < pp; ++st)
+        o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">stage {}</text>\n", px(x0 - 6), px(y0 + row * st + 12), st + 1);
+    for (const PipeBlock& b : blocks)
+        o += fmt::format(
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>stage {} {} micro-batch {}: {} - {}</title></rect>\n",
+            px(xa.map(b.start)), px(y0 + row * b.stage + 2), px(std::max(0.5, xa.map(b.end) - xa.map(b.start))), px(row - 4),
+            b.backward ? palette(1) : palette(0), b.stage + 1, b.backward ? "backward" : "forward", b.micro_batch + 1, human_time(b.start),
+            human_time(b.end));
+    o += "</svg>\n" + legend({{"forward", palette(0)}, {"backward", palette(1)}});
+    o += note(fmt::format(
+        "1F1B on every stage, simulated from each stage's forward and backward times with one activation send ({}) between stages{}; "
+        "it ends at {}. The iteration above uses the analytic form (the stages' passes once plus m - 1 of the slowest's).",
+        human_time(hop), shown < m ? fmt::format(", for the first {} of the {} micro-batches", shown, m) : "", human_time(end)));
+    return section("parallel", "Many GPUs", o);
+}
+
 }  // namespace
 
 std::string analysis_page(const ojson& doc, const HtmlLimits& limits) {
@@ -458,13 +599,15 @@ std::string analysis_page(const ojson& doc, const HtmlLimits& limits) {
                     str_at(model, "compute_dtype"), dims.empty() ? "" : " · " + dims, str_at(doc["settings"], "cost_model"));
     std::string body =
         "<nav><a href=\"#summary\">summary</a><a href=\"#roofline\">roofline</a><a href=\"#time\">time</a><a href=\"#kernels\">kernels</a>"
-        "<a href=\"#memory\">memory</a><a href=\"#schedule\">schedule</a></nav>\n";
+        "<a href=\"#memory\">memory</a><a href=\"#schedule\">schedule</a>" +
+        std::string(doc.contains("parallel") ? "<a href=\"#parallel\">many GPUs</a>" : "") + "</nav>\n";
     body += section("summary", "Summary", summary(doc));
     body += roofline_section(doc);
     body += time_section(doc);
     body += kernels_section(doc, limits);
     body += memory_section(doc, limits);
     body += gantt_section(doc, limits);
+    body += parallel_section(doc);
     return page(title, sub, body);
 }
 

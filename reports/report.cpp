@@ -320,6 +320,7 @@ ojson parallel_json(const ParallelAnalysis& p) {
                           {"layers", s.layers},
                           {"in_flight", s.in_flight},
                           {"pass_s", s.pass_s},
+                          {"forward_s", s.forward_s},
                           {"optimizer_s", s.optimizer_s},
                           {"exposed_comm_s", s.exposed_comm_s},
                           {"peak_bytes", s.peak_bytes}});

@@ -212,6 +212,7 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     const double step = ready_for_update + optimizer_s * optimizer_share;
     r.compute_s = K * pass_s + optimizer_s * optimizer_share;
     r.pass_s = pass_s;
+    r.forward_s = forward_end;
     r.optimizer_s = optimizer_s * optimizer_share;
     r.step_time_s = std::max(step, r.compute_s);
     r.exposed_comm_s = r.step_time_s - r.compute_s;
@@ -331,6 +332,7 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
             st.in_flight = static_cast<int>(std::ceil(held));
         }
         st.pass_s = q.pass_s;
+        st.forward_s = q.forward_s;
         st.optimizer_s = q.optimizer_s;
         st.exposed_comm_s = q.exposed_comm_s;
         st.peak_bytes = q.peak_bytes +

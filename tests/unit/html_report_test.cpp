@@ -302,3 +302,30 @@ TEST_CASE("a measurement gives one CSV row per node and a trace of its kernels e
     CHECK_THROWS_WITH(trace_report(ordered_json::parse(slurp(test::source_path("tests/data/plan/example-plan.json")))),
                       Catch::Contains("roofline-plan/1"));
 }
+
+TEST_CASE("the analyze page of a pipeline shows each stage's memory and the 1F1B timeline", "[html][parallel]") {
+    // GPT-2 small on 4 stages (tp 2 with sequence parallelism, dp 2), 4 micro-batches a rank: the
+    // "Many GPUs" section has a bar and a table row per stage and a timeline of every micro-batch's
+    // forward and backward on every stage: 4 x 4 of each.
+    const std::string out = test::tmp_path("pipeline.html");
+    const auto r = test::run_cli(
+        "analyze gpt2-small --mode training --batch 4 --seq 256 --cluster dgx-a100 --tp 2 --sp --pp 4 --dp 2 --global-batch 32 -q "
+        "--html '" +
+        out + "'");
+    REQUIRE(r.code == 0);
+    const std::string page = htmltest::slurp(out);
+    const auto count = [&](const std::string& what) {
+        std::size_t n = 0;
+        for (std::size_t at = page.find(what); at != std::string::npos; at = page.find(what, at + 1)) ++n;
+        return n;
+    };
+    CHECK(count("<section id=\"parallel\"") == 1);
+    CHECK(count("aria-label=\"pipeline\"") == 1);
+    CHECK(count(" forward micro-batch ") == 16);
+    CHECK(count(" backward micro-batch ") == 16);
+    CHECK(page.find("tensor-parallel 2, pipeline 4, data-parallel 2") != std::string::npos);
+    // A single device has no such section.
+    const std::string single = test::tmp_path("single.html");
+    REQUIRE(test::run_cli("analyze gpt2-small --mode training --batch 2 --seq 128 -q --html '" + single + "'").code == 0);
+    CHECK(htmltest::slurp(single).find("<section id=\"parallel\"") == std::string::npos);
+}
