@@ -57,6 +57,10 @@ struct TensorParallel {
     // (an all-gather backward), of the full [batch, seq, d_model] tensor.
     std::vector<std::string> all_gather, reduce_scatter;
     bool sequence_parallel = false;
+    // Cross-entropy over a vocabulary split across the ranks (Megatron's vocab-parallel loss): three
+    // all-reduces of one float a token (the maximum logit, the target's logit, the sum of exponents)
+    // in forward; node names.
+    std::vector<std::string> vocab_parallel_loss;
 };
 
 // A graph that is one stage of a pipeline-parallel model (Megatron-LM's equal split of the layers).
@@ -64,6 +68,10 @@ struct PipelineStage {
     int stages = 1;
     int stage = 0;   // 0-based
     int layers = 0;  // transformer layers in this stage
+    // A tied word embedding split between the first stage (the lookup) and the last (the LM head):
+    // the parameter whose copy this stage holds; the two copies' gradients are all-reduced between
+    // the two stages every iteration (Megatron-LM's embedding group). Empty: none.
+    std::string shared_embedding;
 };
 
 // Mixed-precision training policy of a model (dtype_policy in the model file; the command line

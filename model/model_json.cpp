@@ -322,7 +322,7 @@ Graph build_graph(const json& doc, Context& c) {
     }
     if (doc.contains("pipeline")) {
         const json& pp = require(doc, "pipeline", json::value_t::object, c.origin, "");
-        only_keys(pp, {"stages", "stage", "layers"}, c.origin, "/pipeline");
+        only_keys(pp, {"stages", "stage", "layers", "shared_embedding"}, c.origin, "/pipeline");
         auto integer = [&](const char* k, std::int64_t lo) {
             const json& v = pp.contains(k) ? pp[k] : json();
             if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > 1 << 20)
@@ -333,17 +333,25 @@ Graph build_graph(const json& doc, Context& c) {
         g.pipeline.stage = integer("stage", 0);
         g.pipeline.layers = integer("layers", 0);
         if (g.pipeline.stage >= g.pipeline.stages) fail(c.origin, "/pipeline/stage", "must be below /pipeline/stages");
+        if (pp.contains("shared_embedding")) {
+            const json& v = pp["shared_embedding"];
+            if (!v.is_string() || g.find_tensor(v.get<std::string>()) < 0)
+                fail(c.origin, "/pipeline/shared_embedding", "expected the name of a parameter, got " + v.dump());
+            g.pipeline.shared_embedding = v.get<std::string>();
+        }
     }
     if (doc.contains("tensor_parallel")) {
         const json& tp = require(doc, "tensor_parallel", json::value_t::object, c.origin, "");
-        only_keys(tp, {"degree", "all_reduce", "all_gather", "reduce_scatter", "sequence_parallel"}, c.origin, "/tensor_parallel");
+        only_keys(tp, {"degree", "all_reduce", "all_gather", "reduce_scatter", "vocab_parallel_loss", "sequence_parallel"}, c.origin,
+                  "/tensor_parallel");
         const json& deg = tp.contains("degree") ? tp["degree"] : json();
         if (!deg.is_number_integer() || deg.get<std::int64_t>() < 1 || deg.get<std::int64_t>() > 4096)
             fail(c.origin, "/tensor_parallel/degree", "expected a positive integer number of ranks");
         g.tensor_parallel.degree = deg.get<int>();
         const std::pair<const char*, std::vector<std::string>*> lists[] = {{"all_reduce", &g.tensor_parallel.all_reduce},
                                                                            {"all_gather", &g.tensor_parallel.all_gather},
-                                                                           {"reduce_scatter", &g.tensor_parallel.reduce_scatter}};
+                                                                           {"reduce_scatter", &g.tensor_parallel.reduce_scatter},
+                                                                           {"vocab_parallel_loss", &g.tensor_parallel.vocab_parallel_loss}};
         for (const auto& [key, names] : lists) {
             if (!tp.contains(key)) continue;
             const json& ar = require(tp, key, json::value_t::array, c.origin, "/tensor_parallel");

@@ -139,9 +139,10 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
 // 2019, section 3): the QKV and MLP-up projections split by output columns (heads / tp per rank),
 // the attention-out and MLP-down projections by input rows, each followed by an all-reduce of its
 // [batch, seq, d_model] output; the embedding and the LM head split by vocabulary (Megatron pads
-// the vocabulary to a multiple of 128 x tp), the embedding's lookup followed by an all-reduce. Not
-// modelled: the cross-entropy's two small all-reduces of [batch, seq] floats, and each rank adding
-// the row-parallel biases (Megatron adds them once, after the all-reduce: d_model FLOPs a token).
+// the vocabulary to a multiple of 128 x tp), the embedding's lookup followed by an all-reduce; the
+// vocabulary-parallel cross-entropy's three small all-reduces of [batch, seq] floats. Not modelled:
+// each rank adding the row-parallel biases (Megatron adds them once, after the all-reduce: d_model
+// FLOPs a token).
 json expand_gpt(const std::string& name, const GptConfig& c) {
     const std::int64_t t = c.tp, d = c.d_model, h = c.n_head / t, dh = c.d_model / c.n_head, dl = h * dh, ff = c.d_ff / t;
     const std::int64_t vocab = t == 1 ? c.vocab : (c.vocab + 128 * t - 1) / (128 * t) * 128;
@@ -255,12 +256,17 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.node("stage_loss", "reduce_mean", {x}, {{"axes", {0, 1, 2}}});
         b.doc()["outputs"] = {"stage_loss"};
     }
-    if (c.pp > 1) b.doc()["pipeline"] = {{"stages", c.pp}, {"stage", c.stage}, {"layers", per_stage}};
+    if (c.pp > 1) {
+        b.doc()["pipeline"] = {{"stages", c.pp}, {"stage", c.stage}, {"layers", per_stage}};
+        // A tied embedding: the first stage's wte and the last stage's copy (lm_head.w).
+        if (c.tied_embeddings && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? "wte" : "lm_head.w";
+    }
     if (t > 1) {
         json reduce = first && !sp ? json::array({"tok_emb"}) : json::array();
         for (std::int64_t l = l0; l < l1 && !sp; ++l)
             for (const char* n : {"attn.proj", "mlp.down"}) reduce.push_back("h" + std::to_string(l) + "." + n);
         b.doc()["tensor_parallel"] = {{"degree", t}, {"all_reduce", reduce}};
+        if (last) b.doc()["tensor_parallel"]["vocab_parallel_loss"] = {"loss"};
         if (sp) {
             b.doc()["tensor_parallel"]["sequence_parallel"] = true;
             b.doc()["tensor_parallel"]["all_gather"] = gathers;

@@ -313,6 +313,7 @@ ojson parallel_json(const ParallelAnalysis& p) {
     if (p.pp > 1) {
         j["interleave"] = p.interleave;
         j["p2p_s"] = p.p2p_s;
+        j["embedding_all_reduce_s"] = p.embedding_all_reduce_s;
         j["bubble_fraction"] = p.bubble_fraction;
         ojson st = ojson::array();
         for (const auto& s : p.stages)

@@ -130,6 +130,15 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
                 }
             }
         }
+        // Megatron's vocabulary-parallel cross-entropy: three all-reduces of one float a token, forward.
+        for (const std::string& name : g.tensor_parallel.vocab_parallel_loss) {
+            const NodeId n = g.find_node(name);
+            if (n == kNoNode || g.node(n).inputs.size() < 2) continue;
+            const double bytes = 4.0 * static_cast<double>(g.tensor(g.node(n).inputs[1]).desc.numel());
+            const double t = collective_cost(cluster, Collective::all_reduce, bytes, tp_group).time_s;
+            for (int i = 0; i < 3; ++i) tp_events.push_back({end_of[static_cast<std::size_t>(n)], t});
+            r.tp_collectives += 3;
+        }
         std::sort(tp_events.begin(), tp_events.end());
     }
     // delay[i]: the time of the first i events, so that a time moves by the events up to it.
@@ -280,11 +289,25 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
                 throw InputError(
                     fmt::format("--interleave {}: a stage's {} layers do not split into {} chunks", v, st.graph->pipeline.layers, v));
     }
+    // A tied word embedding held by the first and the last stage: its two copies' gradients are
+    // all-reduced between them after backward, before the update (Megatron-LM's embedding group;
+    // the gradients in the parameter's dtype), on those two stages' critical path.
+    const Graph& g_first = *stages.front().graph;
+    if (p > 1 && !g_first.pipeline.shared_embedding.empty()) {
+        const TensorId w = g_first.find_tensor(g_first.pipeline.shared_embedding);
+        if (w >= 0) {
+            const CommGroup ends{2, r.tp * opt.dp * (p - 1) >= cluster.gpus_per_node() ? 1 : 2};
+            r.embedding_all_reduce_s =
+                collective_cost(cluster, Collective::all_reduce, static_cast<double>(g_first.tensor(w).desc.bytes()), ends).time_s;
+        }
+    }
     double sum = 0, slowest = 0, tail = 0, update = 0, flops = 0;
-    for (const ParallelAnalysis& q : per) {
+    for (int s = 0; s < p; ++s) {
+        const ParallelAnalysis& q = per[static_cast<std::size_t>(s)];
+        const double embedding = s == 0 || s == p - 1 ? r.embedding_all_reduce_s : 0.0;
         sum += q.pass_s;
         slowest = std::max(slowest, q.pass_s);
-        tail = std::max(tail, q.exposed_comm_s + q.optimizer_s);  // each stage reduces, then updates
+        tail = std::max(tail, q.exposed_comm_s + embedding + q.optimizer_s);  // each stage reduces, then updates
         update = std::max(update, q.optimizer_s);
         flops += q.flops_per_rank;
     }
@@ -317,7 +340,7 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
     std::size_t worst = 0;
     for (int s = 0; s < p; ++s) {
         const ParallelAnalysis& q = per[static_cast<std::size_t>(s)];
-        r.comm_s = std::max(r.comm_s, q.comm_s);
+        r.comm_s = std::max(r.comm_s, q.comm_s + (s == 0 || s == p - 1 ? r.embedding_all_reduce_s : 0.0));
         ParallelAnalysis::Stage st;
         st.stage = s;
         st.layers = stages[static_cast<std::size_t>(s)].graph->pipeline.layers;

@@ -51,15 +51,16 @@ struct CommOp {
 struct ParallelAnalysis {
     ParallelOptions options;
     std::string cluster;
-    int tp = 1;                  // from the graph
-    int pp = 1;                  // pipeline stages (analyze_pipeline)
-    int interleave = 1;          // virtual stages per device (interleaved 1F1B)
-    int micro_batches = 1;       // per rank and iteration (gradient accumulation; the pipeline's micro-batches)
-    double pass_s = 0;           // one micro-batch's forward and backward on this rank, tensor-parallel all-reduces included
-    double forward_s = 0;        // of it, the forward
-    double optimizer_s = 0;      // the optimizer step on this rank (its ZeRO shard)
-    double p2p_s = 0;            // pipeline: activation and gradient transfers on the fill and drain's critical path
-    double bubble_fraction = 0;  // pipeline: the share of the pipelined passes the slowest stage waits
+    int tp = 1;                         // from the graph
+    int pp = 1;                         // pipeline stages (analyze_pipeline)
+    int interleave = 1;                 // virtual stages per device (interleaved 1F1B)
+    int micro_batches = 1;              // per rank and iteration (gradient accumulation; the pipeline's micro-batches)
+    double pass_s = 0;                  // one micro-batch's forward and backward on this rank, tensor-parallel all-reduces included
+    double forward_s = 0;               // of it, the forward
+    double optimizer_s = 0;             // the optimizer step on this rank (its ZeRO shard)
+    double p2p_s = 0;                   // pipeline: activation and gradient transfers on the fill and drain's critical path
+    double embedding_all_reduce_s = 0;  // pipeline: the tied embedding's gradients between the first and last stage
+    double bubble_fraction = 0;         // pipeline: the share of the pipelined passes the slowest stage waits
     struct Stage {
         int stage = 0, layers = 0, in_flight = 1;
         double pass_s = 0, forward_s = 0, optimizer_s = 0, exposed_comm_s = 0;

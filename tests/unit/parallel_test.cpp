@@ -165,7 +165,8 @@ TEST_CASE("tensor parallelism: Megatron's splits, 4 all-reduces of b x s x h a l
     // GPT-2 medium (24 layers, d_model 1024, 16 heads, bf16) at batch 4 x 256 on 4 tensor-parallel
     // ranks: each layer all-reduces its attention and MLP outputs in forward and their gradients in
     // backward (Narayanan et al., SC21, section 3.3: 4 all-reduces of b s h a layer), plus the
-    // vocabulary-parallel embedding's output and its gradient: 4 x 24 + 2 = 98 of 4 x 256 x 1024 x 2 bytes.
+    // vocabulary-parallel embedding's output and its gradient: 4 x 24 + 2 = 98 of 4 x 256 x 1024 x 2 bytes;
+    // and the vocabulary-parallel cross-entropy's 3 forward all-reduces of a float a token.
     const Cluster c = builtin_cluster("dgx-a100");
     ModelOverrides ov;
     ov.batch = 4;
@@ -186,11 +187,12 @@ TEST_CASE("tensor parallelism: Megatron's splits, 4 all-reduces of b x s x h a l
     const ParallelAnalysis p = analyze_parallel(rank, ar, c, o);
     CHECK(p.tp == 4);
     CHECK(p.devices == 8);
-    CHECK(p.tp_collectives == 98);
+    CHECK(p.tp_collectives == 98 + 3);
     CHECK(p.tp_example.bytes == 4.0 * 256 * 1024 * 2);
     CHECK(p.tp_example.ranks == 4);
     CHECK(p.tp_example.nodes == 1);
-    CHECK(p.tp_comm_s == Approx(98 * p.tp_example.time_s));
+    const double loss_reduce = collective_cost(c, Collective::all_reduce, 4.0 * 4 * 256, CommGroup{4, 4}).time_s;
+    CHECK(p.tp_comm_s == Approx(98 * p.tp_example.time_s + 3 * loss_reduce).epsilon(1e-12));
     // The step carries them on the critical path; FLOPs and weights per rank are about a quarter
     // (layernorms, biases of the row splits and the position embedding stay whole: within 10%).
     CHECK(p.compute_s == Approx(ar.schedule.step_time_s + p.tp_comm_s));
@@ -243,12 +245,13 @@ TEST_CASE("sequence parallelism: sharded norms and residuals, an all-gather and 
     ParallelOptions o;
     o.dp = 2;
     const ParallelAnalysis pt = analyze_parallel(tp, at, c, o), ps = analyze_parallel(sp, as, c, o);
-    CHECK(ps.tp_collectives == 196);
+    CHECK(ps.tp_collectives == 196 + 3);  // and the loss's 3
     const double bytes = 4.0 * 256 * 1024 * 2;
     const CommGroup group{4, 4};
     const double pair = collective_cost(c, Collective::all_gather, bytes, group).time_s +
                         collective_cost(c, Collective::reduce_scatter, bytes, group).time_s;
-    CHECK(ps.tp_comm_s == Approx(98 * pair).epsilon(1e-12));
+    const double loss_reduce = collective_cost(c, Collective::all_reduce, 4.0 * 4 * 256, group).time_s;
+    CHECK(ps.tp_comm_s == Approx(98 * pair + 3 * loss_reduce).epsilon(1e-12));
     // The same bytes cross the links in two halves (a ring all-reduce is a reduce-scatter then an
     // all-gather), but each half pays its own latency: more than the all-reduces, less than 1.5 x.
     CHECK(ps.tp_comm_s > pt.tp_comm_s);
@@ -372,6 +375,15 @@ TEST_CASE("pipeline parallelism: 1F1B fill, drain and bubble", "[parallel][pp]")
     CHECK(p.bubble_fraction > 0);
     CHECK(p.bubble_fraction <= 3.0 / (8 + 3) + p.p2p_s / pipe + 1e-12);
     CHECK(p.exposed_comm_s <= p.comm_s + 1e-12);
+    // GPT-2's tied embedding: the first stage's wte and the last stage's lm_head.w gradients
+    // (50257 x 768 bf16) are all-reduced between the two, on their stages' path before the update;
+    // with 1 x 2 ranks a stage, the four stages share a node of 8.
+    CHECK(graphs[0].pipeline.shared_embedding == "wte");
+    CHECK(graphs[3].pipeline.shared_embedding == "lm_head.w");
+    CHECK(graphs[1].pipeline.shared_embedding.empty());
+    const double wte = static_cast<double>(graphs[0].tensor(graphs[0].find_tensor("wte")).desc.bytes());
+    CHECK(p.embedding_all_reduce_s == Approx(collective_cost(c, Collective::all_reduce, wte, CommGroup{2, 2}).time_s).epsilon(1e-12));
+    CHECK(wte == 50257.0 * 768 * 2);
     CHECK(p.step_time_s >= p.compute_s);
     // 1F1B keeps min(p - s, m) micro-batches' activations on stage s: 4, 3, 2, 1.
     CHECK(p.stages[0].in_flight == 4);
