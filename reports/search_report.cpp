@@ -89,9 +89,9 @@ std::string render_search(const SearchResult& r, const SearchSettings& s, std::s
     std::string o = fmt::format(
         "{} on {} GPUs of {}, global batch {}: {} configurations (tp x pp x dp x micro-batch {{{}}} x recompute x ZeRO {{{}}} x "
         "interleave {{{}}}), "
-        "{} invalid, {} analysed ({} distinct stages), {} fit {} per rank\n",
+        "{} invalid, {} analysed ({} distinct stages), {} not built (a smaller micro-batch already did not fit), {} fit {} per rank\n",
         s.model, s.space.gpus, s.cluster, s.space.global_batch, r.enumerated, join(s.space.micro_batches), join(s.space.zero),
-        join(s.space.interleave), r.invalid, r.candidates.size(), r.stages_analysed, fitting,
+        join(s.space.interleave), r.invalid, r.candidates.size(), r.stages_analysed, r.pruned, fitting,
         human_bytes(static_cast<double>(r.budget_bytes)));
     for (const std::string& why : r.invalid_reasons) o += "  invalid, e.g. " + why + "\n";
     o += "\n";

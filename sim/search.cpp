@@ -97,26 +97,27 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
         if (reasons.emplace(kind, result.invalid_reasons.size()).second) result.invalid_reasons.push_back(why);
     };
 
-    // The tuples to evaluate and the stages they need.
+    // The tuples to evaluate, by family (tp, pp, recompute, sp) in increasing micro-batch.
     struct Tuple {
         int tp, pp, dp, mb;
         std::string rc;
         bool sp;
     };
-    std::vector<Tuple> tuples;
-    std::map<Key, std::size_t> index;
-    std::vector<StageRequest> requests;
+    std::map<std::tuple<int, int, std::string, bool>, std::vector<Tuple>> families;
+    std::vector<int> sizes = space.micro_batches;
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    const std::size_t variants = space.zero.size() * space.interleave.size();
     for (const int tp : divisors(space.gpus)) {
         if (tp > node) continue;  // tensor parallelism stays inside a node (Megatron's placement)
         for (const int pp : divisors(space.gpus / tp)) {
             const int dp = space.gpus / (tp * pp);
-            for (const int mb : space.micro_batches) {
-                for (const std::string& rc : space.recompute) {
-                    for (const bool sp_wanted : space.sequence_parallel) {
-                        if (sp_wanted && tp == 1 && std::count(space.sequence_parallel.begin(), space.sequence_parallel.end(), false) > 0)
-                            continue;  // at tp 1 sequence parallelism is the same configuration as without
-                        const bool sp = sp_wanted && tp > 1;
-                        const std::size_t variants = space.zero.size() * space.interleave.size();
+            for (const std::string& rc : space.recompute) {
+                for (const bool sp_wanted : space.sequence_parallel) {
+                    if (sp_wanted && tp == 1 && std::count(space.sequence_parallel.begin(), space.sequence_parallel.end(), false) > 0)
+                        continue;  // at tp 1 sequence parallelism is the same configuration as without
+                    const bool sp = sp_wanted && tp > 1;
+                    for (const int mb : sizes) {
                         result.enumerated += variants;
                         if (space.global_batch % (static_cast<std::int64_t>(mb) * dp) != 0) {
                             for (std::size_t z = 0; z < variants; ++z)
@@ -124,48 +125,31 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                                                    mb, dp));
                             continue;
                         }
-                        tuples.push_back({tp, pp, dp, mb, rc, sp});
-                        for (int s = 0; s < pp; ++s) {
-                            if (representative(s, pp) != s) continue;
-                            const StageRequest r{tp, pp, s, mb, rc, sp};
-                            if (index.emplace(key_of(r), requests.size()).second) requests.push_back(r);
-                        }
+                        families[{tp, pp, rc, sp}].push_back({tp, pp, dp, mb, rc, sp});
                     }
                 }
             }
         }
     }
 
-    // Build and analyse every stage once, on `jobs` threads (each request is independent).
-    std::vector<Built> built(requests.size());
-    std::atomic<std::size_t> next{0};
-    auto worker = [&] {
-        for (std::size_t i = next++; i < requests.size(); i = next++) {
-            try {
-                built[i].stage = build(requests[i]);
-            } catch (const InputError& e) {
-                built[i].error = e.what();
-            }
-        }
-    };
-    const int jobs = std::max(1, std::min<int>(space.jobs, static_cast<int>(requests.size())));
-    std::vector<std::thread> pool;
-    for (int j = 1; j < jobs; ++j) pool.emplace_back(worker);
-    worker();
-    for (std::thread& t : pool) t.join();
-    for (const Built& b : built) result.stages_analysed += b.stage ? 1 : 0;
-
-    for (const Tuple& t : tuples) {
+    // Rounds: the smallest micro-batch of every family first, then the next. A family none of whose
+    // configurations fit at a micro-batch is not built at larger ones: a rank's peak memory only
+    // grows with the micro-batch (one micro-batch's activations grow, the micro-batches in flight
+    // hold at most the rank's share of the global batch), so they cannot fit either; they are counted
+    // as pruned. Each round builds its stages once, on `jobs` threads.
+    std::map<Key, Built> built;
+    auto evaluate = [&](const Tuple& t) {
         std::vector<StageStep> stages;
         std::string error;
         for (int s = 0; s < t.pp && error.empty(); ++s) {
-            const Built& b = built[index.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc, t.sp}))];
+            const Built& b = built.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc, t.sp}));
             if (!b.stage) {
                 error = b.error;
             } else {
                 stages.push_back({b.stage->evaluated.graph, &b.stage->evaluated.analysis});
             }
         }
+        bool any_fits = false;
         for (const int v : space.interleave) {
             for (const int z : space.zero) {
                 if (!error.empty()) {
@@ -201,6 +185,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                     c.tokens_per_s = p.tokens_per_s;
                     c.peak_bytes = p.peak_bytes;
                     c.fits = result.budget_bytes <= 0 || c.peak_bytes <= result.budget_bytes;
+                    any_fits = any_fits || c.fits;
                     result.candidates.push_back(std::move(c));
                 } catch (const InputError& e) {
                     const std::string what = e.what();
@@ -208,6 +193,51 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                                                               : fmt::format("cluster: tp {} pp {} dp {}: {}", t.tp, t.pp, t.dp, what));
                 }
             }
+        }
+        return any_fits || !error.empty();  // a family that cannot be built is counted invalid at every size
+    };
+    std::map<std::tuple<int, int, std::string, bool>, bool> alive;
+    for (const auto& [k, list] : families) alive[k] = true;
+    std::size_t rounds = 0;
+    for (const auto& [k, list] : families) rounds = std::max(rounds, list.size());
+    for (std::size_t round = 0; round < rounds; ++round) {
+        std::vector<const Tuple*> now;
+        std::vector<StageRequest> requests;
+        for (const auto& [k, list] : families) {
+            if (round >= list.size()) continue;
+            const Tuple& t = list[round];
+            if (!alive[k]) {
+                result.pruned += variants;
+                continue;
+            }
+            now.push_back(&t);
+            for (int s = 0; s < t.pp; ++s) {
+                if (representative(s, t.pp) != s) continue;
+                const StageRequest r{t.tp, t.pp, s, t.mb, t.rc, t.sp};
+                if (built.emplace(key_of(r), Built{}).second) requests.push_back(r);
+            }
+        }
+        std::vector<Built*> slots;
+        for (const StageRequest& r : requests) slots.push_back(&built.at(key_of(r)));
+        std::atomic<std::size_t> next{0};
+        auto worker = [&] {
+            for (std::size_t i = next++; i < requests.size(); i = next++) {
+                try {
+                    slots[i]->stage = build(requests[i]);
+                } catch (const InputError& e) {
+                    slots[i]->error = e.what();
+                }
+            }
+        };
+        const int jobs = std::max(1, std::min<int>(space.jobs, static_cast<int>(requests.size())));
+        std::vector<std::thread> pool;
+        for (int j = 1; j < jobs; ++j) pool.emplace_back(worker);
+        worker();
+        for (std::thread& th : pool) th.join();
+        for (const Built* b : slots) result.stages_analysed += b->stage ? 1 : 0;
+        for (const Tuple* t : now) {
+            const bool keep = evaluate(*t);
+            if (!keep) alive[{t->tp, t->pp, t->rc, t->sp}] = false;
         }
     }
     // Fitting first, then by iteration time; ties in a fixed order of the knobs (deterministic).

@@ -75,9 +75,12 @@ struct SearchResult {
     std::vector<SearchCandidate> candidates;  // every analysed configuration: fitting first, then by step time
     std::vector<std::size_t> frontier;        // indices into candidates: the (peak, step time) Pareto frontier
     std::int64_t budget_bytes = 0;
-    std::size_t enumerated = 0;                // (tp, pp, dp, micro-batch, recompute, ZeRO, interleave) tuples tried
-    std::size_t invalid = 0;                   // of those, not a valid split (divisibility, batch, the model's shape)
-    std::size_t stages_analysed = 0;           // distinct stage analyses built
+    std::size_t enumerated = 0;       // (tp, pp, dp, micro-batch, recompute, ZeRO, interleave) tuples tried
+    std::size_t invalid = 0;          // of those, not a valid split (divisibility, batch, the model's shape)
+    std::size_t stages_analysed = 0;  // distinct stage analyses built
+    // Tuples not built: at a smaller micro-batch of the same (tp, pp, recompute, sp) no variant fit,
+    // and a rank's peak memory only grows with the micro-batch.
+    std::size_t pruned = 0;
     std::vector<std::string> invalid_reasons;  // one example per kind of rejection
 };
 

@@ -38,7 +38,7 @@ TEST_CASE("search: every valid split of 16 GPUs, ranked, with the Pareto frontie
     // tp in {1, 2, 4, 8} (inside a node of 8), pp a divisor of 16 / tp, so 5 + 4 + 3 + 2 = 14 splits,
     // x 2 micro-batches x 2 strategies x 2 ZeRO stages x 2 interleavings = 224 tuples.
     CHECK(r.enumerated == 224);
-    CHECK(r.enumerated == r.invalid + r.candidates.size());
+    CHECK(r.enumerated == r.invalid + r.pruned + r.candidates.size());
     std::set<std::tuple<int, int, int, int, std::string, int, int>> seen;
     for (const auto& k : r.candidates) {
         CHECK(k.tp * k.pp * k.dp == 16);
@@ -115,6 +115,33 @@ TEST_CASE("search: a configuration is what analyze_pipeline gives with every sta
     CHECK(found->step_time_s == Approx(p.step_time_s).epsilon(1e-12));
     CHECK(found->peak_bytes == p.peak_bytes);
     CHECK(found->bubble_fraction == Approx(p.bubble_fraction).epsilon(1e-12));
+}
+
+TEST_CASE("search: a micro-batch is not built once a smaller one fits in no variant, and nothing that fits is lost", "[search]") {
+    // With a 600 MB budget many (tp, pp, recompute) families of GPT-2 small on 16 GPUs fit at no
+    // ZeRO stage at micro-batch 1; search then skips their micro-batch 2. Searching micro-batch 2
+    // alone analyses them all: the configurations that fit must be the same.
+    const roofline::Cluster c = roofline::builtin_cluster("dgx-a100");
+    roofline::SearchSpace s;
+    s.gpus = 16;
+    s.global_batch = 32;
+    s.recompute = {"none", "full"};
+    s.memory_budget_bytes = 600LL * 1000 * 1000;
+    s.jobs = 2;
+    s.micro_batches = {1, 2};
+    const roofline::SearchResult both = roofline::search_parallel(c, s, gpt2_small(c));
+    s.micro_batches = {2};
+    const roofline::SearchResult two = roofline::search_parallel(c, s, gpt2_small(c));
+    CHECK(both.pruned > 0);
+    CHECK(two.pruned == 0);
+    using Config = std::tuple<int, int, int, std::string, int, int, bool>;
+    std::set<Config> fit_both, fit_two;
+    for (const auto& k : both.candidates)
+        if (k.fits && k.micro_batch == 2) fit_both.emplace(k.tp, k.pp, k.dp, k.recompute, k.zero, k.interleave, k.sp);
+    for (const auto& k : two.candidates)
+        if (k.fits) fit_two.emplace(k.tp, k.pp, k.dp, k.recompute, k.zero, k.interleave, k.sp);
+    CHECK(fit_both == fit_two);
+    CHECK_FALSE(fit_two.empty());
 }
 
 TEST_CASE("search: bad spaces name the flag", "[search]") {
