@@ -4,9 +4,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "cli/graph_args.hpp"
 #include "cli/output_args.hpp"
+#include "cli/parallel_args.hpp"
 #include "cli/plan_args.hpp"
 #include "cli/runtime_args.hpp"
 #include "ops/error.hpp"
@@ -84,10 +87,12 @@ void add_plan(CLI::App& app) {
     auto streams = std::make_shared<int>(1);
     auto runtime = std::make_shared<RuntimeArgs>();
     auto outputs = std::make_shared<OutputArgs>();
+    auto parallel = std::make_shared<ParallelArgs>();
     args->add_to(cmd);
     plan_args->add_to(cmd, true);
     runtime->add_to(cmd, true);
-    cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
+    auto* hw_opt = cmd->add_option("--hw", *hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
+    parallel->add_to(cmd, hw_opt);
     cmd->add_option("--memory-budget", *budget, "peak-memory budget, e.g. 40GiB (default: the device's memory)");
     cmd->add_flag("--batch-sweep", *sweep, "per strategy: the largest batch that fits and throughput per batch size");
     cmd->add_option("--streams", *streams, "schedule kernels on this many streams")->check(CLI::Range(1, 1024))->capture_default_str();
@@ -97,10 +102,30 @@ void add_plan(CLI::App& app) {
     outputs->add_to(cmd);
     cmd->footer("Example: roofline plan gpt2-small --hw a100-sxm-40gb --memory-budget 30GiB --batch-sweep -o plan.json --html plan.html\n");
     cmd->callback([=] {
-        const Hardware h = resolve_hardware(*hw);
+        // With --cluster every option is ranked by the job's iteration and its peak per rank
+        // (analyze_parallel on the option's graph); pipelines are planned by `search`.
+        const Cluster* cluster = parallel->resolve(*hw);
+        if (cluster != nullptr && parallel->pp > 1)
+            throw InputError("plan --pp " + std::to_string(parallel->pp) +
+                             ": plan ranks one rank's options; for pipelines use `roofline search` (it covers recompute too)");
+        if (cluster != nullptr && *sweep) throw InputError("--batch-sweep: not with --cluster (use `roofline search --micro-batches`)");
+        if (parallel->sp && parallel->tp < 2)
+            throw InputError("--sp: sequence parallelism shards across tensor-parallel ranks; add --tp > 1");
+        args->tp = parallel->tp;
+        args->sp = parallel->sp;
+        const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
         const Graph g = args->build(&t);
         PlanOptions opt;
+        std::string job;
+        if (cluster != nullptr) {
+            const ParallelOptions po = parallel->options();
+            opt.iteration = [cluster, po](const Graph& og, const Analysis& oa) {
+                const ParallelAnalysis pa = analyze_parallel(og, oa, *cluster, po);
+                return std::pair<double, std::int64_t>{pa.step_time_s, pa.peak_bytes};
+            };
+            job = fmt::format("{}: tp {}{} x dp {}, ZeRO {}", cluster->name, parallel->tp, parallel->sp ? " (sp)" : "", po.dp, po.zero);
+        }
         if (!budget->empty()) opt.memory_budget_bytes = parse_bytes(*budget, "--memory-budget");
         opt.analysis.schedule.streams = *streams;
         runtime->apply(opt.analysis);
@@ -122,7 +147,7 @@ void add_plan(CLI::App& app) {
                 h, opt);
         }
         const PlanReportContext ctx{
-            g, h, p, *sweep ? &series : nullptr, args->mode, args->training() ? std::string(optimizer_name(t.optimizer)) : ""};
+            g, h, p, *sweep ? &series : nullptr, args->mode, args->training() ? std::string(optimizer_name(t.optimizer)) : "", job};
         // Build every text before touching the file system.
         const nlohmann::ordered_json doc = plan_json(ctx);
         OutputFiles files;

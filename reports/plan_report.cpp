@@ -74,6 +74,7 @@ ojson plan_json(const PlanReportContext& ctx) {
     if (!ctx.optimizer.empty()) settings["optimizer"] = ctx.optimizer;
     settings["memory_budget_bytes"] = p.budget_bytes;
     settings["device_capacity_bytes"] = p.capacity_bytes;
+    if (!ctx.parallel.empty()) settings["parallel"] = ctx.parallel;
     j["settings"] = settings;
     j["baseline"] = {{"step_time_s", p.baseline.step_time_s},
                      {"peak_bytes", p.baseline.peak_bytes},
@@ -147,6 +148,7 @@ std::string render_plan_table(const PlanReportContext& ctx, std::size_t top) {
     out += fmt::format("{} on {} ({}): baseline step {}, peak memory {}; budget {} (device {})\n", ctx.graph.name, ctx.hw.display_name,
                        ctx.mode, human_time(p.baseline.step_time_s), human_bytes(static_cast<double>(p.baseline.peak_bytes)),
                        human_bytes(static_cast<double>(p.budget_bytes)), human_bytes(static_cast<double>(p.capacity_bytes)));
+    if (!ctx.parallel.empty()) out += "steps are iterations on " + ctx.parallel + ", peak memory per rank\n";
     out += fmt::format("{:>4}  {:<44} {:>10} {:>9} {:>11} {:>11} {:>4} {:>6}  {}\n", "rank", "option", "step", "vs base", "peak mem",
                        "extra FLOP", "fits", "pareto", "what it changes");
     const std::size_t n = top == 0 ? p.options.size() : std::min(top, p.options.size());

@@ -18,6 +18,7 @@ struct PlanReportContext {
     const std::vector<SweepSeries>* sweep = nullptr;
     std::string mode = "inference";
     std::string optimizer;  // training only
+    std::string parallel;   // plan --cluster: the job ("dgx-a100: tp 4 x dp 8, ZeRO 1"); steps are its iterations
 };
 
 nlohmann::ordered_json plan_json(const PlanReportContext& ctx);

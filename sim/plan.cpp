@@ -37,13 +37,14 @@ std::string layer_label(const std::vector<LayerChoice>& c) {
     return s;
 }
 
-PlanOption summarise(const Evaluated& e, const std::string& name, bool fuse, const std::string& recompute) {
+PlanOption summarise(const Evaluated& e, const std::string& name, bool fuse, const std::string& recompute, const PlanOptions& opt) {
     PlanOption o;
     o.name = name;
     o.fuse = fuse;
     o.recompute = recompute;
     o.step_time_s = e.analysis.schedule.step_time_s;
     o.peak_bytes = e.analysis.memory.peak_bytes;
+    if (opt.iteration) std::tie(o.step_time_s, o.peak_bytes) = opt.iteration(*e.graph, e.analysis);
     o.flops = e.analysis.total.flops();
     o.extra_flops = e.recompute.extra_flops;
     o.recomputed_ops = e.recompute.clones;
@@ -110,7 +111,7 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
     if (!opt.unfused && !opt.fused) throw InputError("plan: neither unfused nor fused options asked for");
 
     const Evaluated base = evaluate_option(g, hw, std::nullopt, false, opt.analysis, opt.fusion);
-    p.baseline = summarise(base, "baseline", false, "none");
+    p.baseline = summarise(base, "baseline", false, "none", opt);
 
     struct Candidate {
         std::string name, recompute;
@@ -177,7 +178,7 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
                 Evaluated plain = transform_option(g, c.plan);
                 if (opt.unfused) {
                     if (c.plan) analyse_option(plain, hw, false, aopt, opt.fusion);
-                    p.options[i] = summarise(c.plan ? plain : base, c.name, false, c.recompute);
+                    p.options[i] = summarise(c.plan ? plain : base, c.name, false, c.recompute, opt);
                     p.options[i].layers = c.layers;
                 }
                 if (!opt.fused) continue;
@@ -186,7 +187,7 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
                 fused.recompute.clones = plain.recompute.clones;
                 fused.recompute.extra_flops = plain.recompute.extra_flops;
                 analyse_option(fused, hw, true, aopt, opt.fusion);
-                p.options[fused_base + i] = summarise(fused, "fuse + " + c.name, true, c.recompute);
+                p.options[fused_base + i] = summarise(fused, "fuse + " + c.name, true, c.recompute, opt);
                 p.options[fused_base + i].layers = c.layers;
                 if (!c.plan && fused.fusion) {
                     // What each group of the plain graph saves: the members' kernels against the fused one.

@@ -59,6 +59,10 @@ struct PlanOptions {
     unsigned threads = 0;
     AnalysisOptions analysis;
     FusionOptions fusion;
+    // When set (plan --cluster): an option's step time and peak memory are what this returns for
+    // its graph and analysis (the iteration of the job on the cluster, the peak per rank), not the
+    // single device's. Called from the option threads: it must be safe to call concurrently.
+    std::function<std::pair<double, std::int64_t>(const Graph&, const Analysis&)> iteration;
 };
 
 struct Plan {

@@ -432,3 +432,23 @@ TEST_CASE("pipeline parallelism: 1F1B fill, drain and bubble", "[parallel][pp]")
         CHECK_THAT(nopp.out, Catch::Contains("--interleave 2: needs --pp > 1"));
     }
 }
+
+TEST_CASE("plan --cluster ranks each option by the job's iteration and its peak per rank", "[parallel][plan]") {
+    // GPT-2 small at batch 4 x 256 on 4 tensor-parallel x 2 data-parallel ranks: the plan's baseline
+    // (no fusion, no recompute) is exactly what analyze --cluster reports for the same job.
+    const std::string plan = test::tmp_path("plan-cluster.json"), report = test::tmp_path("analyze-cluster.json");
+    const std::string job = "gpt2-small --mode training --batch 4 --seq 256 --cluster dgx-a100 --tp 4 --sp --dp 2 --zero 1 -q";
+    REQUIRE(test::run_cli("plan " + job + " -o '" + plan + "'").code == 0);
+    REQUIRE(test::run_cli("analyze " + job + " -o '" + report + "'").code == 0);
+    const auto p = nlohmann::json::parse(htmltest::slurp(plan));
+    const auto a = nlohmann::json::parse(htmltest::slurp(report));
+    CHECK(p["settings"]["parallel"] == "dgx-a100: tp 4 (sp) x dp 2, ZeRO 1");
+    CHECK(p["baseline"]["step_time_s"].get<double>() == Approx(a["parallel"]["step_time_s"].get<double>()).epsilon(1e-12));
+    CHECK(p["baseline"]["peak_bytes"].get<std::int64_t>() == a["parallel"]["peak_bytes_per_rank"].get<std::int64_t>());
+    const auto pp = test::run_cli("plan gpt2-small --cluster dgx-a100 --pp 2 -q");
+    CHECK(pp.code == 2);
+    CHECK_THAT(pp.out, Catch::Contains("use `roofline search`"));
+    const auto sweep = test::run_cli("plan gpt2-small --cluster dgx-a100 --dp 2 --batch-sweep -q");
+    CHECK(sweep.code == 2);
+    CHECK_THAT(sweep.out, Catch::Contains("--batch-sweep: not with --cluster"));
+}
