@@ -144,7 +144,17 @@ void add_analyze(CLI::App& app) {
             if (!out->empty()) json = doc.dump(2) + "\n";
             outputs->render(doc, files);
         }
-        if (!trace->empty()) trace_json = chrome_trace_json(g, a.schedule);
+        if (!trace->empty()) {
+            // With a plain 1F1B pipeline, a lane per stage's ranks (the first micro-batches when there are many).
+            std::vector<PipelineBlock> pipeline;
+            if (par && par->pp > 1 && par->interleave == 1) {
+                std::vector<double> fwd, bwd;
+                for (const auto& st : par->stages) fwd.push_back(st.forward_s), bwd.push_back(std::max(0.0, st.pass_s - st.forward_s));
+                const int shown = std::min(par->micro_batches, std::max(2 * par->pp, 3000 / par->pp));
+                pipeline = pipeline_timeline(fwd, bwd, shown, par->p2p_s / (2.0 * (par->pp - 1)));
+            }
+            trace_json = chrome_trace_json(g, a.schedule, pipeline.empty() ? nullptr : &pipeline);
+        }
         if (!*quiet) print(render_table(ctx, TableOptions{*top == "all" ? 0 : static_cast<std::size_t>(std::stoll(*top))}));
         if (!out->empty()) {
             write_file_atomic(*out, json);

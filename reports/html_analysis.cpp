@@ -7,6 +7,7 @@
 
 #include "reports/html_parts.hpp"
 #include "reports/units.hpp"
+#include "sim/schedule.hpp"
 
 namespace roofline::html {
 
@@ -443,58 +444,6 @@ std::string gantt_section(const ojson& doc, const HtmlLimits& lim) {
     return section("schedule", "Schedule", o);
 }
 
-// One rank's 1F1B order (Narayanan et al. SC21, 2.2.1) on every stage, simulated from each stage's
-// forward and backward times: stage s runs min(p - s - 1, m) forwards, then alternates a forward
-// and a backward, then drains its backwards; a forward waits for the previous stage's, a backward
-// for the next stage's, each plus one activation send.
-struct PipeBlock {
-    int stage = 0, micro_batch = 0;
-    bool backward = false;
-    double start = 0, end = 0;
-};
-std::vector<PipeBlock> simulate_1f1b(const std::vector<double>& fwd, const std::vector<double>& bwd, int m, double hop) {
-    const int p = static_cast<int>(fwd.size());
-    std::vector<std::vector<std::pair<bool, int>>> order(static_cast<std::size_t>(p));
-    for (int st = 0; st < p; ++st) {
-        auto& o = order[static_cast<std::size_t>(st)];
-        const int warm = std::min(p - st - 1, m);
-        for (int i = 0; i < warm; ++i) o.emplace_back(false, i);
-        for (int i = 0; i + warm < m; ++i) o.emplace_back(false, warm + i), o.emplace_back(true, i);
-        for (int i = m - warm; i < m; ++i) o.emplace_back(true, i);
-    }
-    const auto n = static_cast<std::size_t>(m);
-    std::vector<std::vector<double>> f_end(static_cast<std::size_t>(p), std::vector<double>(n, -1)), b_end = f_end;
-    std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
-    std::vector<double> clock(static_cast<std::size_t>(p), 0);
-    std::vector<PipeBlock> blocks;
-    for (bool progress = true; progress;) {
-        progress = false;
-        for (int st = 0; st < p; ++st) {
-            const auto su = static_cast<std::size_t>(st);
-            while (next[su] < order[su].size()) {
-                const auto [backward, i] = order[su][next[su]];
-                const auto iu = static_cast<std::size_t>(i);
-                double ready = 0;
-                if (!backward && st > 0) {
-                    if (f_end[su - 1][iu] < 0) break;
-                    ready = f_end[su - 1][iu] + hop;
-                } else if (backward && st + 1 < p) {
-                    if (b_end[su + 1][iu] < 0) break;
-                    ready = b_end[su + 1][iu] + hop;
-                }
-                PipeBlock b{st, i, backward, std::max(ready, clock[su]), 0};
-                b.end = b.start + (backward ? bwd[su] : fwd[su]);
-                clock[su] = b.end;
-                (backward ? b_end : f_end)[su][iu] = b.end;
-                blocks.push_back(b);
-                ++next[su];
-                progress = true;
-            }
-        }
-    }
-    return blocks;
-}
-
 // Many devices (analyze --cluster): the configuration, the iteration's parts, the peak memory of
 // each stage's ranks, and the pipeline's 1F1B timeline.
 std::string parallel_section(const ojson& doc) {
@@ -553,9 +502,9 @@ std::string parallel_section(const ojson& doc) {
     // The 1F1B timeline: every micro-batch when the blocks are few, else the first ones.
     const int shown = std::min(m, std::max(2 * pp, 3000 / std::max(1, pp)));
     const double hop = pp > 1 ? num_at(p, "p2p_s") / (2.0 * (pp - 1)) : 0;
-    const std::vector<PipeBlock> blocks = simulate_1f1b(fwd, bwd, shown, hop);
+    const std::vector<PipelineBlock> blocks = pipeline_timeline(fwd, bwd, shown, hop);
     double end = 0;
-    for (const PipeBlock& b : blocks) end = std::max(end, b.end);
+    for (const PipelineBlock& b : blocks) end = std::max(end, b.end_s);
     if (end <= 0) return section("parallel", "Many GPUs", o);
     const double W = 940, x0 = 90, x1 = 920, row = 18, y0 = 24;
     const double H = y0 + row * pp + 34;
@@ -570,12 +519,12 @@ std::string parallel_section(const ojson& doc) {
             px(xa.map(t)), px(y0 - 6), px(H - 30), px(H - 16), esc(human_time(t)));
     for (int st = 0; st < pp; ++st)
         o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">stage {}</text>\n", px(x0 - 6), px(y0 + row * st + 12), st + 1);
-    for (const PipeBlock& b : blocks)
+    for (const PipelineBlock& b : blocks)
         o += fmt::format(
             "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>stage {} {} micro-batch {}: {} - {}</title></rect>\n",
-            px(xa.map(b.start)), px(y0 + row * b.stage + 2), px(std::max(0.5, xa.map(b.end) - xa.map(b.start))), px(row - 4),
-            b.backward ? palette(1) : palette(0), b.stage + 1, b.backward ? "backward" : "forward", b.micro_batch + 1, human_time(b.start),
-            human_time(b.end));
+            px(xa.map(b.start_s)), px(y0 + row * b.stage + 2), px(std::max(0.5, xa.map(b.end_s) - xa.map(b.start_s))), px(row - 4),
+            b.backward ? palette(1) : palette(0), b.stage + 1, b.backward ? "backward" : "forward", b.micro_batch + 1,
+            human_time(b.start_s), human_time(b.end_s));
     o += "</svg>\n" + legend({{"forward", palette(0)}, {"backward", palette(1)}});
     o += note(fmt::format(
         "1F1B on every stage, simulated from each stage's forward and backward times with one activation send ({}) between stages{}; "

@@ -142,7 +142,50 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
     return s;
 }
 
-std::string chrome_trace_json(const Graph& g, const Schedule& s) {
+std::vector<PipelineBlock> pipeline_timeline(const std::vector<double>& fwd, const std::vector<double>& bwd, int m, double hop) {
+    const int p = static_cast<int>(fwd.size());
+    std::vector<std::vector<std::pair<bool, int>>> order(static_cast<std::size_t>(p));
+    for (int st = 0; st < p; ++st) {
+        auto& o = order[static_cast<std::size_t>(st)];
+        const int warm = std::min(p - st - 1, m);
+        for (int i = 0; i < warm; ++i) o.emplace_back(false, i);
+        for (int i = 0; i + warm < m; ++i) o.emplace_back(false, warm + i), o.emplace_back(true, i);
+        for (int i = m - warm; i < m; ++i) o.emplace_back(true, i);
+    }
+    const auto n = static_cast<std::size_t>(m);
+    std::vector<std::vector<double>> f_end(static_cast<std::size_t>(p), std::vector<double>(n, -1)), b_end = f_end;
+    std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+    std::vector<double> clock(static_cast<std::size_t>(p), 0);
+    std::vector<PipelineBlock> blocks;
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (int st = 0; st < p; ++st) {
+            const auto su = static_cast<std::size_t>(st);
+            while (next[su] < order[su].size()) {
+                const auto [backward, i] = order[su][next[su]];
+                const auto iu = static_cast<std::size_t>(i);
+                double ready = 0;
+                if (!backward && st > 0) {
+                    if (f_end[su - 1][iu] < 0) break;
+                    ready = f_end[su - 1][iu] + hop;
+                } else if (backward && st + 1 < p) {
+                    if (b_end[su + 1][iu] < 0) break;
+                    ready = b_end[su + 1][iu] + hop;
+                }
+                PipelineBlock b{st, i, backward, std::max(ready, clock[su]), 0};
+                b.end_s = b.start_s + (backward ? bwd[su] : fwd[su]);
+                clock[su] = b.end_s;
+                (backward ? b_end : f_end)[su][iu] = b.end_s;
+                blocks.push_back(b);
+                ++next[su];
+                progress = true;
+            }
+        }
+    }
+    return blocks;
+}
+
+std::string chrome_trace_json(const Graph& g, const Schedule& s, const std::vector<PipelineBlock>* pipeline) {
     nlohmann::ordered_json events = nlohmann::ordered_json::array();
     for (int st = 0; st < s.streams; ++st) {
         events.push_back(
@@ -161,6 +204,27 @@ std::string chrome_trace_json(const Graph& g, const Schedule& s) {
         e["tid"] = op.stream;
         e["args"] = {{"op", op_name(node.kind)}, {"phase", phase_name(node.phase)}};
         events.push_back(std::move(e));
+    }
+    // The pipeline: one lane per stage's ranks, the micro-batches' forward and backward passes.
+    if (pipeline != nullptr && !pipeline->empty()) {
+        events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 2}, {"args", {{"name", "pipeline (1F1B, one rank a stage)"}}}});
+        int stages = 0;
+        for (const PipelineBlock& b : *pipeline) stages = std::max(stages, b.stage + 1);
+        for (int st = 0; st < stages; ++st)
+            events.push_back(
+                {{"name", "thread_name"}, {"ph", "M"}, {"pid", 2}, {"tid", st}, {"args", {{"name", "stage " + std::to_string(st + 1)}}}});
+        for (const PipelineBlock& b : *pipeline) {
+            nlohmann::ordered_json e;
+            e["name"] = std::string(b.backward ? "backward " : "forward ") + std::to_string(b.micro_batch + 1);
+            e["cat"] = b.backward ? "backward" : "forward";
+            e["ph"] = "X";
+            e["ts"] = b.start_s * 1e6;
+            e["dur"] = (b.end_s - b.start_s) * 1e6;
+            e["pid"] = 2;
+            e["tid"] = b.stage;
+            e["args"] = {{"micro_batch", b.micro_batch + 1}, {"stage", b.stage + 1}};
+            events.push_back(std::move(e));
+        }
     }
     nlohmann::ordered_json doc;
     doc["traceEvents"] = std::move(events);

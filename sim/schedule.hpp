@@ -58,6 +58,21 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
 
 // Chrome trace JSON (the Trace Event Format Perfetto and chrome://tracing open): one complete event
 // ("ph": "X") per op with a duration, on thread = stream, times in microseconds.
-std::string chrome_trace_json(const Graph& g, const Schedule& s);
+// A pipeline's forward or backward pass of one micro-batch on one stage's ranks.
+struct PipelineBlock {
+    int stage = 0, micro_batch = 0;
+    bool backward = false;
+    double start_s = 0, end_s = 0;
+};
+// One rank's 1F1B order (Narayanan et al. SC21, 2.2.1) on every stage, simulated from each stage's
+// forward and backward times: stage s runs min(p - s - 1, m) forwards, then alternates a forward
+// and a backward, then drains its backwards; a forward waits for the previous stage's, a backward
+// for the next stage's, each plus one activation send.
+std::vector<PipelineBlock> pipeline_timeline(const std::vector<double>& forward_s, const std::vector<double>& backward_s, int micro_batches,
+                                             double send_s);
+
+// Chrome trace: the schedule's kernels one lane per stream (pid 1); with a pipeline, one lane per
+// stage's ranks of its 1F1B timeline (pid 2).
+std::string chrome_trace_json(const Graph& g, const Schedule& s, const std::vector<PipelineBlock>* pipeline = nullptr);
 
 }  // namespace roofline

@@ -324,6 +324,21 @@ TEST_CASE("the analyze page of a pipeline shows each stage's memory and the 1F1B
     CHECK(count(" forward micro-batch ") == 16);
     CHECK(count(" backward micro-batch ") == 16);
     CHECK(page.find("tensor-parallel 2, pipeline 4, data-parallel 2") != std::string::npos);
+    // The trace: a lane per stage's ranks with the same 32 passes.
+    const std::string trace = test::tmp_path("pipeline-trace.json");
+    REQUIRE(test::run_cli("analyze gpt2-small --mode training --batch 4 --seq 256 --cluster dgx-a100 --tp 2 --sp --pp 4 --dp 2 "
+                          "--global-batch 32 -q --trace '" +
+                          trace + "'")
+                .code == 0);
+    const auto t = nlohmann::json::parse(htmltest::slurp(trace));
+    std::size_t passes = 0, lanes = 0;
+    for (const auto& e : t["traceEvents"]) {
+        if (e["pid"] != 2) continue;
+        if (e["ph"] == "X") ++passes;
+        if (e["ph"] == "M" && e["name"] == "thread_name") ++lanes;
+    }
+    CHECK(passes == 32);
+    CHECK(lanes == 4);
     // A single device has no such section.
     const std::string single = test::tmp_path("single.html");
     REQUIRE(test::run_cli("analyze gpt2-small --mode training --batch 2 --seq 128 -q --html '" + single + "'").code == 0);

@@ -60,3 +60,27 @@ TEST_CASE("the Chrome trace has one complete event per timed op", "[schedule]") 
     CHECK(complete == 4);
     CHECK(j["otherData"]["step_time_s"].get<double>() == Approx(5e-6));
 }
+
+TEST_CASE("the 1F1B timeline of equal stages takes (m + p - 1) passes", "[schedule][pp]") {
+    // p = 4 stages, each 1 s forward and 2 s backward, m = 8 micro-batches, free sends: 1F1B
+    // (Narayanan et al. SC21, 2.2.1) finishes in (m + p - 1) (f + b) = 11 x 3 = 33 s, every stage
+    // runs 8 forwards and 8 backwards, and stage s runs p - s - 1 forwards before its first backward.
+    const std::vector<roofline::PipelineBlock> blocks = roofline::pipeline_timeline({1, 1, 1, 1}, {2, 2, 2, 2}, 8, 0);
+    REQUIRE(blocks.size() == 4 * 8 * 2);
+    double end = 0;
+    for (const auto& b : blocks) end = std::max(end, b.end_s);
+    CHECK(end == Approx(33.0));
+    for (int s = 0; s < 4; ++s) {
+        int warm = 0;
+        double first_backward = 1e9;
+        for (const auto& b : blocks)
+            if (b.stage == s && b.backward) first_backward = std::min(first_backward, b.start_s);
+        for (const auto& b : blocks)
+            if (b.stage == s && !b.backward && b.start_s < first_backward) ++warm;
+        CHECK(warm == 4 - s);  // the warm-up forwards and the one the steady state starts with
+    }
+    // A send between stages delays each hop by it.
+    double with_sends = 0;
+    for (const auto& b : roofline::pipeline_timeline({1, 1, 1, 1}, {2, 2, 2, 2}, 8, 0.5)) with_sends = std::max(with_sends, b.end_s);
+    CHECK(with_sends > 33.0);
+}
