@@ -528,7 +528,8 @@ std::string parallel_section(const ojson& doc) {
     o += "</svg>\n" + legend({{"forward", palette(0)}, {"backward", palette(1)}});
     o += note(fmt::format(
         "1F1B on every stage, simulated from each stage's forward and backward times with one activation send ({}) between stages{}; "
-        "it ends at {}. The iteration above uses the analytic form (the stages' passes once plus m - 1 of the slowest's).",
+        "it ends at {}, the pipeline's part of the iteration above (the same simulation; then each stage reduces its gradients and "
+        "updates).",
         human_time(hop), shown < m ? fmt::format(", for the first {} of the {} micro-batches", shown, m) : "", human_time(end)));
     return section("parallel", "Many GPUs", o);
 }

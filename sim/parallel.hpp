@@ -90,9 +90,10 @@ ParallelAnalysis analyze_parallel(const Graph& step, const Analysis& single, con
 
 // Pipeline parallelism, 1F1B (Narayanan et al., SC21, section 2.2): every stage's step graph
 // (Graph::pipeline), in order, each analysed on the cluster's chip. With m micro-batches a rank
-// (ParallelOptions::global_batch), the pipeline takes the fill and drain of one micro-batch
-// through every stage plus m - 1 of the slowest stage's passes (bubble (p - 1) / m for equal
-// stages), and the activation sends on that path; each stage then reduces its gradients across
+// (ParallelOptions::global_batch), the pipeline is the 1F1B order simulated from every stage's
+// forward and backward times and one activation send a hop (pipeline_timeline; equal stages:
+// (m + p - 1) passes, the bubble (p - 1) / m of the ideal; interleaved: the analytic form with v
+// virtual stages, ParallelOptions::interleave); each stage then reduces its gradients across
 // the data-parallel ranks (overlapping its last backward) and updates. Memory: stage s holds the
 // activations of min(p - s, m) micro-batches in flight. InputError for stages out of order.
 struct StageStep {

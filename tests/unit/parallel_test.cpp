@@ -367,7 +367,13 @@ TEST_CASE("pipeline parallelism: 1F1B fill, drain and bubble", "[parallel][pp]")
     CHECK(p.p2p_s > 0);
     double update = 0;
     for (const auto& s : p.stages) update = std::max(update, s.optimizer_s);
-    const double pipe = sum + 7 * slowest + p.p2p_s;
+    // The pipeline is the 1F1B order simulated from the stages' forward and backward times, one
+    // send a hop; here within 1% of the estimate sum + (m - 1) x slowest + the sends.
+    std::vector<double> fwd, bwd;
+    for (const auto& s : p.stages) fwd.push_back(s.forward_s), bwd.push_back(s.pass_s - s.forward_s);
+    double pipe = 0;
+    for (const auto& b : pipeline_timeline(fwd, bwd, 8, p.p2p_s / 6)) pipe = std::max(pipe, b.end_s);
+    CHECK(pipe == Approx(sum + 7 * slowest + p.p2p_s).epsilon(0.01));
     CHECK(p.compute_s == Approx(pipe + update).epsilon(1e-12));
     CHECK(p.bubble_fraction == Approx(1 - 8 * slowest / pipe).epsilon(1e-12));
     // The slowest stage waits for the others' fill and drain, at most (p - 1) of its own passes:
