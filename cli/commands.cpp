@@ -59,16 +59,8 @@ void add_analyze(CLI::App& app) {
     parallel->add_to(cmd, hw_opt);
     runtime->add_to(cmd, false);
     cmd->add_option("-o,--output", *out, "write the JSON report (schema roofline-report/1) to this file");
-    cmd->add_option("--top", *top, "the table shows the N slowest ops (after the summary lines), or every op in execution order with 'all'")
-        ->check([](const std::string& v) -> std::string {
-            if (v == "all") return "";
-            std::size_t used = 0;
-            try {
-                if (std::stoll(v, &used) > 0 && used == v.size()) return "";
-            } catch (const std::exception&) {}
-            return "expected a positive number of ops or 'all', got '" + v + "'";
-        })
-        ->capture_default_str();
+    add_top_option(cmd, *top, "the table shows the N slowest ops (after the summary lines), or every op in execution order with 'all'",
+                   "ops");
     cmd->add_flag("-q,--quiet", *quiet, "print no table");
     cmd->footer(
         "Example: roofline analyze gpt2-small --hw h100-sxm --mode training --batch 8 -o report.json\n"
@@ -150,12 +142,12 @@ void add_analyze(CLI::App& app) {
             if (par && par->pp > 1 && par->interleave == 1) {
                 std::vector<double> fwd, bwd;
                 for (const auto& st : par->stages) fwd.push_back(st.forward_s), bwd.push_back(std::max(0.0, st.pass_s - st.forward_s));
-                const int shown = std::min(par->micro_batches, std::max(2 * par->pp, 3000 / par->pp));
+                const int shown = drawn_micro_batches(par->pp, par->micro_batches);
                 pipeline = pipeline_timeline(fwd, bwd, shown, par->p2p_s / (2.0 * (par->pp - 1)));
             }
             trace_json = chrome_trace_json(g, a.schedule, pipeline.empty() ? nullptr : &pipeline);
         }
-        if (!*quiet) print(render_table(ctx, TableOptions{*top == "all" ? 0 : static_cast<std::size_t>(std::stoll(*top))}));
+        if (!*quiet) print(render_table(ctx, TableOptions{top_rows(*top)}));
         if (!out->empty()) {
             write_file_atomic(*out, json);
             if (!*quiet) print("report written to " + *out + "\n");

@@ -19,6 +19,21 @@ void OutputArgs::render(const nlohmann::ordered_json& doc, OutputFiles& files, c
     if (!trace.empty()) files.push_back({"trace", trace, trace_text ? *trace_text : trace_report(doc)});
 }
 
+CLI::Option* add_top_option(CLI::App* cmd, std::string& top, const std::string& help, const std::string& rows) {
+    return cmd->add_option("--top", top, help)
+        ->check([rows](const std::string& v) -> std::string {
+            if (v == "all") return "";
+            std::size_t used = 0;
+            try {
+                if (std::stoll(v, &used) > 0 && used == v.size()) return "";
+            } catch (const std::exception&) {}
+            return "expected a positive number of " + rows + " or 'all', got '" + v + "'";
+        })
+        ->capture_default_str();
+}
+
+std::size_t top_rows(const std::string& top) { return top == "all" ? 0 : static_cast<std::size_t>(std::stoll(top)); }
+
 std::string write_outputs(const OutputFiles& files) {
     std::string said;
     for (const OutputFile& f : files) {

@@ -30,6 +30,11 @@ struct OutputArgs {
     void render(const nlohmann::ordered_json& doc, OutputFiles& files, const std::string* trace_text = nullptr) const;
 };
 
+// --top N|all (analyze, search): a positive number of table rows (what they are: `rows`) or
+// 'all'; top_rows reads the checked value (0: all).
+CLI::Option* add_top_option(CLI::App* cmd, std::string& top, const std::string& help, const std::string& rows);
+std::size_t top_rows(const std::string& top);
+
 // Writes every file atomically (reports/report.hpp write_file_atomic); returns one
 // "<what> written to <path>" line per file for the command to print unless quiet.
 std::string write_outputs(const OutputFiles& files);

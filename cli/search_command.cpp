@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/output_args.hpp"
 #include "cli/plan_args.hpp"
 #include "model/autodiff.hpp"
 #include "ops/dtype.hpp"
@@ -64,7 +65,7 @@ void add_search(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--memory-budget", a->budget, "peak memory per rank, e.g. 70GiB (default: the chip's memory)");
     cmd->add_option("--jobs", a->jobs, "threads analysing stages (default: the machine's cores)")->check(CLI::PositiveNumber);
-    cmd->add_option("--top", a->top, "rows of the table: the N best configurations, or 'all'")->capture_default_str();
+    add_top_option(cmd, a->top, "rows of the table: the N best configurations, or 'all'", "configurations");
     cmd->add_option("-o,--output", a->out, "write every configuration as JSON (schema roofline-search/1)");
     cmd->add_option("--csv", a->csv, "write every configuration as CSV");
     cmd->add_flag("-q,--quiet", a->quiet, "print no table");
@@ -84,19 +85,7 @@ void add_search(CLI::App& app) {
         for (const std::string& v : a->sp) s.space.sequence_parallel.push_back(v == "on");
         s.space.jobs = a->jobs > 0 ? a->jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         if (!a->budget.empty()) s.space.memory_budget_bytes = parse_bytes(a->budget, "--memory-budget");
-        std::size_t top = 0;
-        if (a->top != "all") {
-            std::size_t used = 0;
-            long long n = 0;
-            try {
-                n = std::stoll(a->top, &used);
-            } catch (const std::exception&) {
-                used = 0;
-            }
-            if (used != a->top.size() || n < 1)
-                throw InputError("--top: expected a positive number of rows or 'all', got '" + a->top + "'");
-            top = static_cast<std::size_t>(n);
-        }
+        const std::size_t top = top_rows(a->top);
         ModelOverrides ov;
         if (a->seq > 0) ov.seq = a->seq;
         if (!a->dtype.empty()) {

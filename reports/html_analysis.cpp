@@ -500,7 +500,7 @@ std::string parallel_section(const ojson& doc) {
         return section("parallel", "Many GPUs", o);
     }
     // The 1F1B timeline: every micro-batch when the blocks are few, else the first ones.
-    const int shown = std::min(m, std::max(2 * pp, 3000 / std::max(1, pp)));
+    const int shown = drawn_micro_batches(pp, m);
     const double hop = pp > 1 ? num_at(p, "p2p_s") / (2.0 * (pp - 1)) : 0;
     const std::vector<PipelineBlock> blocks = pipeline_timeline(fwd, bwd, shown, hop);
     double end = 0;

@@ -274,7 +274,10 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
         if (g.pipeline.stages != p || (g.pipeline.stage != s && !middle))
             throw InputError(
                 fmt::format("pipeline: stage {} of {} expected, got stage {} of {}", s + 1, p, g.pipeline.stage + 1, g.pipeline.stages));
-        per.push_back(analyze_parallel(g, *stages[static_cast<std::size_t>(s)].analysis, cluster, opt));
+        // A middle stage standing for the previous one (`search`) has the same parallel analysis.
+        const auto su = static_cast<std::size_t>(s);
+        const bool repeat = s > 0 && stages[su].graph == stages[su - 1].graph && stages[su].analysis == stages[su - 1].analysis;
+        per.push_back(repeat ? per.back() : analyze_parallel(g, *stages[su].analysis, cluster, opt));
     }
     ParallelAnalysis r = per.front();  // the first stage's ranks and collectives; the timing is the pipeline's
     const int m = r.micro_batches;

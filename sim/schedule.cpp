@@ -185,6 +185,8 @@ std::vector<PipelineBlock> pipeline_timeline(const std::vector<double>& fwd, con
     return blocks;
 }
 
+int drawn_micro_batches(int stages, int micro_batches) { return std::min(micro_batches, std::max(2 * stages, 3000 / std::max(1, stages))); }
+
 std::string chrome_trace_json(const Graph& g, const Schedule& s, const std::vector<PipelineBlock>* pipeline) {
     nlohmann::ordered_json events = nlohmann::ordered_json::array();
     for (int st = 0; st < s.streams; ++st) {

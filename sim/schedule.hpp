@@ -70,6 +70,9 @@ struct PipelineBlock {
 // for the next stage's, each plus one activation send.
 std::vector<PipelineBlock> pipeline_timeline(const std::vector<double>& forward_s, const std::vector<double>& backward_s, int micro_batches,
                                              double send_s);
+// How many of m micro-batches a drawn timeline of p stages shows: all, unless the blocks would
+// pass about 3,000 (then the first ones, at least two rounds of the stages).
+int drawn_micro_batches(int stages, int micro_batches);
 
 // Chrome trace: the schedule's kernels one lane per stream (pid 1); with a pipeline, one lane per
 // stage's ranks of its 1F1B timeline (pid 2).
