@@ -31,6 +31,11 @@ void GraphArgs::add_to(CLI::App* cmd) {
            "--master-weights", master,
            "training: on (fp32 master weights and optimizer state for 16-bit parameters) or off; default: the model's dtype_policy (on)")
         ->check(CLI::IsMember({"on", "off"}));
+    cmd->add_option("--phase", phase,
+                    "an LLM inference step as a serving engine runs it: prefill (--seq prompt tokens, K and V written to the "
+                    "cache) or decode (one new token per sequence attending to --context cached tokens); decoder-only LLMs")
+        ->check(CLI::IsMember({"prefill", "decode"}));
+    cmd->add_option("--context", context, "--phase decode: tokens already in each sequence's KV cache")->check(CLI::NonNegativeNumber);
     cmd->add_flag(
         "--allow-unknown", allow_unknown,
         "ONNX models: keep ops roofline cannot map as opaque ops counted as zero work (marked 'opaque' in reports) instead of failing");
@@ -52,6 +57,20 @@ Graph GraphArgs::build(TrainingOptions* t) const {
     ov.sp = sp;
     ov.pp = pp;
     ov.stage = stage;
+    if (phase.empty() && context >= 0) throw InputError("--context is the cached tokens of --phase decode");
+    if (!phase.empty()) {
+        if (training()) throw InputError("--phase " + phase + " is an inference step: it takes no --mode training");
+        PhaseOptions p;
+        p.phase = phase == "decode" ? InferencePhase::decode : InferencePhase::prefill;
+        if (p.phase == InferencePhase::decode) {
+            if (seq > 0) throw InputError("--seq is the prompt length of --phase prefill; a decode step takes --context (cached tokens)");
+            if (context < 0) throw InputError("--phase decode needs --context N (tokens already in each sequence's KV cache)");
+            p.context = context;
+        } else if (context >= 0) {
+            throw InputError("--context belongs to --phase decode; a prefill's prompt length is --seq");
+        }
+        ov.phase = p;
+    }
     Graph g = load_model_arg(model, ov);
     std::size_t opaque = 0;
     for (const Node& n : g.nodes()) opaque += n.kind == OpKind::opaque ? 1 : 0;

@@ -56,6 +56,17 @@ std::string activation(DocBuilder& b, const ConfigReader& r, const std::string& 
                "tanh, sigmoid)");
 }
 
+// HF's apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1) with
+// x1, x2 the halves of the head dimension; cos and sin [seq, head_dim] broadcast over batch and heads.
+std::string rotary(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t dh) {
+    b.node(name + ".halves", "split", {x}, {{"axis", -1}, {"sizes", {dh / 2, dh / 2}}});
+    b.node(name + ".neg", "neg", {name + ".halves:1"});
+    b.node(name + ".rotate_half", "concat", {name + ".neg", name + ".halves:0"}, {{"axis", -1}});
+    b.node(name + ".cos", "mul", {x, "rope.cos"});
+    b.node(name + ".sin", "mul", {name + ".rotate_half", "rope.sin"});
+    return b.node(name, "add", {name + ".cos", name + ".sin"});
+}
+
 // [batch, seq, heads * dh] -> [batch, heads, seq, dh]: view + transpose(1, 2), both views.
 std::string to_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t heads, std::int64_t dh) {
     b.node(name + ".view", "reshape", {x}, {{"shape", {"batch", seq, heads, dh}}});

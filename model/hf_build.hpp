@@ -100,6 +100,9 @@ std::string activation(DocBuilder& b, const ConfigReader& r, const std::string& 
 std::string to_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t heads, std::int64_t dh);
 // [batch, heads, seq, dh] -> [batch, seq, heads * dh]: transpose(1, 2).contiguous() copies, then a view.
 std::string merge_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t width);
+// x * cos + rotate_half(x) * sin over the last axis (HF's apply_rotary_pos_emb, one node per eager kernel);
+// inputs rope.cos and rope.sin [seq, dh] broadcast over batch and heads.
+std::string rotary(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t dh);
 // softmax(q k^T / sqrt(dh) [+ causal mask]) [dropout] v over [batch, heads, seq, dh].
 std::string attention(DocBuilder& b, const std::string& p, const std::string& q, const std::string& k, const std::string& v,
                       std::int64_t dh, bool causal, double p_drop);

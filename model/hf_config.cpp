@@ -134,6 +134,8 @@ std::vector<std::string> hf_preset_names() {
     return names;
 }
 
+const json& hf_preset_config(const std::string& name) { return presets().at(name); }
+
 json expand_hf_preset(const std::string& name, const json& overrides, const std::string& origin) {
     json cfg = presets().at(name);
     cfg["_name_or_path"] = name;

@@ -76,17 +76,6 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name)
 
 namespace {
 
-// HF's apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1) with
-// x1, x2 the halves of the head dimension; cos and sin [seq, head_dim] broadcast over batch and heads.
-std::string rotary(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t dh) {
-    b.node(name + ".halves", "split", {x}, {{"axis", -1}, {"sizes", {dh / 2, dh / 2}}});
-    b.node(name + ".neg", "neg", {name + ".halves:1"});
-    b.node(name + ".rotate_half", "concat", {name + ".neg", name + ".halves:0"}, {{"axis", -1}});
-    b.node(name + ".cos", "mul", {x, "rope.cos"});
-    b.node(name + ".sin", "mul", {name + ".rotate_half", "rope.sin"});
-    return b.node(name, "add", {name + ".cos", name + ".sin"});
-}
-
 // HF's repeat_kv: [batch, kv_heads, seq, dh] -> [batch, kv_heads * n_rep, seq, dh] by
 // x[:, :, None].expand(...).reshape(...). Modelled as views (as a GQA-aware attention kernel
 // reads K and V); the eager path's reshape copies.

@@ -470,6 +470,7 @@ json read_json_file(const std::string& path) {
 }
 
 Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
+    if (ov.phase) return load_phase_model(model, ov);                                           // model/inference.hpp
     if (std::filesystem::path(model).extension() == ".onnx") return load_onnx_file(model, ov);  // model/onnx_model.hpp
     std::error_code ec;
     const bool looks_like_path = model.find('/') != std::string::npos || std::filesystem::path(model).extension() == ".json";

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/graph.hpp"
+#include "model/inference.hpp"
 #include "ops/dtype.hpp"
 
 namespace roofline {
@@ -29,6 +30,9 @@ struct ModelOverrides {
     // Pipeline stages (--pp) and which one to build: a template that can split builds that stage.
     int pp = 1;
     int stage = 0;
+    // An inference phase of a decoder-only LLM (--phase): the model is rebuilt from its
+    // architecture as one prefill or decode step (model/inference.hpp); batch and seq apply to it.
+    std::optional<PhaseOptions> phase = std::nullopt;
 };
 
 // Builds a graph from a parsed "roofline-model/1" document (a graph or a template reference).

@@ -343,6 +343,21 @@ std::string template_choices() {
 
 bool template_splits_tensor_parallel(const std::string& name) { return name == "gpt" || gpt_presets().count(name) != 0; }
 
+std::optional<DecoderArch> gpt_template_arch(const std::string& name, const json& config, const std::string& origin) {
+    if (name != "gpt" && gpt_presets().count(name) == 0) return std::nullopt;
+    const GptConfig c = gpt_config(name == "gpt" ? "gpt2-small" : name, config, origin);
+    DecoderArch a;
+    a.name = config.contains("preset") && config["preset"].is_string() ? config["preset"].get<std::string>() : name;
+    a.dtype = c.dtype;
+    a.vocab = c.vocab, a.d = c.d_model, a.layers = c.n_layer, a.heads = c.n_head, a.kv_heads = c.n_head;
+    a.head_dim = c.d_model / c.n_head, a.ffn = c.d_ff, a.max_positions = c.n_ctx;
+    a.qkv_bias = a.out_bias = a.mlp_bias = true;
+    a.tied = c.tied_embeddings;
+    a.act = "gelu_tanh";
+    a.batch = c.batch;
+    return a;
+}
+
 json expand_template(const std::string& name, const json& config, const std::string& origin) {
     if (name == "mlp") return expand_mlp(config, origin);
     if (is_hf_preset(name)) return expand_hf_preset(name, config, origin);

@@ -5,7 +5,10 @@
 //   gpt  — a GPT-2/GPT-3 decoder (see expand_gpt in templates.cpp for the exact node list)
 // Presets: gpt2-small, gpt2-medium, gpt2-large, gpt2-xl, gpt3-175b (gpt with a config).
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
+
+#include "model/inference.hpp"
 
 namespace roofline {
 
@@ -14,6 +17,9 @@ bool is_template_name(const std::string& name);
 bool template_splits_tensor_parallel(const std::string& name);
 std::string template_choices();
 // config keys are validated (unknown keys rejected, with origin and JSON path in the message).
+// A GPT template (gpt, gpt2-*, gpt3-175b) with its config as a decoder architecture; nullopt for
+// any other template.
+std::optional<DecoderArch> gpt_template_arch(const std::string& name, const nlohmann::json& config, const std::string& origin);
 nlohmann::json expand_template(const std::string& name, const nlohmann::json& config, const std::string& origin);
 
 }  // namespace roofline

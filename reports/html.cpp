@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "ops/error.hpp"
+#include "reports/generate_report.hpp"
 #include "reports/html_parts.hpp"
 
 namespace roofline {
@@ -37,8 +38,13 @@ std::string html_report(const nlohmann::ordered_json& doc, const HtmlLimits& lim
         if (!doc["kernels"].is_array()) throw InputError("HTML report: /kernels: expected an array");
         return html::comparison_page(doc, limits);
     }
+    if (schema == "roofline-generate/1") {
+        require(doc, schema, {"model", "settings", "totals", "memory", "tokens"});
+        return generate_html(doc);
+    }
     throw InputError("HTML report: no HTML view of schema \"" + schema +
-                     "\" (analyze, plan and compare documents have one: roofline-report/1, roofline-plan/1, roofline-comparison/1)");
+                     "\" (analyze, plan, compare and generate documents have one: roofline-report/1, roofline-plan/1, "
+                     "roofline-comparison/1, roofline-generate/1)");
 }
 
 }  // namespace roofline

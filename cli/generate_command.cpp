@@ -1,0 +1,73 @@
+// `roofline generate` (issue #17): TTFT, TPOT, end-to-end latency and memory of generating T tokens
+// after a prompt of P, for a batch of sequences (sim/generate.hpp).
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "model/inference.hpp"
+#include "ops/dtype.hpp"
+#include "ops/error.hpp"
+#include "reports/generate_report.hpp"
+#include "reports/report.hpp"
+#include "sim/builtin_hardware.hpp"
+
+namespace roofline::cli {
+
+void add_generate(CLI::App& app) {
+    auto* cmd = app.add_subcommand("generate",
+                                   "an LLM generating T tokens after a P-token prompt: TTFT, TPOT, end-to-end latency, tokens/s, the KV "
+                                   "cache over time, peak memory and the largest batch that fits");
+    struct Args {
+        std::string model, hw = "h100-sxm", dtype, out, html;
+        std::int64_t prompt = 0, output = 0, batch = 1, analysed = 64;
+        bool quiet = false;
+    };
+    auto a = std::make_shared<Args>();
+    cmd->add_option("MODEL", a->model,
+                    "a decoder-only LLM: a GPT template, llama-2-7b, llama-3-8b, mistral-7b, or a gpt2/llama/mistral config.json")
+        ->required();
+    cmd->add_option("--prompt", a->prompt, "prompt tokens per sequence")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--output", a->output, "output tokens per sequence (the first comes from the prefill)")
+        ->required()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--batch", a->batch, "sequences generated together")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--hw", a->hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
+    cmd->add_option("--dtype", a->dtype, "compute, weight and KV-cache dtype (default: the checkpoint's)");
+    cmd->add_option("--analysed", a->analysed, "decode steps analysed at most (evenly spaced, both ends; the others interpolated linearly)")
+        ->check(CLI::Range(2, 100000))
+        ->capture_default_str();
+    cmd->add_option("-o,--json", a->out, "write the report as JSON (schema roofline-generate/1)");
+    cmd->add_option("--html", a->html, "also write a self-contained HTML report (per-token latency and KV cache by position)");
+    cmd->add_flag("-q,--quiet", a->quiet, "print no summary");
+    cmd->footer(
+        "Example: roofline generate llama-2-7b --hw a100-pcie-40gb --prompt 1024 --output 256 --batch 8 --html gen.html\n"
+        "Decode steps run the project's native executor (one launch per kernel, no CUDA graphs); the prefill produces the first "
+        "token.\n");
+    cmd->callback([a] {
+        GenerateSettings s;
+        s.model = a->model;
+        const Hardware hw = resolve_hardware(a->hw);
+        s.hardware = hw.name;
+        GenerateOptions& o = s.options;
+        o.prompt = a->prompt, o.output = a->output, o.batch = a->batch, o.max_analysed = a->analysed;
+        if (!a->dtype.empty()) {
+            const auto d = parse_dtype(a->dtype);
+            if (!d || !is_floating(*d)) throw InputError("--dtype: expected a floating-point dtype, got '" + a->dtype + "'");
+            o.dtype = d;
+        }
+        const GenerateResult r = simulate_generation(decoder_arch_of(a->model), hw, o);
+        const auto doc = generate_json(r, s);
+        // Render everything first; write only when all of it was built.
+        const std::string json_text = doc.dump(1) + "\n";
+        const std::string html_text = a->html.empty() ? std::string() : generate_html(doc);
+        if (!a->out.empty()) write_file_atomic(a->out, json_text);
+        if (!a->html.empty()) write_file_atomic(a->html, html_text);
+        if (!a->quiet) {
+            std::fputs(render_generate(r, s).c_str(), stdout);
+            if (!a->out.empty()) std::printf("JSON report written to %s\n", a->out.c_str());
+            if (!a->html.empty()) std::printf("HTML report written to %s\n", a->html.c_str());
+        }
+    });
+}
+
+}  // namespace roofline::cli

@@ -1,0 +1,269 @@
+// LLM inference phases (model/inference.hpp).
+#include "model/inference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "model/hf_build.hpp"
+#include "model/hf_config.hpp"
+#include "model/model_json.hpp"
+#include "model/templates.hpp"
+#include "ops/error.hpp"
+
+namespace roofline {
+
+using nlohmann::json;
+
+std::string_view phase_name(InferencePhase p) { return p == InferencePhase::prefill ? "prefill" : "decode"; }
+
+namespace {
+
+// Heads of one tensor-parallel rank: query heads split evenly; KV heads split too, or replicated
+// when there are fewer of them than ranks (vLLM's QKVParallelLinear keeps one KV head a rank).
+std::int64_t rank_kv_heads(const DecoderArch& a, int tp) { return std::max<std::int64_t>(1, a.kv_heads / tp); }
+
+// The serving engines' one-kernel activations for the configured function (vLLM's NewGELU,
+// GELU, SiluAndMul, ReLU): the Python-level chains eager transformers runs are fused there.
+std::string serving_activation(const hf::ConfigReader& r, const std::string& key, const std::string& act) {
+    if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "gelu_accurate") return "gelu_tanh";
+    if (act == "gelu" || act == "gelu_python") return "gelu";
+    if (act == "silu" || act == "swish") return "silu";
+    if (act == "relu") return "relu";
+    r.fail(key, "unsupported activation '" + act + "' for inference phases (supported: gelu, gelu_new, gelu_pytorch_tanh, silu, relu)");
+}
+
+}  // namespace
+
+double kv_cache_bytes_per_token(const DecoderArch& a, DType kv, int tp) {
+    return 2.0 * static_cast<double>(a.layers * rank_kv_heads(a, tp) * a.head_dim) * static_cast<double>(dtype_bytes(kv));
+}
+
+std::int64_t attended_tokens(const DecoderArch& a, std::int64_t context) {
+    const std::int64_t n = context + 1;
+    return a.sliding_window > 0 ? std::min(n, a.sliding_window) : n;
+}
+
+DecoderArch decoder_arch_of_hf(const json& cfg, const std::string& origin) {
+    if (!cfg.is_object()) throw InputError(origin + ": expected a JSON object");
+    hf::ConfigReader r(cfg, origin, "");
+    const std::string type = r.string("model_type");
+    r.set_context(type);
+    DecoderArch a;
+    a.name = cfg.contains("_name_or_path") && cfg["_name_or_path"].is_string() ? cfg["_name_or_path"].get<std::string>()
+                                                                               : std::filesystem::path(origin).stem().string();
+    a.dtype = hf::dtype_of(r);
+    if (type == "gpt2") {
+        a.vocab = r.positive("vocab_size"), a.d = r.positive("n_embd"), a.layers = r.positive("n_layer");
+        a.heads = a.kv_heads = r.positive("n_head");
+        if (a.d % a.heads != 0) r.fail("n_head", "n_head " + std::to_string(a.heads) + " does not divide n_embd " + std::to_string(a.d));
+        a.head_dim = a.d / a.heads;
+        a.ffn = r.positive_or("n_inner", 4 * a.d);
+        a.max_positions = r.positive("n_positions");
+        a.act = serving_activation(r, "activation_function", r.string_or("activation_function", "gelu_new"));
+        a.eps = r.positive_number_or("layer_norm_epsilon", 1e-5);
+        a.qkv_bias = a.out_bias = a.mlp_bias = true;
+        a.tied = r.bool_or("tie_word_embeddings", true);
+        return a;
+    }
+    if (type == "llama" || type == "mistral") {
+        a.vocab = r.positive("vocab_size"), a.d = r.positive("hidden_size"), a.layers = r.positive("num_hidden_layers");
+        a.heads = r.positive("num_attention_heads");
+        a.kv_heads = r.positive_or("num_key_value_heads", a.heads);
+        if (a.heads % a.kv_heads != 0) r.fail("num_key_value_heads", "num_key_value_heads must divide num_attention_heads");
+        if (!r.has("head_dim") && a.d % a.heads != 0) r.fail("num_attention_heads", "num_attention_heads does not divide hidden_size");
+        a.head_dim = r.positive_or("head_dim", a.d / a.heads);
+        if (a.head_dim % 2 != 0) r.fail("head_dim", "rotary embeddings need an even head dimension");
+        a.ffn = r.positive("intermediate_size");
+        a.max_positions = r.positive("max_position_embeddings");
+        a.sliding_window = type == "mistral" ? r.non_negative_or("sliding_window", 0) : 0;
+        a.rope = a.gated_mlp = a.rmsnorm = true;
+        a.act = serving_activation(r, "hidden_act", r.string_or("hidden_act", "silu"));
+        a.eps = r.positive_number_or("rms_norm_eps", 1e-6);
+        a.qkv_bias = a.out_bias = r.bool_or("attention_bias", false);
+        a.mlp_bias = r.bool_or("mlp_bias", false);
+        a.tied = r.bool_or("tie_word_embeddings", false);
+        return a;
+    }
+    r.fail("model_type", "inference phases support decoder-only LLMs: gpt2, llama, mistral (got '" + type + "')");
+}
+
+DecoderArch decoder_arch_of(const std::string& model) {
+    const std::string not_llm =
+        ": --phase, generate and serve need a decoder-only LLM (a GPT template, llama-2-7b, llama-3-8b, "
+        "mistral-7b, or a gpt2/llama/mistral config.json)";
+    std::error_code ec;
+    const bool looks_like_path = model.find('/') != std::string::npos || std::filesystem::path(model).extension() == ".json";
+    if (looks_like_path || std::filesystem::is_regular_file(model, ec)) {
+        if (std::filesystem::path(model).extension() == ".onnx") throw InputError(model + not_llm);
+        const json doc = read_json_file(model);
+        if (is_hf_config(doc)) return decoder_arch_of_hf(doc, model);
+        if (doc.is_object() && doc.contains("template") && doc["template"].is_string()) {
+            const std::string name = doc["template"].get<std::string>();
+            const json config = doc.contains("config") ? doc["config"] : json::object();
+            if (!config.is_object()) throw InputError(model + ": /config: expected an object");
+            if (auto a = gpt_template_arch(name, config, model)) return *a;
+            if (is_hf_preset(name)) {
+                json cfg = hf_preset_config(name);
+                cfg["_name_or_path"] = name;
+                for (const auto& [k, v] : config.items()) cfg[k] = v;
+                return decoder_arch_of_hf(cfg, model);
+            }
+        }
+        throw InputError(model + not_llm + "; a roofline-model/1 graph has no architecture to rebuild");
+    }
+    if (auto a = gpt_template_arch(model, json::object(), "template '" + model + "'")) return *a;
+    if (is_hf_preset(model)) {
+        json cfg = hf_preset_config(model);
+        cfg["_name_or_path"] = model;
+        return decoder_arch_of_hf(cfg, "template '" + model + "'");
+    }
+    if (is_template_name(model)) throw InputError("template '" + model + "'" + not_llm);
+    throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " + template_choices() + ")");
+}
+
+json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
+    const bool decode = p.phase == InferencePhase::decode;
+    const std::int64_t batch = p.batch.value_or(a.batch);
+    const std::int64_t n = decode ? 1 : (p.tokens > 0 ? p.tokens : a.max_positions);  // new tokens per sequence
+    const std::int64_t t = p.tp;
+    if (decode && p.context < 0) throw InputError("--context must be >= 0");
+    if (!decode && n > a.max_positions) {
+        throw InputError("--seq " + std::to_string(n) + ": a prompt beyond the model's " + std::to_string(a.max_positions) +
+                         " positions (" + a.name + ")");
+    }
+    if (decode && p.context + 1 > a.max_positions) {
+        throw InputError("--context " + std::to_string(p.context) + ": the new token's position " + std::to_string(p.context) +
+                         " is beyond the model's " + std::to_string(a.max_positions) + " positions (" + a.name + ")");
+    }
+    if (a.heads % t != 0)
+        throw InputError("--tp " + std::to_string(t) + " must divide the " + std::to_string(a.heads) + " attention heads");
+    if (a.ffn % t != 0) throw InputError("--tp " + std::to_string(t) + " must divide the MLP width " + std::to_string(a.ffn));
+    if (a.kv_heads > t && a.kv_heads % t != 0) {
+        throw InputError("--tp " + std::to_string(t) + " must divide the " + std::to_string(a.kv_heads) + " key/value heads");
+    }
+    const std::int64_t d = a.d, dh = a.head_dim, hq = a.heads / t, hkv = rank_kv_heads(a, t), rep = hq / hkv;
+    const std::int64_t ffn = a.ffn / t, vocab = t == 1 ? a.vocab : (a.vocab + t - 1) / t;
+    const std::int64_t kv_len = decode ? attended_tokens(a, p.context) : n;
+
+    DocBuilder b(a.name + " " + std::string(phase_name(p.phase)));
+    std::string what = decode ? "decode: 1 new token per sequence attending to " + std::to_string(kv_len) + " cached tokens" +
+                                    (kv_len < p.context + 1 ? " (sliding window)" : " (" + std::to_string(p.context) + " + itself)")
+                              : "prefill: " + std::to_string(n) + " prompt tokens per sequence";
+    what += "; KV cache written per new token and read in place; logits of the last token";
+    if (a.sliding_window > 0 && !decode && n > a.sliding_window) what += "; prefill attends causally over all tokens (window not applied)";
+    if (t > 1) what += "; rank of " + std::to_string(t) + "-way tensor parallelism";
+    b.doc()["description"] = what;
+    b.doc()["dims"] = {{"batch", batch}};
+    b.doc()["dtype_policy"] = {{"compute", a.dtype}};
+    b.input("input_ids", {"batch", n}, "int64");
+    const std::string embed = b.param("model.embed_tokens.weight", {vocab, d});
+    std::string x = b.node("model.embed_tokens", "embedding", {embed, "input_ids"});
+    json all_reduce = json::array();
+    if (t > 1) all_reduce.push_back("model.embed_tokens");  // vocabulary-parallel embedding
+    if (a.rope) {
+        b.input("rope.cos", {n, dh});
+        b.input("rope.sin", {n, dh});
+    } else {
+        b.input("position_ids", {n}, "int64");
+        b.node("model.embed_positions", "embedding", {b.param("model.embed_positions.weight", {a.max_positions, d}), "position_ids"});
+        x = b.node("model.embed", "add", {x, "model.embed_positions"});
+    }
+    auto norm = [&](const std::string& name, const std::string& in) {
+        return a.rmsnorm ? b.rmsnorm(name, in, d, a.eps) : b.layernorm(name, in, d, a.eps);
+    };
+    auto heads = [&](const std::string& name, const std::string& in, std::int64_t h) {
+        b.node(name + ".view", "reshape", {in}, {{"shape", {"batch", n, h, dh}}});
+        return b.node(name, "permute", {name + ".view"}, {{"perm", {0, 2, 1, 3}}});
+    };
+    json outputs = json::array();
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+    for (std::int64_t l = 0; l < a.layers; ++l) {
+        const std::string pl = "model.layers." + std::to_string(l) + ".";
+        const std::string at = pl + "self_attn.";
+        const std::string qkv = b.linear(at + "qkv_proj", norm(pl + "input_layernorm", x), d, (hq + 2 * hkv) * dh, a.qkv_bias);
+        b.node(at + "split", "split", {qkv}, {{"axis", -1}, {"sizes", {hq * dh, hkv * dh, hkv * dh}}});
+        std::string q = heads(at + "q", at + "split:0", hq);
+        std::string k = heads(at + "k", at + "split:1", hkv);
+        const std::string v = heads(at + "v", at + "split:2", hkv);
+        if (a.rope) {
+            q = hf::rotary(b, at + "q_rope", q, dh);
+            k = hf::rotary(b, at + "k_rope", k, dh);
+        }
+        // reshape_and_cache: the new tokens' K and V copied into the cache's blocks.
+        for (const auto& [kv, src] : {std::pair<std::string, std::string>{"k", k}, {"v", v}}) {
+            outputs.push_back(b.node(at + kv + "_cache_write", "permute", {src}, {{"perm", {0, 1, 2, 3}}, {"copy", true}}));
+        }
+        std::string ctx;
+        if (decode) {
+            // The cache (already holding the new token) read in place; the rep query heads that
+            // share a KV head are the rows of one GEMM against it.
+            b.input(at + "k_cache", {"batch", hkv, kv_len, dh});
+            b.input(at + "v_cache", {"batch", hkv, kv_len, dh});
+            b.node(at + "q_groups", "reshape", {q}, {{"shape", {"batch", hkv, rep, dh}}});
+            b.node(at + "attn", "attention", {at + "q_groups", at + "k_cache", at + "v_cache"}, {{"causal", false}, {"scale", scale}});
+            ctx = b.node(at + "attn.heads", "reshape", {at + "attn"}, {{"shape", {"batch", hq, 1, dh}}});
+        } else {
+            std::string kk = k, vv = v;
+            if (rep > 1) {  // each KV head broadcast to the query heads of its group (views)
+                auto repeat = [&](const std::string& name, const std::string& in) {
+                    b.node(name + ".unsqueeze", "reshape", {in}, {{"shape", {"batch", hkv, 1, n, dh}}});
+                    b.node(name + ".expand", "expand", {name + ".unsqueeze"}, {{"shape", {"batch", hkv, rep, n, dh}}});
+                    return b.node(name, "reshape", {name + ".expand"}, {{"shape", {"batch", hq, n, dh}}});
+                };
+                kk = repeat(at + "k_repeat", k);
+                vv = repeat(at + "v_repeat", v);
+            }
+            ctx = b.node(at + "attn", "attention", {q, kk, vv}, {{"causal", true}, {"scale", scale}});
+        }
+        // The attention kernels write their output token-major ([tokens, heads x dh]): no copy.
+        b.node(at + "merge", "permute", {ctx}, {{"perm", {0, 2, 1, 3}}});
+        b.node(at + "merged", "reshape", {at + "merge"}, {{"shape", {"batch", n, hq * dh}}});
+        const std::string o = b.linear(at + "o_proj", at + "merged", hq * dh, d, a.out_bias);
+        if (t > 1) all_reduce.push_back(o);
+        x = b.node(pl + "attn_residual", "add", {x, o});
+        const std::string m = norm(pl + "post_attention_layernorm", x);
+        std::string h;
+        if (a.gated_mlp) {
+            const std::string gu = b.linear(pl + "mlp.gate_up_proj", m, d, 2 * ffn, a.mlp_bias);
+            b.node(pl + "mlp.split", "split", {gu}, {{"axis", -1}, {"sizes", {ffn, ffn}}});
+            const std::string g = b.node(pl + "mlp.act", a.act == "gelu_tanh" ? "gelu" : a.act.c_str(), {pl + "mlp.split:0"},
+                                         a.act == "gelu_tanh" ? json{{"approximate", "tanh"}} : json::object());
+            h = b.node(pl + "mlp.gated", "mul", {g, pl + "mlp.split:1"});
+        } else {
+            const std::string up = b.linear(pl + "mlp.up_proj", m, d, ffn, a.mlp_bias);
+            h = b.node(pl + "mlp.act", a.act == "gelu_tanh" ? "gelu" : a.act.c_str(), {up},
+                       a.act == "gelu_tanh" ? json{{"approximate", "tanh"}} : json::object());
+        }
+        const std::string dn = b.linear(pl + "mlp.down_proj", h, ffn, d, a.mlp_bias);
+        if (t > 1) all_reduce.push_back(dn);
+        x = b.node(pl + "mlp_residual", "add", {x, dn});
+    }
+    x = norm("model.norm", x);
+    if (n > 1) x = b.node("model.last_token", "slice", {x}, {{"starts", {n - 1}}, {"ends", {n}}, {"axes", {1}}});
+    if (a.tied)
+        b.node("lm_head", "matmul", {x, embed}, {{"transpose_b", true}});
+    else
+        b.linear("lm_head", x, d, vocab, false);
+    outputs.insert(outputs.begin(), "lm_head");
+    b.doc()["outputs"] = outputs;
+    if (t > 1) b.doc()["tensor_parallel"] = {{"degree", t}, {"all_reduce", all_reduce}};
+    return b.doc();
+}
+
+Graph load_phase_model(const std::string& model, const ModelOverrides& ov) {
+    PhaseOptions p = *ov.phase;
+    if (ov.batch) p.batch = *ov.batch;
+    if (ov.seq) p.tokens = *ov.seq;
+    p.tp = ov.tp;
+    const DecoderArch a = decoder_arch_of(model);
+    ModelOverrides rest = ov;
+    rest.phase.reset();
+    rest.batch.reset();
+    rest.seq.reset();
+    rest.eval = true;
+    return load_model(build_phase_doc(a, p), model + " (" + std::string(phase_name(p.phase)) + ")", rest);
+}
+
+}  // namespace roofline

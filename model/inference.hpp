@@ -1,0 +1,74 @@
+#pragma once
+// LLM inference phases (analyze --phase, generate, serve): one prefill or one decode step of a
+// decoder-only LLM as a serving engine runs it, built as a roofline-model/1 document from the
+// model's architecture. The kernels are vLLM's (vllm/model_executor/models/llama.py, gpt2.py;
+// vllm/attention): one fused QKV projection, one fused gate-up projection (SwiGLU), the KV cache
+// written once per new token (reshape_and_cache) and read in place by attention, logits for the
+// last token of each sequence only. Attention is the materialised three-kernel composite (QK^T,
+// scale-mask-softmax, PV; ops/attention_op.cpp), LLM-Viewer's unfused counting; --fuse turns it
+// into flash attention.
+//   prefill: `tokens` prompt tokens per sequence; K and V of every token written to the cache.
+//   decode:  one new token per sequence attending to `context` cached tokens plus itself; its K and
+//            V appended to the cache. Grouped-query attention reads each KV head once for the
+//            query heads that share it (the queries of a group are the rows of one GEMM).
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+
+#include "model/graph.hpp"
+#include "ops/dtype.hpp"
+
+namespace roofline {
+
+struct ModelOverrides;
+
+enum class InferencePhase { prefill, decode };
+std::string_view phase_name(InferencePhase p);
+
+// What sizes a decoder-only transformer's inference work.
+struct DecoderArch {
+    std::string name;
+    std::string dtype = "bf16";  // the checkpoint's dtype
+    std::int64_t vocab = 0, d = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0;
+    std::int64_t max_positions = 0;
+    std::int64_t sliding_window = 0;  // 0: none (mistral: decode attends to the last `window` tokens)
+    bool rope = false;                // rotary embeddings (llama, mistral); else learned positions (gpt2)
+    bool gated_mlp = false;           // SwiGLU (gate and up, then down); else up, activation, down
+    bool rmsnorm = false;             // else layernorm with a bias
+    bool qkv_bias = false, out_bias = false, mlp_bias = false;
+    bool tied = false;              // the LM head is the token embedding
+    std::string act = "gelu_tanh";  // gelu_tanh, gelu, silu, relu
+    double eps = 1e-5;
+    std::int64_t batch = 1;  // the model's default batch
+};
+
+struct PhaseOptions {
+    InferencePhase phase = InferencePhase::prefill;
+    std::optional<std::int64_t> batch;  // default: the model's
+    std::int64_t tokens = 0;            // prefill: prompt tokens per sequence (0: the model's maximum)
+    std::int64_t context = 0;           // decode: tokens already cached per sequence
+    int tp = 1;                         // tensor-parallel ranks: the document is one rank's share
+};
+
+// K and V bytes one token adds to the cache of one sequence (all layers; one rank's share under tp).
+double kv_cache_bytes_per_token(const DecoderArch& a, DType kv, int tp = 1);
+// Tokens whose K and V a decode step at this context reads: context + 1, or the sliding window.
+std::int64_t attended_tokens(const DecoderArch& a, std::int64_t context);
+
+// The architecture of a Hugging Face config (gpt2, llama, mistral); InputError naming origin and
+// the key otherwise.
+DecoderArch decoder_arch_of_hf(const nlohmann::json& cfg, const std::string& origin);
+// MODEL as the command line names it (a GPT template, a Hugging Face preset, a config.json or a
+// roofline-model/1 file referencing a template): its decoder architecture. InputError for a model
+// that is not a decoder-only LLM.
+DecoderArch decoder_arch_of(const std::string& model);
+
+// The document of one prefill or decode step. InputError for a context beyond the model's
+// positions or a tensor-parallel degree that does not divide the heads.
+nlohmann::json build_phase_doc(const DecoderArch& a, const PhaseOptions& p);
+
+// load_model_arg for ov.phase: the step's graph (eval mode: no dropout).
+Graph load_phase_model(const std::string& model, const ModelOverrides& ov);
+
+}  // namespace roofline
