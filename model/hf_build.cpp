@@ -67,6 +67,17 @@ std::string rotary(DocBuilder& b, const std::string& name, const std::string& x,
     return b.node(name, "add", {name + ".cos", name + ".sin"});
 }
 
+// HF's repeat_kv: [batch, kv_heads, seq, dh] -> [batch, kv_heads * n_rep, seq, dh] by
+// x[:, :, None].expand(...).reshape(...). Modelled as views (as a GQA-aware attention kernel
+// reads K and V); the eager path's reshape copies.
+std::string repeat_kv(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t kv_heads,
+                      std::int64_t n_rep, std::int64_t dh) {
+    if (n_rep == 1) return x;
+    b.node(name + ".unsqueeze", "reshape", {x}, {{"shape", {"batch", kv_heads, 1, seq, dh}}});
+    b.node(name + ".expand", "expand", {name + ".unsqueeze"}, {{"shape", {"batch", kv_heads, n_rep, seq, dh}}});
+    return b.node(name, "reshape", {name + ".expand"}, {{"shape", {"batch", kv_heads * n_rep, seq, dh}}});
+}
+
 // [batch, seq, heads * dh] -> [batch, heads, seq, dh]: view + transpose(1, 2), both views.
 std::string to_heads(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t heads, std::int64_t dh) {
     b.node(name + ".view", "reshape", {x}, {{"shape", {"batch", seq, heads, dh}}});

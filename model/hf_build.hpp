@@ -103,6 +103,10 @@ std::string merge_heads(DocBuilder& b, const std::string& name, const std::strin
 // x * cos + rotate_half(x) * sin over the last axis (HF's apply_rotary_pos_emb, one node per eager kernel);
 // inputs rope.cos and rope.sin [seq, dh] broadcast over batch and heads.
 std::string rotary(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t dh);
+// [batch, kv_heads, seq, dh] -> [batch, kv_heads * n_rep, seq, dh]: each KV head broadcast to the n_rep
+// query heads of its group (views; x itself when n_rep is 1).
+std::string repeat_kv(DocBuilder& b, const std::string& name, const std::string& x, const json& seq, std::int64_t kv_heads,
+                      std::int64_t n_rep, std::int64_t dh);
 // softmax(q k^T / sqrt(dh) [+ causal mask]) [dropout] v over [batch, heads, seq, dh].
 std::string attention(DocBuilder& b, const std::string& p, const std::string& q, const std::string& k, const std::string& v,
                       std::int64_t dh, bool causal, double p_drop);

@@ -134,13 +134,15 @@ std::vector<std::string> hf_preset_names() {
     return names;
 }
 
-const json& hf_preset_config(const std::string& name) { return presets().at(name); }
-
-json expand_hf_preset(const std::string& name, const json& overrides, const std::string& origin) {
+json hf_preset_config(const std::string& name, const json& overrides) {
     json cfg = presets().at(name);
     cfg["_name_or_path"] = name;
     for (const auto& [k, v] : overrides.items()) cfg[k] = v;
-    return expand_hf_config(cfg, origin, "/config");
+    return cfg;
+}
+
+json expand_hf_preset(const std::string& name, const json& overrides, const std::string& origin) {
+    return expand_hf_config(hf_preset_config(name, overrides), origin, "/config");
 }
 
 }  // namespace roofline

@@ -37,8 +37,9 @@ nlohmann::json expand_hf_config(const nlohmann::json& config, const std::string&
 // Built-in published configs usable as template names (llama-2-7b, bert-base-uncased, ...).
 bool is_hf_preset(const std::string& name);
 std::vector<std::string> hf_preset_names();
-// The preset's published config (architecture keys only).
-const nlohmann::json& hf_preset_config(const std::string& name);
+// The preset's published config (architecture keys only) named as the preset, with the keys of
+// `overrides` replacing its own.
+nlohmann::json hf_preset_config(const std::string& name, const nlohmann::json& overrides);
 // The preset's config with the keys of `overrides` replacing its own, expanded.
 nlohmann::json expand_hf_preset(const std::string& name, const nlohmann::json& overrides, const std::string& origin);
 

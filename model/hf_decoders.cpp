@@ -74,21 +74,6 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name)
 // num_attention_heads, hidden_act "silu", rms_norm_eps 1e-6, attention_bias and mlp_bias False,
 // attention_dropout 0.0, tie_word_embeddings False.
 
-namespace {
-
-// HF's repeat_kv: [batch, kv_heads, seq, dh] -> [batch, kv_heads * n_rep, seq, dh] by
-// x[:, :, None].expand(...).reshape(...). Modelled as views (as a GQA-aware attention kernel
-// reads K and V); the eager path's reshape copies.
-std::string repeat_kv(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t kv_heads, std::int64_t n_rep,
-                      std::int64_t dh) {
-    if (n_rep == 1) return x;
-    b.node(name + ".unsqueeze", "reshape", {x}, {{"shape", {"batch", kv_heads, 1, "seq", dh}}});
-    b.node(name + ".expand", "expand", {name + ".unsqueeze"}, {{"shape", {"batch", kv_heads, n_rep, "seq", dh}}});
-    return b.node(name, "reshape", {name + ".expand"}, {{"shape", {"batch", kv_heads * n_rep, "seq", dh}}});
-}
-
-}  // namespace
-
 json build_llama(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name) {
     const bool mistral = model_type == "mistral";
     const std::string causal_lm = mistral ? "MistralForCausalLM" : "LlamaForCausalLM";
@@ -136,8 +121,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         std::string k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, kv_heads * dh, attn_bias), "seq", kv_heads, dh);
         std::string v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, kv_heads * dh, attn_bias), "seq", kv_heads, dh);
         q = rotary(b, at + "q_rope", q, dh);
-        k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), kv_heads, n_rep, dh);
-        v = repeat_kv(b, at + "v_repeat", v, kv_heads, n_rep, dh);
+        k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", kv_heads, n_rep, dh);
+        v = repeat_kv(b, at + "v_repeat", v, "seq", kv_heads, n_rep, dh);
         const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
         const std::string o = b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", heads * dh), heads * dh, d, attn_bias);
         x = b.node(p + "attn_residual", "add", {x, o});

@@ -93,9 +93,7 @@ DecoderArch decoder_arch_of(const std::string& model) {
     const std::string not_llm =
         ": --phase, generate and serve need a decoder-only LLM (a GPT template, llama-2-7b, llama-3-8b, "
         "mistral-7b, or a gpt2/llama/mistral config.json)";
-    std::error_code ec;
-    const bool looks_like_path = model.find('/') != std::string::npos || std::filesystem::path(model).extension() == ".json";
-    if (looks_like_path || std::filesystem::is_regular_file(model, ec)) {
+    if (is_model_file_arg(model)) {
         if (std::filesystem::path(model).extension() == ".onnx") throw InputError(model + not_llm);
         const json doc = read_json_file(model);
         if (is_hf_config(doc)) return decoder_arch_of_hf(doc, model);
@@ -104,21 +102,12 @@ DecoderArch decoder_arch_of(const std::string& model) {
             const json config = doc.contains("config") ? doc["config"] : json::object();
             if (!config.is_object()) throw InputError(model + ": /config: expected an object");
             if (auto a = gpt_template_arch(name, config, model)) return *a;
-            if (is_hf_preset(name)) {
-                json cfg = hf_preset_config(name);
-                cfg["_name_or_path"] = name;
-                for (const auto& [k, v] : config.items()) cfg[k] = v;
-                return decoder_arch_of_hf(cfg, model);
-            }
+            if (is_hf_preset(name)) return decoder_arch_of_hf(hf_preset_config(name, config), model);
         }
         throw InputError(model + not_llm + "; a roofline-model/1 graph has no architecture to rebuild");
     }
     if (auto a = gpt_template_arch(model, json::object(), "template '" + model + "'")) return *a;
-    if (is_hf_preset(model)) {
-        json cfg = hf_preset_config(model);
-        cfg["_name_or_path"] = model;
-        return decoder_arch_of_hf(cfg, "template '" + model + "'");
-    }
+    if (is_hf_preset(model)) return decoder_arch_of_hf(hf_preset_config(model, json::object()), "template '" + model + "'");
     if (is_template_name(model)) throw InputError("template '" + model + "'" + not_llm);
     throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " + template_choices() + ")");
 }
@@ -173,9 +162,10 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
     auto norm = [&](const std::string& name, const std::string& in) {
         return a.rmsnorm ? b.rmsnorm(name, in, d, a.eps) : b.layernorm(name, in, d, a.eps);
     };
-    auto heads = [&](const std::string& name, const std::string& in, std::int64_t h) {
-        b.node(name + ".view", "reshape", {in}, {{"shape", {"batch", n, h, dh}}});
-        return b.node(name, "permute", {name + ".view"}, {{"perm", {0, 2, 1, 3}}});
+    // The activation as one kernel (gelu_tanh: gelu with the tanh approximation).
+    auto activation = [&](const std::string& name, const std::string& in) {
+        if (a.act == "gelu_tanh") return b.node(name, "gelu", {in}, {{"approximate", "tanh"}});
+        return b.node(name, a.act.c_str(), {in});
     };
     json outputs = json::array();
     const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
@@ -184,9 +174,9 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
         const std::string at = pl + "self_attn.";
         const std::string qkv = b.linear(at + "qkv_proj", norm(pl + "input_layernorm", x), d, (hq + 2 * hkv) * dh, a.qkv_bias);
         b.node(at + "split", "split", {qkv}, {{"axis", -1}, {"sizes", {hq * dh, hkv * dh, hkv * dh}}});
-        std::string q = heads(at + "q", at + "split:0", hq);
-        std::string k = heads(at + "k", at + "split:1", hkv);
-        const std::string v = heads(at + "v", at + "split:2", hkv);
+        std::string q = hf::to_heads(b, at + "q", at + "split:0", n, hq, dh);
+        std::string k = hf::to_heads(b, at + "k", at + "split:1", n, hkv, dh);
+        const std::string v = hf::to_heads(b, at + "v", at + "split:2", n, hkv, dh);
         if (a.rope) {
             q = hf::rotary(b, at + "q_rope", q, dh);
             k = hf::rotary(b, at + "k_rope", k, dh);
@@ -205,16 +195,8 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
             b.node(at + "attn", "attention", {at + "q_groups", at + "k_cache", at + "v_cache"}, {{"causal", false}, {"scale", scale}});
             ctx = b.node(at + "attn.heads", "reshape", {at + "attn"}, {{"shape", {"batch", hq, 1, dh}}});
         } else {
-            std::string kk = k, vv = v;
-            if (rep > 1) {  // each KV head broadcast to the query heads of its group (views)
-                auto repeat = [&](const std::string& name, const std::string& in) {
-                    b.node(name + ".unsqueeze", "reshape", {in}, {{"shape", {"batch", hkv, 1, n, dh}}});
-                    b.node(name + ".expand", "expand", {name + ".unsqueeze"}, {{"shape", {"batch", hkv, rep, n, dh}}});
-                    return b.node(name, "reshape", {name + ".expand"}, {{"shape", {"batch", hq, n, dh}}});
-                };
-                kk = repeat(at + "k_repeat", k);
-                vv = repeat(at + "v_repeat", v);
-            }
+            const std::string kk = hf::repeat_kv(b, at + "k_repeat", k, n, hkv, rep, dh);
+            const std::string vv = hf::repeat_kv(b, at + "v_repeat", v, n, hkv, rep, dh);
             ctx = b.node(at + "attn", "attention", {q, kk, vv}, {{"causal", true}, {"scale", scale}});
         }
         // The attention kernels write their output token-major ([tokens, heads x dh]): no copy.
@@ -228,13 +210,9 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
         if (a.gated_mlp) {
             const std::string gu = b.linear(pl + "mlp.gate_up_proj", m, d, 2 * ffn, a.mlp_bias);
             b.node(pl + "mlp.split", "split", {gu}, {{"axis", -1}, {"sizes", {ffn, ffn}}});
-            const std::string g = b.node(pl + "mlp.act", a.act == "gelu_tanh" ? "gelu" : a.act.c_str(), {pl + "mlp.split:0"},
-                                         a.act == "gelu_tanh" ? json{{"approximate", "tanh"}} : json::object());
-            h = b.node(pl + "mlp.gated", "mul", {g, pl + "mlp.split:1"});
+            h = b.node(pl + "mlp.gated", "mul", {activation(pl + "mlp.act", pl + "mlp.split:0"), pl + "mlp.split:1"});
         } else {
-            const std::string up = b.linear(pl + "mlp.up_proj", m, d, ffn, a.mlp_bias);
-            h = b.node(pl + "mlp.act", a.act == "gelu_tanh" ? "gelu" : a.act.c_str(), {up},
-                       a.act == "gelu_tanh" ? json{{"approximate", "tanh"}} : json::object());
+            h = activation(pl + "mlp.act", b.linear(pl + "mlp.up_proj", m, d, ffn, a.mlp_bias));
         }
         const std::string dn = b.linear(pl + "mlp.down_proj", h, ffn, d, a.mlp_bias);
         if (t > 1) all_reduce.push_back(dn);

@@ -469,12 +469,16 @@ json read_json_file(const std::string& path) {
     }
 }
 
+bool is_model_file_arg(const std::string& model) {
+    std::error_code ec;
+    return model.find('/') != std::string::npos || std::filesystem::path(model).extension() == ".json" ||
+           std::filesystem::is_regular_file(model, ec);
+}
+
 Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
     if (ov.phase) return load_phase_model(model, ov);                                           // model/inference.hpp
     if (std::filesystem::path(model).extension() == ".onnx") return load_onnx_file(model, ov);  // model/onnx_model.hpp
-    std::error_code ec;
-    const bool looks_like_path = model.find('/') != std::string::npos || std::filesystem::path(model).extension() == ".json";
-    if (looks_like_path || std::filesystem::is_regular_file(model, ec)) return load_model(read_json_file(model), model, ov);
+    if (is_model_file_arg(model)) return load_model(read_json_file(model), model, ov);
     if (is_template_name(model)) {
         json config = json::object();
         if (ov.tp > 1 && template_splits_tensor_parallel(model)) config["tp"] = ov.tp;

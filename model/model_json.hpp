@@ -39,6 +39,9 @@ struct ModelOverrides {
 // origin names the document in error messages (a file path or "template 'gpt2-small'").
 Graph load_model(const nlohmann::json& doc, const std::string& origin, const ModelOverrides& ov = {});
 
+// Whether MODEL names a file (a path, a .json name, or an existing file) rather than a template.
+bool is_model_file_arg(const std::string& model);
+
 // Resolves MODEL as given on the command line: an existing file path, or a built-in template name.
 Graph load_model_arg(const std::string& model, const ModelOverrides& ov = {});
 

@@ -95,16 +95,13 @@ GenerateResult simulate_generation(const DecoderArch& arch, const Hardware& hw, 
         if (i + 1 == at.size()) r.last_decode_work = s.work;
     }
     r.analysed += static_cast<std::int64_t>(at.size());
-    std::size_t seg = 0;
-    for (std::int64_t s = 1; s <= decodes; ++s) {
-        while (seg + 1 < at.size() && at[seg + 1] < s) ++seg;
-        double t = t_at[seg];
-        bool own = at[seg] == s;
-        if (!own && seg + 1 < at.size()) {
-            const double f = static_cast<double>(s - at[seg]) / static_cast<double>(at[seg + 1] - at[seg]);
-            t = t_at[seg] + f * (t_at[seg + 1] - t_at[seg]);
-            own = at[seg + 1] == s;
-            if (own) t = t_at[seg + 1];
+    for (std::int64_t s = 1; s <= decodes; ++s) {  // at holds 1 and decodes: every s has an analysed step at or after it
+        const std::size_t hi = static_cast<std::size_t>(std::lower_bound(at.begin(), at.end(), s) - at.begin());
+        const bool own = at[hi] == s;
+        double t = t_at[hi];
+        if (!own) {
+            const double f = static_cast<double>(s - at[hi - 1]) / static_cast<double>(at[hi] - at[hi - 1]);
+            t = t_at[hi - 1] + f * (t_at[hi] - t_at[hi - 1]);
         }
         r.steps.push_back({s, opt.prompt + s - 1, t, cache_after(opt.prompt + s), own});
     }
