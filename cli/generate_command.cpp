@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/graph_args.hpp"
 #include "model/inference.hpp"
 #include "ops/dtype.hpp"
 #include "ops/error.hpp"
@@ -21,6 +22,7 @@ void add_generate(CLI::App& app) {
         std::string model, hw = "h100-sxm", dtype, out, html;
         std::int64_t prompt = 0, output = 0, batch = 1, analysed = 64;
         bool quiet = false;
+        Quantization quant;
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("MODEL", a->model,
@@ -32,7 +34,8 @@ void add_generate(CLI::App& app) {
         ->check(CLI::PositiveNumber);
     cmd->add_option("--batch", a->batch, "sequences generated together")->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--hw", a->hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
-    cmd->add_option("--dtype", a->dtype, "compute, weight and KV-cache dtype (default: the checkpoint's)");
+    cmd->add_option("--dtype", a->dtype, "compute, weight and KV-cache dtype (default: the checkpoint's; fp8_e4m3/e5m2: fp8 W8A8)");
+    add_quantization_options(cmd, a->quant);
     cmd->add_option("--analysed", a->analysed, "decode steps analysed at most (evenly spaced, both ends; the others interpolated linearly)")
         ->check(CLI::Range(2, 100000))
         ->capture_default_str();
@@ -50,6 +53,7 @@ void add_generate(CLI::App& app) {
         s.hardware = hw.name;
         GenerateOptions& o = s.options;
         o.prompt = a->prompt, o.output = a->output, o.batch = a->batch, o.max_analysed = a->analysed;
+        o.quant = a->quant;
         if (!a->dtype.empty()) {
             const auto d = parse_dtype(a->dtype);
             if (!d || !is_floating(*d)) throw InputError("--dtype: expected a floating-point dtype, got '" + a->dtype + "'");

@@ -8,6 +8,18 @@
 
 namespace roofline::cli {
 
+void add_quantization_options(CLI::App* cmd, Quantization& q) {
+    cmd->add_option("--weights", q.weights,
+                    "quantized weights of the decoder layers' linear layers: int8 or int4 (weight-only, grouped scales; W8A16/W4A16 as "
+                    "Marlin, AWQ, GPTQ run them), fp8_e4m3 or fp8_e5m2 (weight-only, or W8A8 with --activations)");
+    cmd->add_option("--group-size", q.group_size, "int8/int4 weights: input features per scale (0: one per output channel)")
+        ->capture_default_str();
+    cmd->add_option("--activations", q.activations,
+                    "8-bit GEMM inputs (W8A8: int8 SmoothQuant or fp8, with --weights of the same type): quantized by a kernel "
+                    "before each GEMM, scaled back to 16 bits in its epilogue");
+    cmd->add_option("--kv-cache", q.kv_cache, "KV cache dtype: int8, fp8_e4m3 or fp8_e5m2 (default: the model's)");
+}
+
 void GraphArgs::add_to(CLI::App* cmd) {
     cmd->add_option(
            "MODEL", model,
@@ -36,6 +48,7 @@ void GraphArgs::add_to(CLI::App* cmd) {
                     "cache) or decode (one new token per sequence attending to --context cached tokens); decoder-only LLMs")
         ->check(CLI::IsMember({"prefill", "decode"}));
     cmd->add_option("--context", context, "--phase decode: tokens already in each sequence's KV cache")->check(CLI::NonNegativeNumber);
+    add_quantization_options(cmd, quant);
     cmd->add_flag(
         "--allow-unknown", allow_unknown,
         "ONNX models: keep ops roofline cannot map as opaque ops counted as zero work (marked 'opaque' in reports) instead of failing");
@@ -53,14 +66,18 @@ Graph GraphArgs::build(TrainingOptions* t) const {
         ov.dtype = d;
     }
     ov.allow_unknown = allow_unknown;
+    ov.frozen_weights = !training();
     ov.tp = tp;
     ov.sp = sp;
     ov.pp = pp;
     ov.stage = stage;
     if (phase.empty() && context >= 0) throw InputError("--context is the cached tokens of --phase decode");
+    if (phase.empty() && quant.any())
+        throw InputError("--weights, --activations and --kv-cache quantize an LLM inference step: give --phase prefill or decode");
     if (!phase.empty()) {
         if (training()) throw InputError("--phase " + phase + " is an inference step: it takes no --mode training");
         PhaseOptions p;
+        p.quant = quant;
         p.phase = phase == "decode" ? InferencePhase::decode : InferencePhase::prefill;
         if (p.phase == InferencePhase::decode) {
             if (seq > 0) throw InputError("--seq is the prompt length of --phase prefill; a decode step takes --context (cached tokens)");

@@ -7,8 +7,13 @@
 
 #include "model/autodiff.hpp"
 #include "model/graph.hpp"
+#include "model/inference.hpp"
 
 namespace roofline::cli {
+
+// --weights, --group-size, --activations, --kv-cache (model/inference.hpp Quantization): for
+// analyze --phase, generate and serve.
+void add_quantization_options(CLI::App* cmd, Quantization& q);
 
 struct GraphArgs {
     std::string model;
@@ -25,6 +30,7 @@ struct GraphArgs {
     bool sp = false;             // sequence parallelism with tp (analyze --sp)
     std::string phase;           // prefill or decode: one inference step of a decoder-only LLM
     std::int64_t context = -1;   // decode: tokens already in the KV cache
+    Quantization quant;          // --phase: quantized weights, activations, KV cache
 
     void add_to(CLI::App* cmd);
     // Loads the model, applies the overrides and, in training mode, builds the training step

@@ -27,8 +27,10 @@ public:
         doc_["inputs"].push_back(std::move(t));
     }
     // Returns the parameter's name (to use it as an input in place).
-    std::string param(const std::string& name, json shape) {
-        doc_["parameters"].push_back(json{{"name", name}, {"shape", std::move(shape)}});
+    std::string param(const std::string& name, json shape, const char* dtype = nullptr) {
+        json t{{"name", name}, {"shape", std::move(shape)}};
+        if (dtype) t["dtype"] = dtype;
+        doc_["parameters"].push_back(std::move(t));
         return name;
     }
     // Returns the node's (first) output name: the node's name.

@@ -34,7 +34,65 @@ std::string serving_activation(const hf::ConfigReader& r, const std::string& key
     r.fail(key, "unsupported activation '" + act + "' for inference phases (supported: gelu, gelu_new, gelu_pytorch_tanh, silu, relu)");
 }
 
+bool is_fp8(const std::string& t) { return t == "fp8_e4m3" || t == "fp8_e5m2"; }
+
 }  // namespace
+
+void check_quantization(const Quantization& q) {
+    const auto one_of = [](const std::string& flag, const std::string& v, std::initializer_list<const char*> allowed) {
+        if (v.empty()) return;
+        std::string list;
+        for (const char* a : allowed) {
+            if (v == a) return;
+            list += (list.empty() ? "" : ", ") + std::string(a);
+        }
+        throw InputError(flag + ": expected one of " + list + ", got '" + v + "'");
+    };
+    one_of("--weights", q.weights, {"int8", "int4", "fp8_e4m3", "fp8_e5m2"});
+    one_of("--activations", q.activations, {"int8", "fp8_e4m3", "fp8_e5m2"});
+    one_of("--kv-cache", q.kv_cache, {"int8", "fp8_e4m3", "fp8_e5m2"});
+    if (q.group_size < 0) throw InputError("--group-size must be >= 0 (0: one scale per output channel)");
+    if (!q.activations.empty() && q.activations != q.weights) {
+        throw InputError("--activations " + q.activations + " needs --weights " + q.activations +
+                         (q.weights == "int4" ? ": int4 weights with 8-bit activations (W4A8) are not modelled"
+                                              : ": W8A8 GEMMs take both operands in one 8-bit type"));
+    }
+}
+
+void apply_inference_dtype(DecoderArch& a, Quantization& q, std::optional<DType> dtype) {
+    if (!dtype) return;
+    const std::string name(dtype_name(*dtype));
+    if (!is_fp8(name)) {
+        a.dtype = name;
+        return;
+    }
+    if (!q.weights.empty() || !q.activations.empty()) {
+        throw InputError("--dtype " + name + " is the fp8 W8A8 scheme (--weights " + name + " --activations " + name +
+                         "); give --dtype or --weights/--activations, not both");
+    }
+    q.weights = q.activations = name;
+}
+
+std::string Quantization::describe() const {
+    std::string s;
+    if (!weights.empty()) {
+        s = "weights " + weights;
+        if (!activations.empty())
+            s += " with " + activations + " activations (W8A8)";
+        else if (!is_fp8(weights) && group_size > 0)
+            s += " (weight-only, groups of " + std::to_string(group_size) + ")";
+        else
+            s += " (weight-only, per-channel scales)";
+    }
+    if (!kv_cache.empty()) s += (s.empty() ? "" : ", ") + std::string("KV cache ") + kv_cache;
+    return s;
+}
+
+DType kv_cache_dtype(const DecoderArch& a, const Quantization& q) {
+    const auto d = parse_dtype(q.kv_cache.empty() ? a.dtype : q.kv_cache);
+    if (!d) throw InputError(a.name + ": unknown dtype '" + (q.kv_cache.empty() ? a.dtype : q.kv_cache) + "'");
+    return *d;
+}
 
 double kv_cache_bytes_per_token(const DecoderArch& a, DType kv, int tp) {
     return 2.0 * static_cast<double>(a.layers * rank_kv_heads(a, tp) * a.head_dim) * static_cast<double>(dtype_bytes(kv));
@@ -143,6 +201,7 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
     what += "; KV cache written per new token and read in place; logits of the last token";
     if (a.sliding_window > 0 && !decode && n > a.sliding_window) what += "; prefill attends causally over all tokens (window not applied)";
     if (t > 1) what += "; rank of " + std::to_string(t) + "-way tensor parallelism";
+    if (p.quant.any()) what += "; " + p.quant.describe();
     b.doc()["description"] = what;
     b.doc()["dims"] = {{"batch", batch}};
     b.doc()["dtype_policy"] = {{"compute", a.dtype}};
@@ -167,12 +226,35 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
         if (a.act == "gelu_tanh") return b.node(name, "gelu", {in}, {{"approximate", "tanh"}});
         return b.node(name, a.act.c_str(), {in});
     };
+    // The decoder layers' linear layers under p.quant (the Quantization comment in the header).
+    const Quantization& qz = p.quant;
+    check_quantization(qz);
+    auto qlinear = [&](const std::string& name, const std::string& in, std::int64_t fan_in, std::int64_t fan_out, bool bias) {
+        if (qz.weights.empty()) return b.linear(name, in, fan_in, fan_out, bias);
+        const bool int4 = qz.weights == "int4", fp8 = is_fp8(qz.weights);
+        const std::int64_t group = fp8 || !qz.activations.empty() ? 0 : qz.group_size;
+        if (group > 0 && fan_in % group != 0) {
+            throw InputError("--group-size " + std::to_string(group) + " does not divide " + name + "'s " + std::to_string(fan_in) +
+                             " input features");
+        }
+        json attrs = {{"group_size", group}};
+        if (int4) attrs["weight_bits"] = 4;
+        std::string operand = in;
+        if (!qz.activations.empty()) {
+            operand = b.node(name + ".quant", "cast", {in}, {{"dtype", qz.activations}});
+            attrs["out_dtype"] = a.dtype;
+        }
+        json ins = {operand, b.param(name + ".weight", {fan_out, int4 ? fan_in / 2 : fan_in}, int4 ? "int8" : qz.weights.c_str())};
+        if (bias) ins.push_back(b.param(name + ".bias", {fan_out}));
+        return b.node(name, "linear", std::move(ins), std::move(attrs));
+    };
+    if (!qz.kv_cache.empty()) (void)kv_cache_dtype(a, qz);
     json outputs = json::array();
     const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
     for (std::int64_t l = 0; l < a.layers; ++l) {
         const std::string pl = "model.layers." + std::to_string(l) + ".";
         const std::string at = pl + "self_attn.";
-        const std::string qkv = b.linear(at + "qkv_proj", norm(pl + "input_layernorm", x), d, (hq + 2 * hkv) * dh, a.qkv_bias);
+        const std::string qkv = qlinear(at + "qkv_proj", norm(pl + "input_layernorm", x), d, (hq + 2 * hkv) * dh, a.qkv_bias);
         b.node(at + "split", "split", {qkv}, {{"axis", -1}, {"sizes", {hq * dh, hkv * dh, hkv * dh}}});
         std::string q = hf::to_heads(b, at + "q", at + "split:0", n, hq, dh);
         std::string k = hf::to_heads(b, at + "k", at + "split:1", n, hkv, dh);
@@ -181,16 +263,20 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
             q = hf::rotary(b, at + "q_rope", q, dh);
             k = hf::rotary(b, at + "k_rope", k, dh);
         }
-        // reshape_and_cache: the new tokens' K and V copied into the cache's blocks.
+        // reshape_and_cache: the new tokens' K and V copied into the cache's blocks (quantized on
+        // the way for a quantized cache: one kernel, read 16-bit, write 8-bit).
         for (const auto& [kv, src] : {std::pair<std::string, std::string>{"k", k}, {"v", v}}) {
-            outputs.push_back(b.node(at + kv + "_cache_write", "permute", {src}, {{"perm", {0, 1, 2, 3}}, {"copy", true}}));
+            outputs.push_back(qz.kv_cache.empty()
+                                  ? b.node(at + kv + "_cache_write", "permute", {src}, {{"perm", {0, 1, 2, 3}}, {"copy", true}})
+                                  : b.node(at + kv + "_cache_write", "cast", {src}, {{"dtype", qz.kv_cache}}));
         }
         std::string ctx;
         if (decode) {
             // The cache (already holding the new token) read in place; the rep query heads that
             // share a KV head are the rows of one GEMM against it.
-            b.input(at + "k_cache", {"batch", hkv, kv_len, dh});
-            b.input(at + "v_cache", {"batch", hkv, kv_len, dh});
+            const char* cache_dtype = qz.kv_cache.empty() ? nullptr : qz.kv_cache.c_str();
+            b.input(at + "k_cache", {"batch", hkv, kv_len, dh}, cache_dtype);
+            b.input(at + "v_cache", {"batch", hkv, kv_len, dh}, cache_dtype);
             b.node(at + "q_groups", "reshape", {q}, {{"shape", {"batch", hkv, rep, dh}}});
             b.node(at + "attn", "attention", {at + "q_groups", at + "k_cache", at + "v_cache"}, {{"causal", false}, {"scale", scale}});
             ctx = b.node(at + "attn.heads", "reshape", {at + "attn"}, {{"shape", {"batch", hq, 1, dh}}});
@@ -202,19 +288,19 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
         // The attention kernels write their output token-major ([tokens, heads x dh]): no copy.
         b.node(at + "merge", "permute", {ctx}, {{"perm", {0, 2, 1, 3}}});
         b.node(at + "merged", "reshape", {at + "merge"}, {{"shape", {"batch", n, hq * dh}}});
-        const std::string o = b.linear(at + "o_proj", at + "merged", hq * dh, d, a.out_bias);
+        const std::string o = qlinear(at + "o_proj", at + "merged", hq * dh, d, a.out_bias);
         if (t > 1) all_reduce.push_back(o);
         x = b.node(pl + "attn_residual", "add", {x, o});
         const std::string m = norm(pl + "post_attention_layernorm", x);
         std::string h;
         if (a.gated_mlp) {
-            const std::string gu = b.linear(pl + "mlp.gate_up_proj", m, d, 2 * ffn, a.mlp_bias);
+            const std::string gu = qlinear(pl + "mlp.gate_up_proj", m, d, 2 * ffn, a.mlp_bias);
             b.node(pl + "mlp.split", "split", {gu}, {{"axis", -1}, {"sizes", {ffn, ffn}}});
             h = b.node(pl + "mlp.gated", "mul", {activation(pl + "mlp.act", pl + "mlp.split:0"), pl + "mlp.split:1"});
         } else {
-            h = activation(pl + "mlp.act", b.linear(pl + "mlp.up_proj", m, d, ffn, a.mlp_bias));
+            h = activation(pl + "mlp.act", qlinear(pl + "mlp.up_proj", m, d, ffn, a.mlp_bias));
         }
-        const std::string dn = b.linear(pl + "mlp.down_proj", h, ffn, d, a.mlp_bias);
+        const std::string dn = qlinear(pl + "mlp.down_proj", h, ffn, d, a.mlp_bias);
         if (t > 1) all_reduce.push_back(dn);
         x = b.node(pl + "mlp_residual", "add", {x, dn});
     }
@@ -235,11 +321,13 @@ Graph load_phase_model(const std::string& model, const ModelOverrides& ov) {
     if (ov.batch) p.batch = *ov.batch;
     if (ov.seq) p.tokens = *ov.seq;
     p.tp = ov.tp;
-    const DecoderArch a = decoder_arch_of(model);
+    DecoderArch a = decoder_arch_of(model);
+    apply_inference_dtype(a, p.quant, ov.dtype);
     ModelOverrides rest = ov;
     rest.phase.reset();
     rest.batch.reset();
     rest.seq.reset();
+    rest.dtype.reset();
     rest.eval = true;
     return load_model(build_phase_doc(a, p), model + " (" + std::string(phase_name(p.phase)) + ")", rest);
 }

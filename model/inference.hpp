@@ -43,12 +43,41 @@ struct DecoderArch {
     std::int64_t batch = 1;  // the model's default batch
 };
 
+// Serving-engine quantization (vLLM's schemes) of the decoder layers' linear layers and of the KV
+// cache; the embedding and the LM head keep the checkpoint's dtype, as AWQ, GPTQ and fp8
+// checkpoints leave them. Where each (de)quantization runs is where those kernels run it:
+//   weights only (W8A16, W4A16: Marlin, AWQ, GPTQ): weights stored in int8, int4 (two per byte,
+//     with a 16-bit scale per group of `group_size` input features) or fp8 (a scale per output
+//     channel); dequantized in registers inside the GEMM, whose math stays 16-bit.
+//   weights and activations (W8A8: fp8, or int8 SmoothQuant): each GEMM's input quantized by a
+//     kernel of its own (scaled_fp8_quant, scaled_int8_quant), the GEMM on 8-bit tensor cores, the
+//     output scaled back to 16 bits in its epilogue (cutlass_scaled_mm).
+//   KV cache: K and V quantized as they are written (reshape_and_cache), dequantized as the
+//     decode attention kernel loads them; prefill attends over the fresh 16-bit K and V.
+struct Quantization {
+    std::string weights;            // "" (the checkpoint's dtype), int8, int4, fp8_e4m3, fp8_e5m2
+    std::int64_t group_size = 128;  // int8/int4 weights: input features per scale (0: one per channel)
+    std::string activations;        // "" (16-bit), int8, fp8_e4m3, fp8_e5m2 (needs weights of the same type)
+    std::string kv_cache;           // "" (the checkpoint's dtype), int8, fp8_e4m3, fp8_e5m2
+    bool any() const { return !weights.empty() || !activations.empty() || !kv_cache.empty(); }
+    std::string describe() const;  // "weights int4 (groups of 128), KV cache fp8_e4m3"; "" when none
+};
+// InputError naming the flag for an unknown type or an unsupported combination.
+void check_quantization(const Quantization& q);
+// --dtype for an inference step: a 16-bit or 32-bit dtype becomes the model's; an 8-bit float is
+// the fp8 W8A8 scheme (weights and activations in it, the rest in the model's 16-bit dtype), which
+// then cannot be combined with --weights or --activations (InputError).
+void apply_inference_dtype(DecoderArch& a, Quantization& q, std::optional<DType> dtype);
+// The KV cache's element type under q for a model of this architecture.
+DType kv_cache_dtype(const DecoderArch& a, const Quantization& q);
+
 struct PhaseOptions {
     InferencePhase phase = InferencePhase::prefill;
     std::optional<std::int64_t> batch;  // default: the model's
     std::int64_t tokens = 0;            // prefill: prompt tokens per sequence (0: the model's maximum)
     std::int64_t context = 0;           // decode: tokens already cached per sequence
     int tp = 1;                         // tensor-parallel ranks: the document is one rank's share
+    Quantization quant;
 };
 
 // K and V bytes one token adds to the cache of one sequence (all layers; one rank's share under tp).

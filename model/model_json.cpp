@@ -1,5 +1,6 @@
 #include "model/model_json.hpp"
 
+#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/strong_components.hpp>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "model/onnx_model.hpp"
 #include "model/templates.hpp"
 #include "ops/error.hpp"
+#include "ops/op_rule.hpp"
 
 namespace roofline {
 namespace {
@@ -45,7 +47,12 @@ struct Context {
     DType compute = DType::f32;
     DType parameters = DType::f32;
     PrecisionPolicy policy;
-    bool eval = false;  // ModelOverrides::eval
+    bool eval = false;    // ModelOverrides::eval
+    bool frozen = false;  // ModelOverrides::frozen_weights or eval
+    // An 8-bit float compute dtype runs the GEMMs in it and everything else in their 16-bit output
+    // dtype (Transformer Engine's fp8 autocast, vLLM's fp8 checkpoints): `compute` is then bf16
+    // and `gemm` the fp8 type.
+    std::optional<DType> gemm;
 };
 
 std::int64_t to_int(const json& j, const Context& c, const std::string& path, bool allow_symbols) {
@@ -256,6 +263,50 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const s
     return order;
 }
 
+// The inputs of a node that are GEMM operands (the matrix unit reads them): linear's and conv2d's
+// x and weight, both operands of a matmul.
+std::vector<std::size_t> gemm_operands(OpKind k) {
+    if (k == OpKind::linear || k == OpKind::conv2d || k == OpKind::matmul) return {0, 1};
+    return {};
+}
+
+// Whether a GEMM node runs in fp8 under Context::gemm: linear and conv2d, and a matmul with a
+// weight operand; matmuls of two activations (attention's scores and context) stay 16-bit, as
+// Transformer Engine's fp8 recipes keep them. With frozen weights, a GEMM whose weight is kept in
+// 16 bits (an LM head tied to the embedding, which serving checkpoints leave unquantized) stays
+// 16-bit too: casting a whole weight every step is what training does, not serving.
+bool runs_in_fp8(const Graph& g, const NodeDecl& d, const std::vector<TensorId>& ins, const Context& c) {
+    if (d.kind != OpKind::linear && d.kind != OpKind::conv2d && d.kind != OpKind::matmul) return false;
+    bool weight = d.kind != OpKind::matmul;
+    for (TensorId t : ins) {
+        if (t < 0 || g.tensor(t).role != TensorRole::parameter) continue;
+        weight = true;
+        if (c.frozen && g.tensor(t).desc.dtype != *c.gemm && ins.size() >= 2 && (t == ins[0] || t == ins[1])) return false;
+    }
+    return weight;
+}
+
+// fp8 GEMMs (Context::gemm): the parameters stored in fp8 (eval mode: a quantized checkpoint),
+// those used only as GEMM weights (a tied embedding also feeds a lookup and stays 16-bit); the
+// rest are cast before their GEMMs.
+std::set<std::string> fp8_stored_parameters(const json& doc, const std::vector<NodeDecl>& nodes, const Context& c) {
+    std::set<std::string> stored;
+    if (!c.gemm || !c.frozen || !doc.contains("parameters") || !doc["parameters"].is_array()) return stored;
+    for (const json& t : doc["parameters"]) {
+        if (t.is_object() && t.contains("name") && t["name"].is_string() && !t.contains("dtype"))
+            stored.insert(t["name"].get<std::string>());
+    }
+    for (const NodeDecl& d : nodes) {
+        const auto operands = gemm_operands(d.kind);
+        for (std::size_t i = 0; i < d.inputs.size(); ++i) {
+            const bool weight_slot = (d.kind == OpKind::linear || d.kind == OpKind::conv2d) && i == 1;
+            const bool matmul_slot = d.kind == OpKind::matmul && std::find(operands.begin(), operands.end(), i) != operands.end();
+            if (!weight_slot && !matmul_slot) stored.erase(d.inputs[i]);
+        }
+    }
+    return stored;
+}
+
 Graph build_graph(const json& doc, Context& c) {
     only_keys(doc,
               {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs", "tensor_parallel",
@@ -264,17 +315,6 @@ Graph build_graph(const json& doc, Context& c) {
     Graph g;
     g.name = doc.contains("name") ? require(doc, "name", json::value_t::string, c.origin, "").get<std::string>()
                                   : std::filesystem::path(c.origin).stem().string();
-    std::set<std::string> sources;
-    for (bool params : {false, true}) {
-        for (const auto& t : read_tensors(doc, params ? "parameters" : "inputs", params, c)) {
-            if (!sources.insert(t.name).second)
-                fail(c.origin, params ? "/parameters" : "/inputs", "tensor name '" + t.name + "' is defined twice");
-            if (params)
-                g.add_parameter(t.name, t.desc);
-            else
-                g.add_input(t.name, t.desc);
-        }
-    }
     const json& nodes_json = require(doc, "nodes", json::value_t::array, c.origin, "");
     std::vector<NodeDecl> nodes;
     std::set<std::string> node_names;
@@ -284,7 +324,21 @@ Graph build_graph(const json& doc, Context& c) {
             fail(c.origin, nodes.back().path + "/name", "node name '" + nodes.back().name + "' is used twice");
         }
     }
-    std::map<std::string, TensorId> alias;  // eval mode: a dropout's output names its input
+    const std::set<std::string> fp8_stored = fp8_stored_parameters(doc, nodes, c);
+    std::set<std::string> sources;
+    for (bool params : {false, true}) {
+        for (auto t : read_tensors(doc, params ? "parameters" : "inputs", params, c)) {
+            if (!sources.insert(t.name).second)
+                fail(c.origin, params ? "/parameters" : "/inputs", "tensor name '" + t.name + "' is defined twice");
+            if (params && fp8_stored.count(t.name)) t.desc.dtype = *c.gemm;
+            if (params)
+                g.add_parameter(t.name, t.desc);
+            else
+                g.add_input(t.name, t.desc);
+        }
+    }
+    std::map<std::string, TensorId> alias;   // eval mode: a dropout's output names its input
+    std::map<TensorId, TensorId> quantized;  // fp8 GEMMs: a 16-bit operand's fp8 cast
     auto find = [&](const std::string& name) {
         const auto it = alias.find(name);
         return it != alias.end() ? it->second : g.find_tensor(name);
@@ -303,6 +357,27 @@ Graph build_graph(const json& doc, Context& c) {
             alias[d.name] = ins[0];
             alias[d.name + ":0"] = ins[0];
             continue;
+        }
+        if (c.gemm && runs_in_fp8(g, d, ins, c)) {
+            // The GEMM's 16-bit operands quantized to fp8 first (Transformer Engine and vLLM run a
+            // cast kernel, or fuse it into the producer; the unfused cast is modelled).
+            for (std::size_t slot : gemm_operands(d.kind)) {
+                if (slot >= ins.size() || ins[slot] < 0 || g.tensor(ins[slot]).desc.dtype == *c.gemm) continue;
+                if (const auto q = quantized.find(ins[slot]); q != quantized.end()) {  // one cast per tensor (q, k, v share x)
+                    ins[slot] = q->second;
+                    continue;
+                }
+                const TensorId source = ins[slot];
+                const std::string cast = d.name + (slot == 0 ? ".x_fp8" : ".w_fp8");
+                Attrs to;
+                to.set("dtype", std::string(dtype_name(*c.gemm)));
+                try {
+                    ins[slot] = g.node(g.add_node(cast, OpKind::cast, {ins[slot]}, to, {cast})).outputs[0];
+                    quantized[source] = ins[slot];
+                } catch (const InputError& e) {
+                    fail(c.origin, d.path, "node '" + d.name + "': quantizing operand " + std::to_string(slot) + " to fp8: " + e.what());
+                }
+            }
         }
         try {
             g.add_node(d.name, d.kind, ins, d.attrs, output_names(d, output_count(d)));
@@ -388,6 +463,11 @@ void read_policy(const json& doc, Context& c, const ModelOverrides& ov) {
         }
     }
     if (ov.dtype) c.compute = c.parameters = *ov.dtype;
+    if (c.compute == DType::fp8_e4m3 || c.compute == DType::fp8_e5m2) {
+        c.gemm = c.compute;
+        c.compute = matrix_output_dtype(c.compute);
+        if (c.parameters == *c.gemm) c.parameters = c.compute;
+    }
 }
 
 void read_dims(const json& doc, Context& c, const ModelOverrides& ov) {
@@ -432,12 +512,13 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     Context c;
     c.origin = origin;
     c.eval = ov.eval;
+    c.frozen = ov.eval || ov.frozen_weights;
     read_policy(doc, c, ov);
     read_dims(doc, c, ov);
     Graph g = build_graph(doc, c);
     g.origin = origin;
     g.dims = c.dims;
-    g.compute_dtype = c.compute;
+    g.compute_dtype = c.gemm.value_or(c.compute);
     g.precision = c.policy;
     if (ov.tp > 1 && g.tensor_parallel.degree != ov.tp)
         throw InputError("--tp " + std::to_string(ov.tp) + ": " + origin +

@@ -21,6 +21,9 @@ struct ModelOverrides {
     // dropout node's output is its input and no node is built for it. Its mask output cannot be
     // used in this mode.
     bool eval = false;
+    // No training step follows (inference; implied by eval): fp8 GEMM weights are stored in fp8, a
+    // quantized checkpoint, instead of cast from 16-bit ones each step.
+    bool frozen_weights = false;
     // Tensor-parallel ranks (--tp): a template that can split builds one rank's share; any other
     // model must declare the same degree in its "tensor_parallel" (InputError otherwise).
     int tp = 1;

@@ -26,16 +26,24 @@ Parts attention_parts(Inputs in) {
     }
     Attrs tb;
     tb.set("transpose_b", true);
-    const TensorDesc qk[2] = {q, k};
+    // Shapes from K and V as q's dtype: a quantized cache is dequantized as it is loaded.
+    const TensorDesc qk[2] = {q, TensorDesc{k.shape, q.dtype}};
     TensorDesc scores = infer_outputs(OpKind::matmul, qk, tb)[0];
-    const TensorDesc pv[2] = {scores, v};
+    const TensorDesc pv[2] = {scores, TensorDesc{v.shape, q.dtype}};
     TensorDesc out = infer_outputs(OpKind::matmul, pv, Attrs{})[0];
     return {scores, out};
 }
 
+// K and V may be kept quantized (an fp8 or int8 KV cache: vLLM's kv_cache_dtype) under 16-bit
+// queries: the attention kernel dequantizes them as it loads them, and its traffic is theirs.
+bool quantized_kv(Inputs in) {
+    const auto quantized = [](DType d) { return d == DType::fp8_e4m3 || d == DType::fp8_e5m2 || d == DType::int8; };
+    return (in[0].dtype == DType::bf16 || in[0].dtype == DType::f16) && in[1].dtype == in[2].dtype && quantized(in[1].dtype);
+}
+
 std::vector<TensorDesc> attention_infer(OpKind k, Inputs in, const Attrs& attrs) {
     require_floating(k, in[0], "q");
-    (void)common_dtype(k, in);
+    if (!quantized_kv(in)) (void)common_dtype(k, in);
     if (attrs.has("scale") && !(attrs.get_double("scale", 1.0) > 0)) throw InputError("attribute 'scale' must be positive");
     return {attention_parts(in).out};
 }

@@ -53,10 +53,19 @@ TensorRef rows2d(GradBuilder& b, TensorRef t) {
     return b.one(OpKind::reshape, {t}, attr("shape", std::vector<std::int64_t>{-1, s.back()}));
 }
 
+// The output gradient of an fp8 GEMM (16-bit, the forward's output dtype) quantized to the
+// operands' fp8 type, so that the gradient GEMMs run in fp8 too (Transformer Engine's E4M3 recipe;
+// its default HYBRID recipe uses e5m2 for gradients: the same bytes and rate).
+TensorRef gemm_output_grad(GradBuilder& b, const GradArgs& a) {
+    const DType op = b.desc(a.inputs[0]).dtype;
+    if ((op != DType::fp8_e4m3 && op != DType::fp8_e5m2) || b.desc(dy(a)).dtype == op) return dy(a);
+    return b.one(OpKind::cast, {dy(a)}, attr("dtype", std::string(dtype_name(op))));
+}
+
 Grads matmul_grad(GradBuilder& b, const GradArgs& a) {
     Grads g = none(a);
     const bool ta = a.attrs.get_bool("transpose_a", false), tb = a.attrs.get_bool("transpose_b", false);
-    const TensorRef A = a.inputs[0], B = a.inputs[1], dY = dy(a);
+    const TensorRef A = a.inputs[0], B = a.inputs[1], dY = gemm_output_grad(b, a);
     if (a.needs[0]) {
         // d op(A) = dY op(B)^T; for a transposed A, dA = op(B) dY^T
         const TensorRef r = ta ? b.one(OpKind::matmul, {B, dY}, attr2("transpose_a", tb, "transpose_b", true))
@@ -83,10 +92,10 @@ Grads matmul_grad(GradBuilder& b, const GradArgs& a) {
 
 Grads linear_grad(GradBuilder& b, const GradArgs& a) {
     Grads g = none(a);
-    const TensorRef x = a.inputs[0], w = a.inputs[1], dY = dy(a);
+    const TensorRef x = a.inputs[0], w = a.inputs[1], dY = gemm_output_grad(b, a);
     if (a.needs[0]) g[0] = b.one(OpKind::matmul, {dY, w});  // [..., out] x [out, in]
     if (a.needs[1]) g[1] = b.one(OpKind::matmul, {rows2d(b, dY), rows2d(b, x)}, attr("transpose_a", true));
-    if (a.inputs.size() == 3 && a.needs[2]) g[2] = b.sum_to(dY, b.desc(a.inputs[2]).shape);
+    if (a.inputs.size() == 3 && a.needs[2]) g[2] = b.sum_to(dy(a), b.desc(a.inputs[2]).shape);
     return g;
 }
 

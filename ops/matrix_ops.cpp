@@ -58,33 +58,93 @@ Work matmul_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs
 }
 
 // linear(x[..., in], w[out, in], b[out]?) = x w^T + b, as torch.nn.Linear stores its weight.
-std::vector<TensorDesc> linear_infer(OpKind k, Inputs in, const Attrs&) {
+// Quantized forms, as serving engines run them (attributes):
+//   weight_bits: 4 for int4 weights packed two to an int8 byte (w[out, in / 2], as GPTQ and AWQ
+//     checkpoints pack them); otherwise the weight dtype's width.
+//   group_size: the weights' quantization group along `in` (0: one scale per output channel);
+//     each group's scale is read with the weight (2 bytes: AWQ/GPTQ fp16 scales).
+//   out_dtype: the epilogue's output dtype (a scaled int8 GEMM writes bf16, cutlass_scaled_mm).
+// A weight in int8 or fp8 under a 16/32-bit x is weight-only quantization (W8A16, W4A16: Marlin,
+// AWQ, GPTQ kernels): dequantized in registers, the math on tensor cores in x's dtype.
+struct LinearForm {
+    std::int64_t fan_in = 0, fan_out = 0;
+    int weight_bits = 0;
+    bool weight_only = false;  // w dequantized to x's dtype inside the kernel
+    std::int64_t group = 0;
+    DType out = DType::f32;
+};
+
+bool is_quantized_storage(DType d) { return d == DType::int8 || d == DType::fp8_e4m3 || d == DType::fp8_e5m2; }
+
+LinearForm linear_form(Inputs in, const Attrs& attrs) {
+    const TensorDesc& x = in[0];
+    const TensorDesc& w = in[1];
+    LinearForm f;
+    f.fan_out = w.shape[0];
+    f.weight_only = w.dtype != x.dtype && is_quantized_storage(w.dtype) && is_floating(x.dtype) && dtype_bytes(x.dtype) >= 2;
+    if (w.dtype != x.dtype && !f.weight_only) throw InputError("weight dtype " + desc_str(w) + " differs from x " + desc_str(x));
+    f.weight_bits = static_cast<int>(attrs.get_int("weight_bits", 8 * dtype_bytes(w.dtype)));
+    if (f.weight_bits == 4) {
+        if (w.dtype != DType::int8) throw InputError("weight_bits 4 packs two int4 weights per int8 byte; the weight is " + desc_str(w));
+        f.fan_in = checked_mul(w.shape[1], 2, "input features");
+    } else if (f.weight_bits == 8 * dtype_bytes(w.dtype)) {
+        f.fan_in = w.shape[1];
+    } else {
+        throw InputError("attribute 'weight_bits' must be 4 (int4 packed in int8) or the weight dtype's width, got " +
+                         std::to_string(f.weight_bits));
+    }
+    f.group = attrs.get_int("group_size", 0);
+    if (f.group < 0 || (f.group > 0 && f.fan_in % f.group != 0)) {
+        throw InputError("attribute 'group_size' " + std::to_string(f.group) + " must be 0 (per channel) or divide the " +
+                         std::to_string(f.fan_in) + " input features");
+    }
+    f.out = f.weight_only ? x.dtype : matrix_output_dtype(x.dtype);
+    if (attrs.has("out_dtype")) {
+        const auto d = parse_dtype(attrs.get_string("out_dtype", ""));
+        if (!d || !is_floating(*d)) throw InputError("attribute 'out_dtype' must name a floating-point dtype");
+        f.out = *d;
+    }
+    return f;
+}
+
+std::vector<TensorDesc> linear_infer(OpKind k, Inputs in, const Attrs& attrs) {
     const TensorDesc& x = in[0];
     const TensorDesc& w = in[1];
     require_matrix_dtype(k, x, "x");
     if (x.rank() < 1 || w.rank() != 2) {
         throw InputError("expects x[..., in] and weight[out, in], got " + desc_str(x) + " and " + desc_str(w));
     }
-    if (w.dtype != x.dtype) throw InputError("weight dtype " + desc_str(w) + " differs from x " + desc_str(x));
-    if (x.shape.back() != w.shape[1]) {
+    const LinearForm f = linear_form(in, attrs);
+    if (x.shape.back() != f.fan_in) {
         throw InputError("x has " + std::to_string(x.shape.back()) + " input features but weight " + desc_str(w) + " expects " +
-                         std::to_string(w.shape[1]));
+                         std::to_string(f.fan_in));
     }
-    const DType out_dtype = matrix_output_dtype(x.dtype);
-    if (in.size() == 3 && (in[2].shape != Shape{w.shape[0]} || in[2].dtype != out_dtype)) {
-        throw InputError("bias must be " + desc_str(TensorDesc{{w.shape[0]}, out_dtype}) + ", got " + desc_str(in[2]));
+    if (in.size() == 3 && (in[2].shape != Shape{w.shape[0]} || in[2].dtype != f.out)) {
+        throw InputError("bias must be " + desc_str(TensorDesc{{w.shape[0]}, f.out}) + ", got " + desc_str(in[2]));
     }
     Shape out = x.shape;
     out.back() = w.shape[0];
-    return {TensorDesc{out, out_dtype}};
+    return {TensorDesc{out, f.out}};
 }
 
-Work linear_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs&) {
+Work linear_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    const LinearForm f = linear_form(in, attrs);
     const std::int64_t rows = numel(Shape(in[0].shape.begin(), in[0].shape.end() - 1));
-    const std::int64_t fan_in = in[1].shape[1], fan_out = in[1].shape[0];
     Work w = io_bytes(in, out);
-    w.matrix_flops = checked_mul(checked_mul(rows, fan_in), checked_mul(fan_out, 2), "FLOPs");
-    if (in.size() == 3) w.vector_flops = checked_mul(rows, fan_out, "FLOPs");  // one add per output
+    w.matrix_flops = checked_mul(checked_mul(rows, f.fan_in), checked_mul(f.fan_out, 2), "FLOPs");
+    if (in.size() == 3) w.vector_flops = checked_mul(rows, f.fan_out, "FLOPs");  // one add per output
+    // Quantization scales (a weight-only or group-quantized GEMM): one per group and output
+    // channel, read with the weights.
+    if (f.weight_only || attrs.has("group_size")) {
+        const std::int64_t groups = f.group > 0 ? f.fan_in / f.group : 1;
+        w.bytes_read += checked_mul(checked_mul(f.fan_out, groups), 2, "scale bytes");
+    }
+    // Weight-only: each weight is dequantized (convert and scale: 2 operations) once per block
+    // row of the GEMM's M dimension (tiles of up to 64 rows: Marlin's and the AWQ kernels' M tiles).
+    if (f.weight_only) {
+        const std::int64_t m_tiles = (rows + 63) / 64;
+        w.vector_flops += checked_mul(checked_mul(f.fan_in, f.fan_out), checked_mul(m_tiles, 2), "FLOPs");
+    }
     return w;
 }
 
@@ -161,7 +221,7 @@ const OpRule& matmul_rule() {
 }
 
 const OpRule& linear_rule() {
-    static const OpRule r{OpFamily::matrix, 2, 3, {}, linear_infer, linear_work};
+    static const OpRule r{OpFamily::matrix, 2, 3, {"weight_bits", "group_size", "out_dtype"}, linear_infer, linear_work};
     return r;
 }
 

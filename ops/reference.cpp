@@ -260,6 +260,7 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
     switch (k) {
         case OpKind::matmul: matmul(*in[0], *in[1], a.get_bool("transpose_a", false), a.get_bool("transpose_b", false), y[0]); break;
         case OpKind::linear: {
+            if (a.get_int("weight_bits", 8) == 4) throw InputError("linear: the reference executor does not unpack int4 weights");
             const std::int64_t fi = in[1]->desc.shape[1], fo = in[1]->desc.shape[0], rows = in[0]->desc.numel() / fi;
             for (std::int64_t r = 0; r < rows; ++r)
                 for (std::int64_t o = 0; o < fo; ++o) {

@@ -38,6 +38,10 @@ ojson generate_json(const GenerateResult& r, const GenerateSettings& s) {
                        {"batch", o.batch},
                        {"tp", o.tp},
                        {"dtype", std::string(dtype_name(r.dtype))},
+                       {"weights", r.quant.weights.empty() ? std::string(dtype_name(r.dtype)) : r.quant.weights},
+                       {"group_size", r.quant.weights == "int8" || r.quant.weights == "int4" ? r.quant.group_size : 0},
+                       {"activations", r.quant.activations.empty() ? std::string(dtype_name(r.dtype)) : r.quant.activations},
+                       {"kv_cache", std::string(dtype_name(r.kv_dtype))},
                        {"runtime", std::string(runtime_name(o.analysis.runtime))},
                        {"decode_contexts_analysed", r.analysed - 1}};
     doc["totals"] = {{"ttft_s", r.ttft_s},
@@ -65,8 +69,9 @@ ojson generate_json(const GenerateResult& r, const GenerateSettings& s) {
 
 std::string render_generate(const GenerateResult& r, const GenerateSettings& s) {
     const GenerateOptions& o = s.options;
-    std::string out = fmt::format("{} generating on {}: batch {}, prompt {} tokens, {} output tokens, {}{}\n", r.arch.name, s.hardware,
-                                  o.batch, o.prompt, o.output, dtype_name(r.dtype), o.tp > 1 ? fmt::format(", tp {}", o.tp) : "");
+    const std::string quant = r.quant.any() ? "; " + r.quant.describe() : "";
+    std::string out = fmt::format("{} generating on {}: batch {}, prompt {} tokens, {} output tokens, {}{}{}\n", r.arch.name, s.hardware,
+                                  o.batch, o.prompt, o.output, dtype_name(r.dtype), o.tp > 1 ? fmt::format(", tp {}", o.tp) : "", quant);
     out += fmt::format("  TTFT (prefill)      {}\n", human_time(r.ttft_s));
     if (o.output > 1) {
         out += fmt::format("  TPOT (mean decode)  {}   first {}, last {}\n", human_time(r.tpot_s), human_time(r.first_decode_s),
@@ -134,10 +139,12 @@ std::string generate_html(const ojson& doc) {
     }
     body += html::section("tokens", "Per-token latency and KV cache", svg);
     const std::string title = html::str_at(doc.at("model"), "name") + " generating on " + doc.value("hardware", std::string());
-    return html::page(title,
-                      fmt::format("batch {}, prompt {}, output {}, {}", st.value("batch", 0), st.value("prompt", 0), st.value("output", 0),
-                                  st.value("dtype", std::string())),
-                      body);
+    return html::page(
+        title,
+        fmt::format("batch {}, prompt {}, output {}, {}; weights {}, activations {}, KV cache {}", st.value("batch", 0),
+                    st.value("prompt", 0), st.value("output", 0), st.value("dtype", std::string()), st.value("weights", std::string()),
+                    st.value("activations", std::string()), st.value("kv_cache", std::string())),
+        body);
 }
 
 }  // namespace roofline

@@ -154,6 +154,26 @@ struct KernelCostCache {
 
 std::shared_ptr<KernelCostCache> make_kernel_cost_cache() { return std::make_shared<KernelCostCache>(); }
 
+namespace {
+
+// fp8 GEMMs need fp8 tensor cores: CUDA cores have no fp8 arithmetic, and a chip without them
+// (fp8 arrived with Ada and Hopper, compute capability 8.9) cannot run them at all, so the
+// vector-unit fallback other dtypes get (int8 on CUDA cores: dp4a) would be a number for nothing
+// real.
+void require_fp8_matrix_unit(const Graph& g, NodeId n, const OpRoofline& r, const Hardware& hw) {
+    const DType d = r.dtype;
+    if (r.work.matrix_flops == 0 || !r.matrix.fallback || (d != DType::fp8_e4m3 && d != DType::fp8_e5m2)) return;
+    std::string rates;
+    for (const auto& [dt, rate] : hw.matrix_flop_per_s) rates += (rates.empty() ? "" : ", ") + std::string(dtype_name(dt));
+    throw InputError("node '" + g.node(n).name + "' runs a GEMM in " + std::string(dtype_name(d)) + ", but " + hw.display_name +
+                     " has no " + std::string(dtype_name(d)) + " matrix rate (its spec lists: " + (rates.empty() ? "none" : rates) + ")" +
+                     "; fp8 tensor cores need Ada or Hopper (compute capability 8.9+)" +
+                     ". Use a dtype it has, or keep the weights quantized and compute in 16 bits (--weights " + std::string(dtype_name(d)) +
+                     " without --activations: weight-only, dequantized in the kernel)");
+}
+
+}  // namespace
+
 Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt) {
     Analysis a;
     if (opt.fusion != nullptr && opt.fusion->group_of.size() != g.nodes().size())
@@ -176,6 +196,7 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
             // A fused group on a TPU is costed at its own roofline bound (sim/fusion.hpp groups
             // are GPU kernels; the TPU model's XLA-style fusion applies to unfused graphs).
             op.roofline = op_roofline(grp != nullptr ? grp->work : g.work(n), op_compute_dtype(g, n), hw);
+            require_fp8_matrix_unit(g, n, op.roofline, hw);
             if (grp == nullptr) op.modelled = tpu_node_cost(g, n, hw, opt.tpu);
         } else {
             const std::string key =
@@ -193,6 +214,7 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
                 it = cache.emplace(key, std::move(c)).first;
             }
             op.roofline = it->second.roofline;
+            require_fp8_matrix_unit(g, n, op.roofline, hw);
             op.kernel = it->second.kernel;
             op.modelled = it->second.modelled;
             if (op.kernel) {

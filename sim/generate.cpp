@@ -28,12 +28,12 @@ Step run_step(const DecoderArch& arch, const Hardware& hw, const GenerateOptions
     p.phase = phase;
     p.batch = opt.batch;
     p.tp = opt.tp;
+    p.quant = opt.quant;
     if (phase == InferencePhase::prefill)
         p.tokens = n;
     else
         p.context = n;
-    ModelOverrides ov;
-    ov.dtype = opt.dtype;
+    ModelOverrides ov;  // the dtype is in arch and opt.quant (simulate_generation)
     ov.eval = true;
     ov.tp = opt.tp;
     const Graph g = load_model(build_phase_doc(arch, p), arch.name, ov);
@@ -43,7 +43,12 @@ Step run_step(const DecoderArch& arch, const Hardware& hw, const GenerateOptions
 
 }  // namespace
 
-GenerateResult simulate_generation(const DecoderArch& arch, const Hardware& hw, const GenerateOptions& opt) {
+GenerateResult simulate_generation(const DecoderArch& model, const Hardware& hw, const GenerateOptions& options) {
+    DecoderArch arch = model;
+    GenerateOptions opt = options;
+    apply_inference_dtype(arch, opt.quant, opt.dtype);
+    opt.dtype.reset();
+    check_quantization(opt.quant);
     if (opt.prompt < 1) throw InputError("--prompt must be at least 1 token");
     if (opt.output < 1) throw InputError("--output must be at least 1 token");
     if (opt.batch < 1) throw InputError("--batch must be at least 1");
@@ -54,8 +59,10 @@ GenerateResult simulate_generation(const DecoderArch& arch, const Hardware& hw, 
     }
     GenerateResult r;
     r.arch = arch;
-    r.dtype = opt.dtype.value_or(*parse_dtype(arch.dtype));
-    r.kv_bytes_per_token = kv_cache_bytes_per_token(arch, r.dtype, opt.tp);
+    r.dtype = *parse_dtype(arch.dtype);
+    r.kv_dtype = kv_cache_dtype(arch, opt.quant);
+    r.quant = opt.quant;
+    r.kv_bytes_per_token = kv_cache_bytes_per_token(arch, r.kv_dtype, opt.tp);
     r.capacity_bytes = hw.device_memory().capacity_bytes.value;
 
     AnalysisOptions aopt = opt.analysis;

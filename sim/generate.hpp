@@ -23,7 +23,8 @@ struct GenerateOptions {
     std::int64_t output = 0;  // output tokens per sequence (>= 1)
     std::int64_t batch = 1;   // sequences generated together
     int tp = 1;
-    std::optional<DType> dtype;  // compute and weight dtype (default: the model's)
+    std::optional<DType> dtype;  // compute and weight dtype (default: the model's; fp8: W8A8)
+    Quantization quant;
     AnalysisOptions analysis;
     std::int64_t max_analysed = 64;  // decode contexts analysed at most
 };
@@ -38,7 +39,9 @@ struct TokenStep {
 
 struct GenerateResult {
     DecoderArch arch;
-    DType dtype = DType::bf16;
+    DType dtype = DType::bf16;     // the 16-bit (or 32-bit) compute dtype
+    DType kv_dtype = DType::bf16;  // the KV cache's
+    Quantization quant;
     std::vector<TokenStep> steps;  // T entries
     double ttft_s = 0, tpot_s = 0, e2e_s = 0, tokens_per_s = 0;
     double first_decode_s = 0, last_decode_s = 0;

@@ -488,6 +488,10 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
             }
         }
         s.k = w.matrix_flops / std::max<std::int64_t>(1, 2 * s.batch * s.m * s.n);
+        if (traits.kernel == KernelForm::linear_gemm && g.tensor(node.inputs[1]).desc.dtype != d) {
+            s.b_scale = static_cast<double>(g.tensor(node.inputs[1]).desc.bytes()) /
+                        (static_cast<double>(s.n * s.k) * static_cast<double>(dtype_bytes(d)));
+        }
         k = best_gemm(s, w, d, hw, opt);
         const Alignment al = gemm_alignment(g, node, d);
         if (!al.operands || !al.output) {
@@ -535,8 +539,8 @@ double wave_footprint_bytes(const GemmShape& s, DType d, double sms) {
     const double wn = std::min(gn, std::ceil(per_batch / wm));
     wm = std::min(gm, std::ceil(per_batch / wn));
     const double waves = std::ceil(static_cast<double>(s.tiles) / concurrent);
-    const double per_wave = (wm * static_cast<double>(s.tile.m) + wn * static_cast<double>(s.tile.n)) * static_cast<double>(s.k) *
-                            static_cast<double>(dtype_bytes(d)) * (concurrent / per_batch);
+    const double per_wave = (wm * static_cast<double>(s.tile.m) + wn * static_cast<double>(s.tile.n) * s.b_scale) *
+                            static_cast<double>(s.k) * static_cast<double>(dtype_bytes(d)) * (concurrent / per_batch);
     return waves * per_wave;
 }
 
@@ -659,7 +663,9 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         // The cluster shares the narrower tile's operand panel (TMA multicast, sm_90+).
         const double cluster =
             hw.gpu->compute_capability.at_least(9) ? static_cast<double>(std::max<std::int64_t>(1, opt.cluster_size)) : 1.0;
-        const double narrow = static_cast<double>(std::min(s.tile.m, s.tile.n)), wide = static_cast<double>(std::max(s.tile.m, s.tile.n));
+        // Panel widths in elements of the compute dtype (B's scaled by its stored width).
+        const double pa = static_cast<double>(s.tile.m), pb = static_cast<double>(s.tile.n) * s.b_scale;
+        const double narrow = std::min(pa, pb), wide = std::max(pa, pb);
         panels = static_cast<double>(s.tiles) * (wide + narrow) * static_cast<double>(s.k) * elt + c_bytes;
         l2_panels = static_cast<double>(s.tiles) * (wide + narrow / cluster) * static_cast<double>(s.k) * elt + c_bytes;
         operands = std::max(0.0, compulsory - c_bytes);

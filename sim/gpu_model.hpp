@@ -28,6 +28,9 @@ struct GemmShape {
     GemmTile tile;
     std::int64_t tiles = 0;    // batch x ceil(M/tm) x ceil(N/tn)
     std::int64_t split_k = 1;  // K split across this many blocks per tile (cuBLAS/CUTLASS split-K)
+    // B's stored bytes per element relative to the compute dtype's: below 1 for weights kept
+    // quantized and dequantized in registers (int4 under bf16 math: 0.25).
+    double b_scale = 1.0;
 };
 
 struct Kernel {

@@ -1115,7 +1115,7 @@ TEST_CASE("ops_test: arity, unknown attributes and negative dimensions", "[ops]"
                       "matmul has no attribute 'transpose_c' (accepted: transpose_a, transpose_b)");
     CHECK_INPUT_ERROR(run_op(OpKind::relu, {T({4})}, A({{"alpha", 0.1}})), "relu has no attribute 'alpha' (accepted: none)");
     CHECK_INPUT_ERROR(run_op(OpKind::linear, {T({2, 8}), T({16, 8})}, A({{"bias", true}})),
-                      "linear has no attribute 'bias' (accepted: none)");
+                      "linear has no attribute 'bias' (accepted: weight_bits, group_size, out_dtype)");
     CHECK_INPUT_ERROR(run_op(OpKind::softmax, {T({4})}, A({{"dim", i64(0)}})), "softmax has no attribute 'dim'");
 
     CHECK_INPUT_ERROR(run_op(OpKind::relu, {T({3, -2})}), "negative dimension -2 in shape [3,-2]");
