@@ -14,6 +14,8 @@
 #include "sim/collectives.hpp"
 #include "sim/parallel.hpp"
 #include "sim/search.hpp"
+#include "sim/serve.hpp"
+#include "model/inference.hpp"
 
 namespace {
 
@@ -229,5 +231,36 @@ BENCHMARK(BM_CollectiveCost)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SearchConfigGpt3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SearchGpt3)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_ParallelConfigGpt3)->Unit(benchmark::kMillisecond);
+
+// roofline serve (issue #17): the memoised iteration costs of llama-2-7b on an A100 80GB (the
+// grid of prefill and decode analyses), and 10^5 requests simulated from them (Poisson at 20/s,
+// prompts uniform 128..1024, outputs exponential with mean 256: the saturated regime, ~10^5
+// iterations of ~200 sequences).
+roofline::ServeOptions serve_options(std::int64_t requests) {
+    roofline::ServeOptions o;
+    o.rate = 20;
+    o.prompt = roofline::LengthDist::parse("uniform:128:1024", "--prompt-len");
+    o.output = roofline::LengthDist::parse("exp:256", "--output-len");
+    o.requests = requests;
+    return o;
+}
+
+void BM_ServeCosts(benchmark::State& state) {
+    const roofline::Hardware hw = roofline::builtin_hardware("a100-sxm-80gb");
+    const roofline::DecoderArch arch = roofline::decoder_arch_of("llama-2-7b");
+    for (auto _ : state) benchmark::DoNotOptimize(roofline::build_serve_costs(arch, hw, serve_options(1)).analyses);
+}
+
+void BM_ServeSimulate(benchmark::State& state) {
+    const roofline::ServeOptions o = serve_options(state.range(0));
+    const roofline::ServeCosts c =
+        roofline::build_serve_costs(roofline::decoder_arch_of("llama-2-7b"), roofline::builtin_hardware("a100-sxm-80gb"), o);
+    std::int64_t iterations = 0;
+    for (auto _ : state) iterations = roofline::simulate_serving(c, o).iterations;
+    state.counters["iterations"] = static_cast<double>(iterations);
+}
+
+BENCHMARK(BM_ServeCosts)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ServeSimulate)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -15,6 +15,7 @@ void add_plan(CLI::App& app);      // plan_command.cpp  // needs a GPU
 void add_validate(CLI::App& app);  // validate_command.cpp: offline
 void add_search(CLI::App& app);    // search_command.cpp: offline
 void add_generate(CLI::App& app);  // generate_command.cpp: offline
+void add_serve(CLI::App& app);     // serve_command.cpp: offline
 
 // Exit code and message of the subcommand that ran (set by its callback).
 struct Outcome {

@@ -4,13 +4,10 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "cli/graph_args.hpp"
+#include "cli/inference_args.hpp"
 #include "model/inference.hpp"
-#include "ops/dtype.hpp"
-#include "ops/error.hpp"
 #include "reports/generate_report.hpp"
 #include "reports/report.hpp"
-#include "sim/builtin_hardware.hpp"
 
 namespace roofline::cli {
 
@@ -19,23 +16,18 @@ void add_generate(CLI::App& app) {
                                    "an LLM generating T tokens after a P-token prompt: TTFT, TPOT, end-to-end latency, tokens/s, the KV "
                                    "cache over time, peak memory and the largest batch that fits");
     struct Args {
-        std::string model, hw = "h100-sxm", dtype, out, html;
+        InferenceArgs in;
+        std::string out, html;
         std::int64_t prompt = 0, output = 0, batch = 1, analysed = 64;
         bool quiet = false;
-        Quantization quant;
     };
     auto a = std::make_shared<Args>();
-    cmd->add_option("MODEL", a->model,
-                    "a decoder-only LLM: a GPT template, llama-2-7b, llama-3-8b, mistral-7b, or a gpt2/llama/mistral config.json")
-        ->required();
+    a->in.add_to(cmd);
     cmd->add_option("--prompt", a->prompt, "prompt tokens per sequence")->required()->check(CLI::PositiveNumber);
     cmd->add_option("--output", a->output, "output tokens per sequence (the first comes from the prefill)")
         ->required()
         ->check(CLI::PositiveNumber);
     cmd->add_option("--batch", a->batch, "sequences generated together")->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("--hw", a->hw, "hardware: a built-in name (see `roofline hw list`) or a spec file")->capture_default_str();
-    cmd->add_option("--dtype", a->dtype, "compute, weight and KV-cache dtype (default: the checkpoint's; fp8_e4m3/e5m2: fp8 W8A8)");
-    add_quantization_options(cmd, a->quant);
     cmd->add_option("--analysed", a->analysed, "decode steps analysed at most (evenly spaced, both ends; the others interpolated linearly)")
         ->check(CLI::Range(2, 100000))
         ->capture_default_str();
@@ -47,19 +39,17 @@ void add_generate(CLI::App& app) {
         "Decode steps run the project's native executor (one launch per kernel, no CUDA graphs); the prefill produces the first "
         "token.\n");
     cmd->callback([a] {
+        a->in.resolve();
         GenerateSettings s;
-        s.model = a->model;
-        const Hardware hw = resolve_hardware(a->hw);
-        s.hardware = hw.name;
+        s.model = a->in.model;
+        s.hardware = a->in.cluster ? a->in.cluster->name : a->in.hardware.name;
         GenerateOptions& o = s.options;
         o.prompt = a->prompt, o.output = a->output, o.batch = a->batch, o.max_analysed = a->analysed;
-        o.quant = a->quant;
-        if (!a->dtype.empty()) {
-            const auto d = parse_dtype(a->dtype);
-            if (!d || !is_floating(*d)) throw InputError("--dtype: expected a floating-point dtype, got '" + a->dtype + "'");
-            o.dtype = d;
-        }
-        const GenerateResult r = simulate_generation(decoder_arch_of(a->model), hw, o);
+        o.quant = a->in.quant;
+        o.dtype = a->in.dtype_override;
+        o.tp = a->in.tp;
+        o.cluster = a->in.cluster ? &*a->in.cluster : nullptr;
+        const GenerateResult r = simulate_generation(decoder_arch_of(a->in.model), a->in.hardware, o);
         const auto doc = generate_json(r, s);
         // Render everything first; write only when all of it was built.
         const std::string json_text = doc.dump(1) + "\n";

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     roofline::cli::add_plan(app);
     roofline::cli::add_search(app);
     roofline::cli::add_generate(app);
+    roofline::cli::add_serve(app);
     roofline::cli::add_hw(app);
     roofline::cli::add_model(app);
     roofline::cli::add_measure(app);

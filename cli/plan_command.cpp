@@ -13,6 +13,7 @@
 #include "cli/plan_args.hpp"
 #include "cli/runtime_args.hpp"
 #include "ops/error.hpp"
+#include "ops/text.hpp"
 #include "reports/plan_report.hpp"
 #include "reports/report.hpp"
 #include "sim/plan.hpp"
@@ -20,13 +21,7 @@
 namespace roofline::cli {
 
 std::int64_t parse_bytes(const std::string& text, const std::string& flag) {
-    std::size_t used = 0;
-    double value = 0;
-    try {
-        value = std::stod(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
+    const auto [value, used] = leading_number(text);
     std::string unit = text.substr(used);
     while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
     static const std::pair<const char*, double> units[] = {

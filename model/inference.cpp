@@ -316,6 +316,13 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
     return b.doc();
 }
 
+Graph build_phase_graph(const DecoderArch& a, const PhaseOptions& p) {
+    ModelOverrides ov;
+    ov.eval = true;
+    ov.tp = p.tp;
+    return load_model(build_phase_doc(a, p), a.name + " (" + std::string(phase_name(p.phase)) + ")", ov);
+}
+
 Graph load_phase_model(const std::string& model, const ModelOverrides& ov) {
     PhaseOptions p = *ov.phase;
     if (ov.batch) p.batch = *ov.batch;

@@ -97,6 +97,9 @@ DecoderArch decoder_arch_of(const std::string& model);
 // positions or a tensor-parallel degree that does not divide the heads.
 nlohmann::json build_phase_doc(const DecoderArch& a, const PhaseOptions& p);
 
+// The step's graph (eval mode: no dropout; one rank's share under p.tp).
+Graph build_phase_graph(const DecoderArch& a, const PhaseOptions& p);
+
 // load_model_arg for ov.phase: the step's graph (eval mode: no dropout).
 Graph load_phase_model(const std::string& model, const ModelOverrides& ov);
 

@@ -4,6 +4,7 @@
 
 #include "ops/error.hpp"
 #include "reports/generate_report.hpp"
+#include "reports/serve_report.hpp"
 #include "reports/html_parts.hpp"
 
 namespace roofline {
@@ -42,9 +43,13 @@ std::string html_report(const nlohmann::ordered_json& doc, const HtmlLimits& lim
         require(doc, schema, {"model", "settings", "totals", "memory", "tokens"});
         return generate_html(doc);
     }
+    if (schema == "roofline-serve/1") {
+        require(doc, schema, {"model", "settings", "metrics", "timeline"});
+        return serve_html(doc);
+    }
     throw InputError("HTML report: no HTML view of schema \"" + schema +
-                     "\" (analyze, plan, compare and generate documents have one: roofline-report/1, roofline-plan/1, "
-                     "roofline-comparison/1, roofline-generate/1)");
+                     "\" (analyze, plan, compare, generate and serve documents have one: roofline-report/1, roofline-plan/1, "
+                     "roofline-comparison/1, roofline-generate/1, roofline-serve/1)");
 }
 
 }  // namespace roofline

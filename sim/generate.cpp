@@ -6,6 +6,7 @@
 
 #include "model/model_json.hpp"
 #include "ops/error.hpp"
+#include "sim/parallel.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -33,15 +34,18 @@ Step run_step(const DecoderArch& arch, const Hardware& hw, const GenerateOptions
         p.tokens = n;
     else
         p.context = n;
-    ModelOverrides ov;  // the dtype is in arch and opt.quant (simulate_generation)
-    ov.eval = true;
-    ov.tp = opt.tp;
-    const Graph g = load_model(build_phase_doc(arch, p), arch.name, ov);
+    const Graph g = build_phase_graph(arch, p);  // the dtype is in arch and opt.quant (simulate_generation)
     const Analysis a = analyze(g, hw, aopt);
-    return {a.schedule.step_time_s, a.total, static_cast<double>(a.memory.peak_bytes), static_cast<double>(a.parameter_bytes)};
+    return {inference_step_time(g, a, opt.cluster), a.total, static_cast<double>(a.memory.peak_bytes),
+            static_cast<double>(a.parameter_bytes)};
 }
 
 }  // namespace
+
+double inference_step_time(const Graph& g, const Analysis& a, const Cluster* cluster) {
+    if (cluster == nullptr || g.tensor_parallel.degree <= 1) return a.schedule.step_time_s;
+    return analyze_parallel(g, a, *cluster, ParallelOptions{}).step_time_s;
+}
 
 GenerateResult simulate_generation(const DecoderArch& model, const Hardware& hw, const GenerateOptions& options) {
     DecoderArch arch = model;
@@ -52,6 +56,8 @@ GenerateResult simulate_generation(const DecoderArch& model, const Hardware& hw,
     if (opt.prompt < 1) throw InputError("--prompt must be at least 1 token");
     if (opt.output < 1) throw InputError("--output must be at least 1 token");
     if (opt.batch < 1) throw InputError("--batch must be at least 1");
+    if (opt.tp > 1 && opt.cluster == nullptr)
+        throw InputError("--tp " + std::to_string(opt.tp) + ": name the cluster the ranks run on with --cluster");
     if (opt.prompt + opt.output - 1 > arch.max_positions) {
         throw InputError("--prompt " + std::to_string(opt.prompt) + " + --output " + std::to_string(opt.output) + " needs " +
                          std::to_string(opt.prompt + opt.output - 1) + " positions; " + arch.name + " has " +

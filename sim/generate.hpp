@@ -18,12 +18,19 @@
 
 namespace roofline {
 
+struct Cluster;
+
+// One inference step's time: its schedule on one chip or, with a cluster, the tensor-parallel
+// rank's step with its blocking all-reduces (sim/parallel.hpp).
+double inference_step_time(const Graph& g, const Analysis& a, const Cluster* cluster);
+
 struct GenerateOptions {
     std::int64_t prompt = 0;  // prompt tokens per sequence
     std::int64_t output = 0;  // output tokens per sequence (>= 1)
     std::int64_t batch = 1;   // sequences generated together
     int tp = 1;
-    std::optional<DType> dtype;  // compute and weight dtype (default: the model's; fp8: W8A8)
+    const Cluster* cluster = nullptr;  // the ranks' cluster: required for tp > 1
+    std::optional<DType> dtype;        // compute and weight dtype (default: the model's; fp8: W8A8)
     Quantization quant;
     AnalysisOptions analysis;
     std::int64_t max_analysed = 64;  // decode contexts analysed at most
@@ -55,8 +62,8 @@ struct GenerateResult {
     std::int64_t max_batch = 0;  // the largest batch whose weights, cache and temporaries fit
 };
 
-// InputError for an output of 0 tokens, a prompt plus output beyond the model's positions, or a
-// cache that cannot hold one sequence.
+// InputError for an output of 0 tokens, a prompt plus output beyond the model's positions, a cache
+// that cannot hold one sequence, or tp > 1 without a cluster.
 GenerateResult simulate_generation(const DecoderArch& arch, const Hardware& hw, const GenerateOptions& opt);
 
 }  // namespace roofline

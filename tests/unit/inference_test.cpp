@@ -8,6 +8,7 @@
 #include "ops/error.hpp"
 #include "sim/analysis.hpp"
 #include "sim/builtin_hardware.hpp"
+#include "sim/cluster.hpp"
 #include "sim/generate.hpp"
 
 namespace {
@@ -213,4 +214,31 @@ TEST_CASE("generate: bad input is named", "[inference][generate]") {
     CHECK_THROWS_WITH(simulate_generation(arch, builtin_hardware("h100-sxm"), o), Catch::Contains("needs 4199 positions"));
     o.prompt = 100, o.output = 10, o.dtype = DType::f32;  // 27 GB of fp32 weights on a 16 GB T4
     CHECK_THROWS_WITH(simulate_generation(arch, builtin_hardware("t4"), o), Catch::Contains("do not fit"));
+}
+
+TEST_CASE("generate --tp: each rank runs its share of the step and waits for the all-reduces", "[inference][generate]") {
+    // Two ranks on a DGX A100 (NVSwitch): each holds half the weights (the embedding and head split
+    // by vocabulary too: 2%), so a decode step, which reads them all, takes more than half the
+    // single-GPU time (the all-reduces after attention and MLP, 64 a step, and the parts that do
+    // not shrink: launches, norms) but less than all of it. A rank's step is its own schedule plus
+    // the blocking all-reduces: longer than the schedule alone.
+    const Cluster cluster = builtin_cluster("dgx-a100");
+    const DecoderArch arch = decoder_arch_of("llama-2-7b");
+    GenerateOptions o;
+    o.prompt = 512, o.output = 16, o.batch = 8;
+    const GenerateResult one = simulate_generation(arch, cluster.hardware, o);
+    o.tp = 2;
+    CHECK_THROWS_WITH(simulate_generation(arch, cluster.hardware, o), Catch::Contains("--cluster"));
+    o.cluster = &cluster;
+    const GenerateResult two = simulate_generation(arch, cluster.hardware, o);
+    CHECK(two.weight_bytes == Approx(one.weight_bytes / 2).epsilon(0.02));
+    CHECK(two.kv_bytes_per_token == one.kv_bytes_per_token / 2);
+    CHECK(two.tpot_s < one.tpot_s);
+    CHECK(two.tpot_s > one.tpot_s / 2);
+    PhaseOptions p;
+    p.phase = InferencePhase::decode;
+    p.batch = 8;
+    p.context = 512 + 15 - 1;
+    p.tp = 2;
+    CHECK(two.last_decode_s > analyze(build_phase_graph(arch, p), cluster.hardware).schedule.step_time_s);
 }
