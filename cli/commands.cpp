@@ -77,6 +77,7 @@ void add_analyze(CLI::App& app) {
             throw InputError("--sp: sequence parallelism shards across tensor-parallel ranks; add --tp > 1");
         args->sp = parallel->sp;
         args->pp = parallel->pp;
+        args->cp = parallel->cp;
         args->stage = 0;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;

@@ -69,6 +69,7 @@ Graph GraphArgs::build(TrainingOptions* t) const {
     ov.frozen_weights = !training();
     ov.tp = tp;
     ov.sp = sp;
+    ov.cp = cp;
     ov.pp = pp;
     ov.stage = stage;
     if (phase.empty() && context >= 0) throw InputError("--context is the cached tokens of --phase decode");

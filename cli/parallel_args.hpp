@@ -14,6 +14,7 @@ struct ParallelArgs {
     std::string cluster;
     int dp = 1;
     int tp = 1;
+    int cp = 1;
     int pp = 1;
     int zero = 0;
     int interleave = 1;
@@ -34,6 +35,11 @@ struct ParallelArgs {
         cmd->add_option("--tp", tp,
                         "tensor-parallel ranks (needs --cluster; GPT templates): Megatron's column/row splits, an all-reduce after "
                         "each attention and MLP block, forward and backward, inside a node")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
+        cmd->add_option("--cp", cp,
+                        "context-parallel ranks (needs --cluster; GPT templates): each holds 1/cp of every sequence, attention "
+                        "all-gathers the keys and values (their gradients reduce-scattered); gradients reduced over dp x cp ranks")
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
         cmd->add_option("--pp", pp,
@@ -59,13 +65,16 @@ struct ParallelArgs {
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
     }
-    bool wanted() const { return !cluster.empty() || dp > 1 || tp > 1 || pp > 1 || zero > 0 || global_batch > 0 || interleave > 1 || sp; }
+    bool wanted() const {
+        return !cluster.empty() || dp > 1 || tp > 1 || cp > 1 || pp > 1 || zero > 0 || global_batch > 0 || interleave > 1 || sp;
+    }
     // The cluster, checked against --hw; InputError naming the flag when the flags disagree.
     const Cluster* resolve(const std::string& hw) {
         if (!wanted()) return nullptr;
         if (cluster.empty())
             throw InputError(dp > 1           ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
                              : tp > 1         ? "--tp " + std::to_string(tp) + ": name the cluster the ranks run on with --cluster"
+                             : cp > 1         ? "--cp " + std::to_string(cp) + ": name the cluster the ranks run on with --cluster"
                              : pp > 1         ? "--pp " + std::to_string(pp) + ": name the cluster the stages run on with --cluster"
                              : zero > 0       ? "--zero: needs --cluster and --dp"
                              : interleave > 1 ? "--interleave: needs --cluster and --pp"

@@ -108,6 +108,7 @@ void add_plan(CLI::App& app) {
             throw InputError("--sp: sequence parallelism shards across tensor-parallel ranks; add --tp > 1");
         args->tp = parallel->tp;
         args->sp = parallel->sp;
+        args->cp = parallel->cp;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
         const Graph g = args->build(&t);

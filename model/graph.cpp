@@ -44,6 +44,7 @@ Graph::Graph(const Graph& o)
       compute_dtype(o.compute_dtype),
       precision(o.precision),
       tensor_parallel(o.tensor_parallel),
+      context_parallel(o.context_parallel),
       pipeline(o.pipeline),
       nodes_(o.nodes_),
       tensors_(o.tensors_),

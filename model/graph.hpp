@@ -63,6 +63,18 @@ struct TensorParallel {
     std::vector<std::string> vocab_parallel_loss;
 };
 
+// The model as one rank of a context-parallel group (Megatron-core's context parallelism in its
+// all-gather form, as Llama 3 was trained, Dubey et al. 2024 section 3.3.2): each rank holds
+// seq / degree tokens of every sequence (two chunks, i and 2 x degree - 1 - i, so that causal
+// attention's work is balanced), and attention gathers the keys and values of the whole sequence
+// from the group: an all-gather of the named nodes' outputs forward, a reduce-scatter of their
+// gradients backward. The gradients of the weights are reduced over the data- and context-parallel
+// ranks together.
+struct ContextParallel {
+    int degree = 1;
+    std::vector<std::string> all_gather;  // node names
+};
+
 // A graph that is one stage of a pipeline-parallel model (Megatron-LM's equal split of the layers).
 struct PipelineStage {
     int stages = 1;
@@ -98,6 +110,7 @@ public:
     DType compute_dtype = DType::f32;          // the dtype policy's compute dtype
     PrecisionPolicy precision;                 // the dtype policy's training settings
     TensorParallel tensor_parallel;            // the model as one rank of a tensor-parallel group
+    ContextParallel context_parallel;          // ... and of a context-parallel group
     PipelineStage pipeline;                    // the model as one stage of a pipeline
 
     TensorId add_input(const std::string& name, TensorDesc desc);

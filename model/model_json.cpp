@@ -310,7 +310,7 @@ std::set<std::string> fp8_stored_parameters(const json& doc, const std::vector<N
 Graph build_graph(const json& doc, Context& c) {
     only_keys(doc,
               {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs", "tensor_parallel",
-               "pipeline"},
+               "context_parallel", "pipeline"},
               c.origin, "");
     Graph g;
     g.name = doc.contains("name") ? require(doc, "name", json::value_t::string, c.origin, "").get<std::string>()
@@ -442,6 +442,22 @@ Graph build_graph(const json& doc, Context& c) {
             g.tensor_parallel.sequence_parallel = tp["sequence_parallel"].get<bool>();
         }
     }
+    if (doc.contains("context_parallel")) {
+        const json& cp = require(doc, "context_parallel", json::value_t::object, c.origin, "");
+        only_keys(cp, {"degree", "all_gather"}, c.origin, "/context_parallel");
+        const json& deg = cp.contains("degree") ? cp["degree"] : json();
+        if (!deg.is_number_integer() || deg.get<std::int64_t>() < 1 || deg.get<std::int64_t>() > 4096)
+            fail(c.origin, "/context_parallel/degree", "expected a positive integer number of ranks");
+        g.context_parallel.degree = deg.get<int>();
+        if (cp.contains("all_gather")) {
+            const json& ag = require(cp, "all_gather", json::value_t::array, c.origin, "/context_parallel");
+            for (std::size_t i = 0; i < ag.size(); ++i) {
+                if (!ag[i].is_string() || g.find_node(ag[i].get<std::string>()) == kNoNode)
+                    fail(c.origin, "/context_parallel/all_gather/" + std::to_string(i), "expected the name of a node, got " + ag[i].dump());
+                g.context_parallel.all_gather.push_back(ag[i].get<std::string>());
+            }
+        }
+    }
     return g;
 }
 
@@ -492,6 +508,28 @@ void read_dims(const json& doc, Context& c, const ModelOverrides& ov) {
 
 }  // namespace
 
+namespace {
+
+// The parallel splits a template builds (--tp, --sp, --cp, --pp) as its config; with context
+// parallelism the document's seq is a rank's share, so --seq goes to the template and not to the
+// loader's dims.
+void add_parallel_config(const std::string& name, json& config, ModelOverrides& ov) {
+    if (!template_splits_tensor_parallel(name)) return;
+    if (ov.tp > 1) config["tp"] = ov.tp;
+    if (ov.sp) {
+        config["sp"] = true;
+        if (ov.seq) config["seq"] = *ov.seq;  // the sequence shard's length is a number in the document
+    }
+    if (ov.cp > 1) {
+        config["cp"] = ov.cp;
+        if (ov.seq) config["seq"] = *ov.seq;
+        ov.seq.reset();
+    }
+    if (ov.pp > 1) config["pp"] = ov.pp, config["stage"] = ov.stage;
+}
+
+}  // namespace
+
 Graph load_model(const json& doc, const std::string& origin, const ModelOverrides& ov) {
     if (!doc.is_object()) fail(origin, "", "expected a JSON object, got " + type_of(doc));
     if (is_hf_config(doc)) return load_model(expand_hf_config(doc, origin), origin, ov);  // a Hugging Face config.json
@@ -501,13 +539,9 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
         only_keys(doc, {"format", "template", "config"}, origin, "");
         const std::string name = require(doc, "template", json::value_t::string, origin, "").get<std::string>();
         json config = doc.contains("config") ? require(doc, "config", json::value_t::object, origin, "") : json::object();
-        if (ov.tp > 1 && template_splits_tensor_parallel(name)) config["tp"] = ov.tp;
-        if (ov.sp && template_splits_tensor_parallel(name)) {
-            config["sp"] = true;
-            if (ov.seq) config["seq"] = *ov.seq;  // the sequence shard's length is a number in the document
-        }
-        if (ov.pp > 1 && template_splits_tensor_parallel(name)) config["pp"] = ov.pp, config["stage"] = ov.stage;
-        return load_model(expand_template(name, config, origin), origin, ov);
+        ModelOverrides rest = ov;
+        add_parallel_config(name, config, rest);
+        return load_model(expand_template(name, config, origin), origin, rest);
     }
     Context c;
     c.origin = origin;
@@ -520,12 +554,16 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     g.dims = c.dims;
     g.compute_dtype = c.gemm.value_or(c.compute);
     g.precision = c.policy;
-    if (ov.tp > 1 && g.tensor_parallel.degree != ov.tp)
-        throw InputError("--tp " + std::to_string(ov.tp) + ": " + origin +
-                         (g.tensor_parallel.degree > 1
-                              ? " is split for " + std::to_string(g.tensor_parallel.degree) + " tensor-parallel ranks"
-                              : " has no tensor-parallel split (the GPT templates build one; a model file "
-                                "declares its own with \"tensor_parallel\")"));
+    // --tp and --cp must agree with the split the document declares (a template builds it).
+    const auto require_split = [&](const char* flag, int wanted, int degree, const char* what, const char* key) {
+        if (wanted <= 1 || degree == wanted) return;
+        throw InputError(std::string(flag) + " " + std::to_string(wanted) + ": " + origin +
+                         (degree > 1 ? " is split for " + std::to_string(degree) + " " + what + " ranks"
+                                     : " has no " + std::string(what) +
+                                           " split (the GPT templates build one; a model file declares its own with \"" + key + "\")"));
+    };
+    require_split("--tp", ov.tp, g.tensor_parallel.degree, "tensor-parallel", "tensor_parallel");
+    require_split("--cp", ov.cp, g.context_parallel.degree, "context-parallel", "context_parallel");
     if (ov.pp > 1 && g.pipeline.stages != ov.pp)
         throw InputError("--pp " + std::to_string(ov.pp) + ": " + origin +
                          (g.pipeline.stages > 1 ? " is stage " + std::to_string(g.pipeline.stage + 1) + " of " +
@@ -562,13 +600,9 @@ Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
     if (is_model_file_arg(model)) return load_model(read_json_file(model), model, ov);
     if (is_template_name(model)) {
         json config = json::object();
-        if (ov.tp > 1 && template_splits_tensor_parallel(model)) config["tp"] = ov.tp;
-        if (ov.sp && template_splits_tensor_parallel(model)) {
-            config["sp"] = true;
-            if (ov.seq) config["seq"] = *ov.seq;  // the sequence shard's length is a number in the document
-        }
-        if (ov.pp > 1 && template_splits_tensor_parallel(model)) config["pp"] = ov.pp, config["stage"] = ov.stage;
-        return load_model(expand_template(model, config, "template '" + model + "'"), "template '" + model + "'", ov);
+        ModelOverrides rest = ov;
+        add_parallel_config(model, config, rest);
+        return load_model(expand_template(model, config, "template '" + model + "'"), "template '" + model + "'", rest);
     }
     throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " + template_choices() + ")");
 }

@@ -30,6 +30,9 @@ struct ModelOverrides {
     // Sequence parallelism with tp (--sp): the template shards layernorm, dropout and residual
     // activations along the sequence (Korthikanti et al. 2022).
     bool sp = false;
+    // Context-parallel ranks (--cp): a template that can split builds one rank's share of the
+    // sequence (model/graph.hpp ContextParallel); any other model must declare the same degree.
+    int cp = 1;
     // Pipeline stages (--pp) and which one to build: a template that can split builds that stage.
     int pp = 1;
     int stage = 0;

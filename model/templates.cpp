@@ -32,6 +32,7 @@ struct GptConfig {
     std::string dtype = "bf16";
     std::int64_t tp = 1;  // tensor-parallel ranks: the document is one rank's share
     bool sp = false;      // sequence parallelism with tp: norms, dropout, residuals sharded by sequence
+    std::int64_t cp = 1;  // context-parallel ranks: the document holds seq / cp tokens of each sequence
     std::int64_t pp = 1;  // pipeline stages: the document is stage `stage` (its layers only)
     std::int64_t stage = 0;
 };
@@ -107,6 +108,8 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
         } else if (k == "sp") {
             if (!v.is_boolean()) bad_config(origin, k, "expected true or false");
             c.sp = v.get<bool>();
+        } else if (k == "cp") {
+            c.cp = positive_int(v, origin, k);
         } else if (k == "pp") {
             c.pp = positive_int(v, origin, k);
         } else if (k == "stage") {
@@ -116,7 +119,7 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             bad_config(origin, k,
                        "unknown key '" + k +
                            "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, "
-                           "dtype, tp, sp, pp, stage)");
+                           "dtype, tp, sp, cp, pp, stage)");
         }
     }
     if (c.d_model % c.n_head != 0) bad_config(origin, "n_head", "n_head must divide d_model");
@@ -126,8 +129,17 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
     if (c.n_head % c.tp != 0)
         bad_config(origin, "tp", "--tp " + std::to_string(c.tp) + " must divide the " + std::to_string(c.n_head) + " attention heads");
     if (c.d_ff % c.tp != 0) bad_config(origin, "tp", "--tp " + std::to_string(c.tp) + " must divide d_ff " + std::to_string(c.d_ff));
-    if (c.sp && c.seq % c.tp != 0)
+    if (c.sp && c.cp == 1 && c.seq % c.tp != 0)
         bad_config(origin, "sp", "--sp: --tp " + std::to_string(c.tp) + " must divide the sequence length " + std::to_string(c.seq));
+    // Megatron-core splits each sequence into 2 x cp chunks (a rank takes chunks i and 2 cp - 1 - i).
+    if (c.cp > 1 && c.seq % (2 * c.cp) != 0)
+        bad_config(origin, "cp",
+                   "--cp " + std::to_string(c.cp) + ": the sequence length " + std::to_string(c.seq) +
+                       " must be a multiple of 2 x cp = " + std::to_string(2 * c.cp) + " (two chunks a rank)");
+    if (c.sp && c.cp > 1 && (c.seq / c.cp) % c.tp != 0)
+        bad_config(
+            origin, "sp",
+            "--sp: --tp " + std::to_string(c.tp) + " must divide a context-parallel rank's " + std::to_string(c.seq / c.cp) + " tokens");
     if (c.n_layer % c.pp != 0)
         bad_config(origin, "pp", "--pp " + std::to_string(c.pp) + " must divide the " + std::to_string(c.n_layer) + " layers");
     if (c.stage >= c.pp)
@@ -156,7 +168,13 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     DocBuilder b(c.pp == 1 ? name : name + " (stage " + std::to_string(c.stage + 1) + " of " + std::to_string(c.pp) + ")");
     b.doc()["description"] = "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " +
                              std::to_string(c.n_head) + " heads, vocab " + std::to_string(c.vocab);
-    b.doc()["dims"] = {{"batch", c.batch}, {"seq", c.seq}};
+    // Context parallelism: a rank holds seq / cp tokens (its "seq"); attention's keys and values are
+    // gathered from the group (model/graph.hpp ContextParallel): a concat of the rank's shard
+    // standing for the gathered buffer, and causal attention of the rank's queries over the whole
+    // sequence, half of which the balanced chunks need (flash attention skips the masked blocks).
+    const std::int64_t cp = c.cp, seq = c.seq / cp;
+    std::vector<std::string> kv_gathers;
+    b.doc()["dims"] = {{"batch", c.batch}, {"seq", seq}};
     // Sequence parallelism (Korthikanti et al. 2022, section 4.2.2): between the tensor-parallel
     // blocks (layernorm, dropout, residual) each rank holds 1/t of the sequence; the input of a
     // column-parallel block is all-gathered (g: a concat of the rank's shard, standing for the
@@ -165,7 +183,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // linears' backward (Megatron re-gathers them there instead: a layer holds 4 s b h (1 - 1/t)
     // bytes more here).
     const bool sp = c.sp && t > 1;
-    const std::int64_t ss = sp ? c.seq / t : 0;
+    const std::int64_t ss = sp ? seq / t : 0;
     std::vector<std::string> gathers, scatters;
     auto gather = [&](const std::string& node, const std::string& in) {
         gathers.push_back(b.node(node, "concat", json(std::vector<std::string>(static_cast<std::size_t>(t), in)), {{"axis", 1}}));
@@ -219,12 +237,21 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             b.node(p + "attn." + part + ".view", "reshape", {p + "attn.split:" + std::to_string(idx)}, {{"shape", heads_shape}});
             b.node(p + "attn." + part, "permute", {p + "attn." + part + ".view"}, to_heads);
         }
-        b.node(p + "attn.scores", "matmul", {p + "attn.q", p + "attn.k"}, {{"transpose_b", true}});
+        std::string keys = p + "attn.k", values = p + "attn.v";
+        if (cp > 1) {
+            for (std::string* kv : {&keys, &values}) {
+                const std::string node = *kv + ".gather";
+                kv_gathers.push_back(
+                    b.node(node, "concat", json(std::vector<std::string>(static_cast<std::size_t>(cp), *kv)), {{"axis", 2}}));
+                *kv = node;
+            }
+        }
+        b.node(p + "attn.scores", "matmul", {p + "attn.q", keys}, {{"transpose_b", true}});
         b.node(p + "attn.scale", "scale", {p + "attn.scores"}, {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
         b.node(p + "attn.mask", "causal_mask", {p + "attn.scale"});
         std::string probs = b.node(p + "attn.softmax", "softmax", {p + "attn.mask"}, {{"axis", -1}});
         probs = b.dropout(p + "attn.drop", probs, c.dropout);
-        b.node(p + "attn.context", "matmul", {probs, p + "attn.v"});
+        b.node(p + "attn.context", "matmul", {probs, values});
         // merge heads: [B, H, S, Dh] -> [B, S, H, Dh] must be materialised before the reshape
         b.node(p + "attn.merge", "permute", {p + "attn.context"}, {{"perm", {0, 2, 1, 3}}, {"copy", true}});
         b.node(p + "attn.merged", "reshape", {p + "attn.merge"}, {{"shape", {"batch", "seq", dl}}});
@@ -260,6 +287,11 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.doc()["pipeline"] = {{"stages", c.pp}, {"stage", c.stage}, {"layers", per_stage}};
         // A tied embedding: the first stage's wte and the last stage's copy (lm_head.w).
         if (c.tied_embeddings && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? "wte" : "lm_head.w";
+    }
+    if (cp > 1) {
+        b.doc()["context_parallel"] = {{"degree", cp}, {"all_gather", kv_gathers}};
+        b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(cp) +
+                                 "-way context parallelism (" + std::to_string(seq) + " of " + std::to_string(c.seq) + " tokens)";
     }
     if (t > 1) {
         json reduce = first && !sp ? json::array({"tok_emb"}) : json::array();

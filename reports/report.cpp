@@ -328,6 +328,11 @@ ojson parallel_json(const ParallelAnalysis& p) {
         j["stages"] = st;
     }
     j["micro_batches"] = p.micro_batches;
+    if (p.cp > 1) {
+        j["cp"] = p.cp;
+        j["cp_comm_s"] = p.cp_comm_s;
+        j["cp_collectives"] = p.cp_collectives;
+    }
     j["tp_comm_s"] = p.tp_comm_s;
     j["tp_collectives"] = p.tp_collectives;
     if (p.tp_collectives > 0)
@@ -541,19 +546,24 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
             p.tp > 1 ? fmt::format(" (compute includes {} tensor-parallel all-reduces, {} of {} each, {} in all)", p.tp_collectives,
                                    human_time(p.tp_example.time_s), human_bytes(p.tp_example.bytes), human_time(p.tp_comm_s))
                      : "";
+        const std::string cp =
+            p.cp > 1 ? fmt::format(" (and {} context-parallel key/value gathers and their gradients' reduce-scatters, {} in all)",
+                                   p.cp_collectives, human_time(p.cp_comm_s))
+                     : "";
         out += fmt::format(
-            "parallel:       tp {} x pp {} x dp {} = {} ranks on {} ({} node{}), ZeRO-{}, {} micro-batch{} a rank: step {} = compute {}{} "
+            "parallel:       tp {} x {}pp {} x dp {} = {} ranks on {} ({} node{}), ZeRO-{}, {} micro-batch{} a rank: step {} = compute "
+            "{}{} "
             "+ exposed "
             "data-parallel "
             "communication {} (of {} in {} collectives){}; per rank peak memory {} ({}) {} {}; MFU {:.1f}%{}\n",
-            p.tp, p.pp, p.options.dp, p.devices, p.cluster, p.nodes, p.nodes == 1 ? "" : "s", p.options.zero, p.micro_batches,
-            p.micro_batches == 1 ? "" : "es", human_time(p.step_time_s), human_time(p.compute_s),
+            p.tp, p.cp > 1 ? fmt::format("cp {} x ", p.cp) : "", p.pp, p.options.dp, p.devices, p.cluster, p.nodes, p.nodes == 1 ? "" : "s",
+            p.options.zero, p.micro_batches, p.micro_batches == 1 ? "" : "es", human_time(p.step_time_s), human_time(p.compute_s),
             p.pp > 1 ? fmt::format(" (pipeline{}: bubble {:.1f}%, sends {})",
                                    p.interleave > 1 ? fmt::format(", {} virtual stages a device", p.interleave) : "",
                                    100.0 * p.bubble_fraction, human_time(p.p2p_s))
                      : "",
-            human_time(p.exposed_comm_s), human_time(p.comm_s), p.comms.size(), tp, human_bytes(static_cast<double>(p.peak_bytes)), parts,
-            static_cast<double>(p.peak_bytes) <= ctx.hw.device_memory().capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
+            human_time(p.exposed_comm_s), human_time(p.comm_s), p.comms.size(), tp + cp, human_bytes(static_cast<double>(p.peak_bytes)),
+            parts, static_cast<double>(p.peak_bytes) <= ctx.hw.device_memory().capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
             human_bytes(ctx.hw.device_memory().capacity_bytes.value), 100.0 * p.mfu,
             p.tokens_per_s > 0 ? fmt::format("; {} tokens/s", human_si(p.tokens_per_s, "")) : "");
     }

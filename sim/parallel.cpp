@@ -41,24 +41,30 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     r.options = opt;
     r.cluster = cluster.name;
     r.tp = g.tensor_parallel.degree;
+    r.cp = g.context_parallel.degree;
     const int node = cluster.gpus_per_node();
     r.pp = g.pipeline.stages;
-    r.devices = r.tp * r.pp * opt.dp;
-    if (most > 0 && r.devices > most)
-        throw InputError(fmt::format("--tp {} x --pp {} x --dp {} = {} devices: {} holds at most {}", r.tp, r.pp, opt.dp, r.devices,
-                                     cluster.name, most));
+    r.devices = r.tp * r.cp * r.pp * opt.dp;
+    const std::string ranks = r.cp > 1
+                                  ? fmt::format("--tp {} x --cp {} x --pp {} x --dp {} = {} devices", r.tp, r.cp, r.pp, opt.dp, r.devices)
+                                  : fmt::format("--tp {} x --pp {} x --dp {} = {} devices", r.tp, r.pp, opt.dp, r.devices);
+    if (most > 0 && r.devices > most) throw InputError(fmt::format("{}: {} holds at most {}", ranks, cluster.name, most));
     r.nodes = (r.devices + node - 1) / node;
     if (cluster.torus) {  // a TPU job is a slice of the torus
         try {
             (void)torus_shape(cluster, r.devices);
         } catch (const InputError& e) {
-            throw InputError(fmt::format("--tp {} x --pp {} x --dp {} = {} devices: {}", r.tp, r.pp, opt.dp, r.devices, e.what()));
+            throw InputError(fmt::format("{}: {}", ranks, e.what()));
         }
     }
-    // Placement: a tensor-parallel group fills a node first (Megatron's rank order); the ranks of
-    // one data-parallel group are then node / tp to a node.
+    // Placement (Megatron's rank order): a tensor-parallel group fills a node first, then the
+    // context-parallel ranks, node / tp to a node; the gradients are reduced over the data- and
+    // context-parallel ranks together (they hold the same weights), node / tp of them to a node.
     const CommGroup tp_group{r.tp, std::min(r.tp, node)};
-    const CommGroup group{opt.dp, std::max(1, std::min(opt.dp, node / std::max(1, r.tp)))};
+    const int per_node = std::max(1, node / std::max(1, r.tp));
+    const CommGroup cp_group{r.cp, std::min(r.cp, per_node)};
+    const int reducers = opt.dp * r.cp;
+    const CommGroup group{reducers, std::min(reducers, per_node)};
 
     // When each op ends on the compute stream, and which phase it belongs to.
     std::vector<double> end_of(g.nodes().size(), 0.0);
@@ -95,12 +101,30 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     // backward (Megatron's f and g operators: 2 + 2 per transformer layer). They block the compute
     // stream, so every later op moves by their time; `shifted` maps a single-device time to it.
     std::vector<std::pair<double, double>> tp_events;  // (single-device time, duration)
-    if (r.tp > 1) {
-        std::vector<double> grad_end(g.nodes().size(), -1.0);
-        for (const ScheduledOp& s : a.schedule.ops) {
-            const NodeId d = g.node(s.node).differentiates;
-            if (d != kNoNode) grad_end[static_cast<std::size_t>(d)] = std::max(grad_end[static_cast<std::size_t>(d)], s.end_s);
+    std::vector<double> grad_end(g.nodes().size(), -1.0);
+    for (const ScheduledOp& s : a.schedule.ops) {
+        const NodeId d = g.node(s.node).differentiates;
+        if (d != kNoNode) grad_end[static_cast<std::size_t>(d)] = std::max(grad_end[static_cast<std::size_t>(d)], s.end_s);
+    }
+    // Context parallelism: the keys and values all-gathered after the named nodes forward, their
+    // gradients reduce-scattered backward, on the compute stream's critical path (all-gather CP
+    // does not overlap them; Megatron's ring variant would hide part of it behind attention).
+    for (const std::string& name : g.context_parallel.all_gather) {
+        const NodeId n = g.find_node(name);
+        if (n == kNoNode || r.cp < 2) continue;
+        const double bytes = static_cast<double>(g.tensor(g.node(n).outputs.front()).desc.bytes());
+        const double fwd = collective_cost(cluster, Collective::all_gather, bytes, cp_group).time_s;
+        tp_events.push_back({end_of[static_cast<std::size_t>(n)], fwd});
+        r.cp_comm_s += fwd;
+        ++r.cp_collectives;
+        if (grad_end[static_cast<std::size_t>(n)] >= 0) {
+            const double bwd = collective_cost(cluster, Collective::reduce_scatter, bytes, cp_group).time_s;
+            tp_events.push_back({grad_end[static_cast<std::size_t>(n)], bwd});
+            r.cp_comm_s += bwd;
+            ++r.cp_collectives;
         }
+    }
+    if (r.tp > 1) {
         // All-reduces after a node forward and of its gradient backward; with sequence parallelism
         // an all-gather of a node's output (reduce-scatter backward) and a reduce-scatter of its
         // input (all-gather backward), each of the full tensor: the same bytes a rank sends as the
@@ -139,12 +163,12 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
             for (int i = 0; i < 3; ++i) tp_events.push_back({end_of[static_cast<std::size_t>(n)], t});
             r.tp_collectives += 3;
         }
-        std::sort(tp_events.begin(), tp_events.end());
     }
+    std::sort(tp_events.begin(), tp_events.end());
     // delay[i]: the time of the first i events, so that a time moves by the events up to it.
     std::vector<double> delay(tp_events.size() + 1, 0.0);
     for (std::size_t i = 0; i < tp_events.size(); ++i) delay[i + 1] = delay[i] + tp_events[i].second;
-    r.tp_comm_s = delay.back();
+    r.tp_comm_s = delay.back() - r.cp_comm_s;
     auto shifted = [&](double t) {
         const auto past = std::upper_bound(tp_events.begin(), tp_events.end(), t, [](double x, const auto& e) { return x < e.first; });
         return t + delay[static_cast<std::size_t>(past - tp_events.begin())];
@@ -157,6 +181,8 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     for (double& e : end_of) e = shifted(e) + earlier;
     r.tp_comm_s *= K;
     r.tp_collectives *= K;
+    r.cp_comm_s *= K;
+    r.cp_collectives *= K;
 
     // Gradients in the order backward produces them.
     std::vector<Gradient> grads;
@@ -188,7 +214,7 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     };
 
     double ready_for_update = earlier + backward_end;
-    if (opt.dp > 1) {
+    if (reducers > 1) {
         // With ZeRO every rank updates only its shard, so the parameters are all-gathered before
         // the forward that uses them, prefetched layer by layer and overlapped with it (ZeRO-1/2:
         // the updated parameters of the previous step, as Megatron's distributed optimizer with
@@ -217,7 +243,7 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     }
     // The optimizer updates (its shard of) the parameters once every gradient is reduced; with
     // ZeRO its work shrinks with the shard too.
-    const double optimizer_share = opt.zero >= 1 ? 1.0 / opt.dp : 1.0;
+    const double optimizer_share = opt.zero >= 1 ? 1.0 / reducers : 1.0;
     const double step = ready_for_update + optimizer_s * optimizer_share;
     r.compute_s = K * pass_s + optimizer_s * optimizer_share;
     r.pass_s = pass_s;
@@ -230,16 +256,16 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     // the gathered parameters of the layers in flight, counted as twice the largest parameter.
     std::int64_t accumulated = 0;
     for (const Gradient& gr : grads) accumulated += gr.bytes;
-    accumulated = static_cast<std::int64_t>(static_cast<double>(accumulated) * shard_of(MemoryCategory::gradients, opt.zero, opt.dp));
+    accumulated = static_cast<std::int64_t>(static_cast<double>(accumulated) * shard_of(MemoryCategory::gradients, opt.zero, reducers));
     for (const MemoryStep& s : a.memory.steps) {
         CategoryBytes scaled{};
         std::int64_t total = 0;
         for (std::size_t c = 0; c < kMemoryCategories; ++c) {
             scaled[c] =
-                static_cast<std::int64_t>(static_cast<double>(s.bytes[c]) * shard_of(static_cast<MemoryCategory>(c), opt.zero, opt.dp));
+                static_cast<std::int64_t>(static_cast<double>(s.bytes[c]) * shard_of(static_cast<MemoryCategory>(c), opt.zero, reducers));
             total += scaled[c];
         }
-        if (opt.zero == 3 && opt.dp > 1) {
+        if (opt.zero == 3 && reducers > 1) {
             scaled[static_cast<std::size_t>(MemoryCategory::weights)] += 2 * largest_param;
             total += 2 * largest_param;
         }
@@ -259,7 +285,7 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     const auto seq = g.dims.find("seq");
     if (batch_dim != g.dims.end() && r.step_time_s > 0)
         r.tokens_per_s = static_cast<double>(batch_dim->second) * (seq != g.dims.end() ? static_cast<double>(seq->second) : 1.0) * opt.dp *
-                         K / r.step_time_s;
+                         r.cp * K / r.step_time_s;  // a context-parallel rank's seq is its share
     return r;
 }
 
@@ -299,7 +325,7 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
     if (p > 1 && !g_first.pipeline.shared_embedding.empty()) {
         const TensorId w = g_first.find_tensor(g_first.pipeline.shared_embedding);
         if (w >= 0) {
-            const CommGroup ends{2, r.tp * opt.dp * (p - 1) >= cluster.gpus_per_node() ? 1 : 2};
+            const CommGroup ends{2, r.tp * r.cp * opt.dp * (p - 1) >= cluster.gpus_per_node() ? 1 : 2};
             r.embedding_all_reduce_s =
                 collective_cost(cluster, Collective::all_reduce, static_cast<double>(g_first.tensor(w).desc.bytes()), ends).time_s;
         }
@@ -321,7 +347,7 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
         std::int64_t act = 0;  // what stage 2 receives: its [batch, seq, d_model] input
         for (const Tensor& t : stages[1].graph->tensors())
             if (t.role == TensorRole::input && t.name == "hidden") act = t.desc.bytes();
-        const CommGroup pair{2, r.tp * opt.dp >= cluster.gpus_per_node() ? 1 : 2};
+        const CommGroup pair{2, r.tp * r.cp * opt.dp >= cluster.gpus_per_node() ? 1 : 2};
         // Megatron's scatter/gather optimisation: each tensor-parallel rank sends 1/tp of it.
         // Interleaved: a micro-batch crosses p x v - 1 chunk boundaries each way.
         r.p2p_s = 2.0 * (p * v - 1) * collective_cost(cluster, Collective::send_recv, static_cast<double>(act) / r.tp, pair).time_s;

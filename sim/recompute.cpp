@@ -210,6 +210,7 @@ RecomputeResult apply_recompute(const Graph& g, const RecomputePlan& plan) {
     out.compute_dtype = g.compute_dtype;
     out.precision = g.precision;
     out.tensor_parallel = g.tensor_parallel;
+    out.context_parallel = g.context_parallel;
     out.pipeline = g.pipeline;
     const std::size_t nt = g.tensors().size();
     const auto marked = static_cast<std::size_t>(std::count(plan.recompute.begin(), plan.recompute.end(), true));

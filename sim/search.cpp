@@ -28,8 +28,8 @@ std::vector<int> divisors(int n) {
 // The stage whose analysis stands for stage s of p: the middle stages share stage 1's.
 int representative(int s, int p) { return s > 0 && s < p - 1 ? 1 : s; }
 
-using Key = std::tuple<int, int, int, int, std::string, bool>;  // tp, pp, stage, micro-batch, recompute, sp
-Key key_of(const StageRequest& r) { return {r.tp, r.pp, r.stage, r.micro_batch, r.recompute, r.sp}; }
+using Key = std::tuple<int, int, int, int, int, std::string, bool>;  // tp, cp, pp, stage, micro-batch, recompute, sp
+Key key_of(const StageRequest& r) { return {r.tp, r.cp, r.pp, r.stage, r.micro_batch, r.recompute, r.sp}; }
 
 struct Built {
     std::optional<BuiltStage> stage;
@@ -47,6 +47,7 @@ StageBuilder template_stage_builder(const std::string& model, const ModelOverrid
         ov.pp = r.pp;
         ov.stage = r.stage;
         ov.sp = r.sp;
+        ov.cp = r.cp;
         BuiltStage b;
         b.graph = std::make_unique<Graph>(build_training_step(load_model_arg(model, ov), training));
         std::optional<RecomputePlan> plan;
@@ -67,6 +68,9 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     if (space.zero.empty()) space.zero = {0, 1, 2, 3};
     if (space.interleave.empty()) space.interleave = {1, 2};
     if (space.sequence_parallel.empty()) space.sequence_parallel = {true};
+    if (space.context_parallel.empty()) space.context_parallel = {1};
+    for (const int c : space.context_parallel)
+        if (c < 1) throw InputError(fmt::format("--cp {}: expected positive context-parallel degrees", c));
     if (space.gpus < 1) throw InputError(fmt::format("--gpus {}: expected a positive number of GPUs", space.gpus));
     if (space.global_batch < 1) throw InputError("--global-batch: expected the samples per iteration (a positive number)");
     const int node = cluster.gpus_per_node();
@@ -99,33 +103,40 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
 
     // The tuples to evaluate, by family (tp, pp, recompute, sp) in increasing micro-batch.
     struct Tuple {
-        int tp, pp, dp, mb;
+        int tp, cp, pp, dp, mb;
         std::string rc;
         bool sp;
     };
-    std::map<std::tuple<int, int, std::string, bool>, std::vector<Tuple>> families;
+    using Family = std::tuple<int, int, int, std::string, bool>;  // tp, cp, pp, recompute, sp
+    std::map<Family, std::vector<Tuple>> families;
     std::vector<int> sizes = space.micro_batches;
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     const std::size_t variants = space.zero.size() * space.interleave.size();
+    std::vector<int> cps = space.context_parallel;
+    std::sort(cps.begin(), cps.end());
+    cps.erase(std::unique(cps.begin(), cps.end()), cps.end());
     for (const int tp : divisors(space.gpus)) {
         if (tp > node) continue;  // tensor parallelism stays inside a node (Megatron's placement)
-        for (const int pp : divisors(space.gpus / tp)) {
-            const int dp = space.gpus / (tp * pp);
-            for (const std::string& rc : space.recompute) {
-                for (const bool sp_wanted : space.sequence_parallel) {
-                    if (sp_wanted && tp == 1 && std::count(space.sequence_parallel.begin(), space.sequence_parallel.end(), false) > 0)
-                        continue;  // at tp 1 sequence parallelism is the same configuration as without
-                    const bool sp = sp_wanted && tp > 1;
-                    for (const int mb : sizes) {
-                        result.enumerated += variants;
-                        if (space.global_batch % (static_cast<std::int64_t>(mb) * dp) != 0) {
-                            for (std::size_t z = 0; z < variants; ++z)
-                                reject(fmt::format("batch: global batch {} is not a multiple of micro-batch {} x dp {}", space.global_batch,
-                                                   mb, dp));
-                            continue;
+        for (const int cp : cps) {
+            if ((space.gpus / tp) % cp != 0) continue;
+            for (const int pp : divisors(space.gpus / (tp * cp))) {
+                const int dp = space.gpus / (tp * cp * pp);
+                for (const std::string& rc : space.recompute) {
+                    for (const bool sp_wanted : space.sequence_parallel) {
+                        if (sp_wanted && tp == 1 && std::count(space.sequence_parallel.begin(), space.sequence_parallel.end(), false) > 0)
+                            continue;  // at tp 1 sequence parallelism is the same configuration as without
+                        const bool sp = sp_wanted && tp > 1;
+                        for (const int mb : sizes) {
+                            result.enumerated += variants;
+                            if (space.global_batch % (static_cast<std::int64_t>(mb) * dp) != 0) {
+                                for (std::size_t z = 0; z < variants; ++z)
+                                    reject(fmt::format("batch: global batch {} is not a multiple of micro-batch {} x dp {}",
+                                                       space.global_batch, mb, dp));
+                                continue;
+                            }
+                            families[{tp, cp, pp, rc, sp}].push_back({tp, cp, pp, dp, mb, rc, sp});
                         }
-                        families[{tp, pp, rc, sp}].push_back({tp, pp, dp, mb, rc, sp});
                     }
                 }
             }
@@ -142,7 +153,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
         std::vector<StageStep> stages;
         std::string error;
         for (int s = 0; s < t.pp && error.empty(); ++s) {
-            const Built& b = built.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc, t.sp}));
+            const Built& b = built.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc, t.sp, t.cp}));
             if (!b.stage) {
                 error = b.error;
             } else {
@@ -156,7 +167,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                     reject(fmt::format("model: tp {} pp {}: {}", t.tp, t.pp, error));
                     continue;
                 }
-                if (z > 0 && t.dp == 1) {
+                if (z > 0 && t.dp * t.cp == 1) {
                     reject(fmt::format("zero: ZeRO {} needs data-parallel ranks (dp = 1 at tp {} pp {})", z, t.tp, t.pp));
                     continue;
                 }
@@ -175,6 +186,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                                                         : analyze_parallel(*stages[0].graph, *stages[0].analysis, cluster, o);
                     SearchCandidate c;
                     c.tp = t.tp, c.pp = t.pp, c.dp = t.dp, c.micro_batch = t.mb, c.zero = z, c.interleave = v, c.recompute = t.rc;
+                    c.cp = t.cp;
                     c.sp = t.sp;
                     c.micro_batches = p.micro_batches;
                     c.step_time_s = p.step_time_s;
@@ -196,7 +208,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
         }
         return any_fits || !error.empty();  // a family that cannot be built is counted invalid at every size
     };
-    std::map<std::tuple<int, int, std::string, bool>, bool> alive;
+    std::map<Family, bool> alive;
     for (const auto& [k, list] : families) alive[k] = true;
     std::size_t rounds = 0;
     for (const auto& [k, list] : families) rounds = std::max(rounds, list.size());
@@ -213,7 +225,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
             now.push_back(&t);
             for (int s = 0; s < t.pp; ++s) {
                 if (representative(s, t.pp) != s) continue;
-                const StageRequest r{t.tp, t.pp, s, t.mb, t.rc, t.sp};
+                const StageRequest r{t.tp, t.pp, s, t.mb, t.rc, t.sp, t.cp};
                 if (built.emplace(key_of(r), Built{}).second) requests.push_back(r);
             }
         }
@@ -237,13 +249,13 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
         for (const Built* b : slots) result.stages_analysed += b->stage ? 1 : 0;
         for (const Tuple* t : now) {
             const bool keep = evaluate(*t);
-            if (!keep) alive[{t->tp, t->pp, t->rc, t->sp}] = false;
+            if (!keep) alive[{t->tp, t->cp, t->pp, t->rc, t->sp}] = false;
         }
     }
     // Fitting first, then by iteration time; ties in a fixed order of the knobs (deterministic).
     std::sort(result.candidates.begin(), result.candidates.end(), [](const SearchCandidate& a, const SearchCandidate& b) {
-        return std::tuple(!a.fits, a.step_time_s, a.tp, a.sp, a.pp, a.interleave, a.micro_batch, a.recompute, a.zero) <
-               std::tuple(!b.fits, b.step_time_s, b.tp, b.sp, b.pp, b.interleave, b.micro_batch, b.recompute, b.zero);
+        return std::tuple(!a.fits, a.step_time_s, a.tp, a.sp, a.cp, a.pp, a.interleave, a.micro_batch, a.recompute, a.zero) <
+               std::tuple(!b.fits, b.step_time_s, b.tp, b.sp, b.cp, b.pp, b.interleave, b.micro_batch, b.recompute, b.zero);
     });
     std::vector<std::pair<std::int64_t, double>> points;
     for (const SearchCandidate& c : result.candidates) points.emplace_back(c.peak_bytes, c.step_time_s);

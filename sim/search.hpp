@@ -9,8 +9,9 @@
 // analyze_parallel, microseconds); a stage's analysis depends only on (tp, pp, stage, micro-batch,
 // recompute), so each is built once and shared by every dp and ZeRO stage that uses it, and the
 // middle stages of a pipeline, identical but for their layers' names, share stage 1's. Stages are
-// analysed on `jobs` threads. Interleaved 1F1B reuses the same stages. Sequence, context and expert
-// parallelism are not searched (not modelled yet).
+// analysed on `jobs` threads. Interleaved 1F1B reuses the same stages. Sequence parallelism is
+// searched with tp > 1, context parallelism over the degrees asked for (default 1); expert
+// parallelism is not modelled yet.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +36,7 @@ struct SearchSpace {
     // Sequence parallelism with tp > 1: candidates false/true (default: on, as Megatron-LM runs
     // tensor parallelism for large models); with tp = 1 it is off.
     std::vector<bool> sequence_parallel;
+    std::vector<int> context_parallel;     // candidate context-parallel degrees (default 1: not split)
     std::int64_t memory_budget_bytes = 0;  // per rank; 0: the chip's memory
     double bucket_bytes = 25.0 * 1024 * 1024;
     int jobs = 1;  // threads building and analysing stages
@@ -47,6 +49,7 @@ struct StageRequest {
     int micro_batch = 1;
     std::string recompute = "none";
     bool sp = false;
+    int cp = 1;
 };
 // The built stage: the graph (kept alive for the evaluation that may point to it) and its analysis.
 struct BuiltStage {
@@ -63,6 +66,7 @@ StageBuilder template_stage_builder(const std::string& model, const ModelOverrid
 
 struct SearchCandidate {
     int tp = 1, pp = 1, dp = 1, micro_batch = 1, zero = 0, interleave = 1;
+    int cp = 1;
     bool sp = false;
     std::string recompute = "none";
     int micro_batches = 1;  // per rank and iteration: global batch / (micro-batch x dp)

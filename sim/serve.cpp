@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "ops/error.hpp"
+#include "ops/op_rule.hpp"
 #include "ops/text.hpp"
 #include "sim/fusion.hpp"
 #include "sim/generate.hpp"
@@ -78,7 +79,7 @@ StepParts analyse_step(const DecoderArch& arch, const Hardware& hw, const ServeO
     for (const OpAnalysis& op : a.ops) {
         const Node& n = g.node(op.node);
         const double t = op.modelled ? op.modelled->time_s : op.roofline.time_s;
-        if (n.kind == OpKind::attention) s.attention_s += t;
+        if (traits_of(n.kind).kernel == KernelForm::attention) s.attention_s += t;
         if (is_head(n.name)) s.head_s += t;
     }
     s.peak_bytes = static_cast<double>(a.memory.peak_bytes);

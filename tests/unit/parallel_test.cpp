@@ -9,6 +9,7 @@
 #include "model/autodiff.hpp"
 #include "model/model_json.hpp"
 #include "sim/analysis.hpp"
+#include "sim/fusion.hpp"
 #include "sim/parallel.hpp"
 #include "support.hpp"
 
@@ -457,4 +458,66 @@ TEST_CASE("plan --cluster ranks each option by the job's iteration and its peak 
     const auto sweep = test::run_cli("plan gpt2-small --cluster dgx-a100 --dp 2 --batch-sweep -q");
     CHECK(sweep.code == 2);
     CHECK_THAT(sweep.out, Catch::Contains("--batch-sweep: not with --cluster"));
+}
+
+TEST_CASE("context parallelism: a rank's share of each sequence, keys and values gathered, balanced causal work", "[parallel][cp]") {
+    // A 4-layer GPT (d_model 2048, 16 heads) at batch 1 x 16,384 on 4 context-parallel ranks
+    // (Megatron-core's all-gather form): every token-wise op runs on 4,096 tokens; attention's
+    // queries are the rank's, its keys and values the whole sequence's, causal over balanced
+    // chunks, so with flash attention (the masked blocks skipped) a rank's FLOPs are the
+    // single-device step's / 4 (1%: the optimizer's are not split). Communication: an all-gather of
+    // K and of V a layer forward and a reduce-scatter of their gradients backward, each of the
+    // gathered [1, 16, 16384, 128] bf16 tensor (64 MiB), on the 4 context-parallel ranks of a node:
+    // 4 x 4 = 16 collectives, their cost exactly those of sim/collectives.
+    const Cluster c = builtin_cluster("dgx-a100");
+    const nlohmann::json cfg = {{"preset", "gpt2-small"}, {"n_ctx", 16384}, {"d_model", 2048}, {"n_layer", 4},
+                                {"n_head", 16},           {"batch", 1},     {"dropout", 0}};
+    auto step = [&](int cp) {
+        ModelOverrides ov;
+        ov.cp = cp;
+        nlohmann::json doc = {{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", cfg}};
+        return build_training_step(load_model(doc, "long-gpt", ov), TrainingOptions{});
+    };
+    const Graph one = step(1), four = step(4);
+    REQUIRE(four.context_parallel.degree == 4);
+    CHECK(four.context_parallel.all_gather.size() == 2 * 4);
+    CHECK(four.dims.at("seq") == 4096);
+    CHECK(four.tensor(four.node(four.find_node("h0.ln1")).outputs[0]).desc.shape == Shape{1, 4096, 2048});
+    CHECK(four.tensor(four.node(four.find_node("h0.attn.scores")).outputs[0]).desc.shape == Shape{1, 16, 4096, 16384});
+    auto fused = [&](const Graph& g) {
+        const FusionPlan plan = find_fusion_groups(g, c.hardware);
+        AnalysisOptions o;
+        o.fusion = &plan;
+        return analyze(g, c.hardware, o);
+    };
+    const Analysis a1 = fused(one), a4 = fused(four);
+    const double opt1 = static_cast<double>(a1.by_phase[static_cast<int>(Phase::optimizer)].work.flops());
+    CHECK(static_cast<double>(a4.total.flops()) - opt1 == Approx((static_cast<double>(a1.total.flops()) - opt1) / 4).epsilon(0.01));
+    // Activations kept for backward: a quarter of the token-wise ones, plus the gathered keys and
+    // values of the whole sequence (kept for attention's backward): between 1/4 and 1/2.
+    CHECK(a4.memory.saved_activation_bytes > a1.memory.saved_activation_bytes / 4);
+    CHECK(a4.memory.saved_activation_bytes < a1.memory.saved_activation_bytes / 2);
+    const ParallelAnalysis p = analyze_parallel(four, a4, c, ParallelOptions{});
+    CHECK(p.devices == 4);
+    CHECK(p.cp_collectives == 16);
+    const double bytes = 1.0 * 16 * 16384 * 128 * 2;
+    const CommGroup group{4, 4};
+    CHECK(p.cp_comm_s == Approx(8 * (collective_cost(c, Collective::all_gather, bytes, group).time_s +
+                                     collective_cost(c, Collective::reduce_scatter, bytes, group).time_s))
+                             .epsilon(1e-12));
+    // The weights' gradients are reduced over the 4 ranks (they hold the same weights).
+    CHECK(!p.comms.empty());
+    CHECK(p.tokens_per_s == Approx(16384.0 / p.step_time_s));
+
+    // Bad input: a sequence that does not split into 2 x cp chunks; --cp without a cluster; a model
+    // file without a context-parallel split.
+    const auto odd = test::run_cli("analyze gpt2-small --mode training --seq 1000 --cluster dgx-a100 --cp 16 -q");
+    CHECK(odd.code == 2);
+    CHECK_THAT(odd.out, Catch::Contains("--cp 16: the sequence length 1000 must be a multiple of 2 x cp = 32"));
+    const auto lone = test::run_cli("analyze gpt2-small --cp 2 -q");
+    CHECK(lone.code == 2);
+    CHECK_THAT(lone.out, Catch::Contains("--cp 2: name the cluster"));
+    const auto file = test::run_cli("analyze '" + test::source_path("examples/two-layer-mlp.json") + "' --cluster dgx-a100 --cp 2 -q");
+    CHECK(file.code == 2);
+    CHECK_THAT(file.out, Catch::Contains("has no context-parallel split"));
 }

@@ -164,3 +164,29 @@ TEST_CASE("search: bad spaces name the flag", "[search]") {
     const auto ok = test::run_cli("search gpt2-small --gpus 8 --cluster dgx-a100 --global-batch 8 --micro-batches 1 --recompute none -q");
     CHECK(ok.code == 0);
 }
+
+TEST_CASE("search over context-parallel degrees", "[search][cp]") {
+    using namespace roofline;
+    // GPT-2 medium at a sequence of 1,024 on 8 GPUs of a DGX A100, --cp 1,2: every configuration's
+    // tp x cp x pp x dp is 8; the cp = 2 ones are built with two context-parallel ranks and found
+    // among the analysed candidates.
+    const Cluster c = builtin_cluster("dgx-a100");
+    SearchSpace space;
+    space.gpus = 8;
+    space.global_batch = 16;
+    space.micro_batches = {2};
+    space.recompute = {"none"};
+    space.zero = {0};
+    space.interleave = {1};
+    space.context_parallel = {1, 2};
+    ModelOverrides ov;
+    ov.seq = 1024;
+    const SearchResult r =
+        search_parallel(c, space, template_stage_builder("gpt2-medium", ov, TrainingOptions{}, c.hardware, AnalysisOptions{}));
+    int with_cp = 0;
+    for (const SearchCandidate& k : r.candidates) {
+        CHECK(k.tp * k.cp * k.pp * k.dp == 8);
+        with_cp += k.cp == 2 ? 1 : 0;
+    }
+    CHECK(with_cp > 0);
+}
