@@ -78,6 +78,7 @@ void add_analyze(CLI::App& app) {
         args->sp = parallel->sp;
         args->pp = parallel->pp;
         args->cp = parallel->cp;
+        args->ep = parallel->ep;
         args->stage = 0;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;

@@ -70,6 +70,7 @@ Graph GraphArgs::build(TrainingOptions* t) const {
     ov.tp = tp;
     ov.sp = sp;
     ov.cp = cp;
+    ov.ep = ep;
     ov.pp = pp;
     ov.stage = stage;
     if (phase.empty() && context >= 0) throw InputError("--context is the cached tokens of --phase decode");

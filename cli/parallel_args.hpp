@@ -15,6 +15,7 @@ struct ParallelArgs {
     int dp = 1;
     int tp = 1;
     int cp = 1;
+    int ep = 1;
     int pp = 1;
     int zero = 0;
     int interleave = 1;
@@ -42,6 +43,11 @@ struct ParallelArgs {
                         "all-gathers the keys and values (their gradients reduce-scattered); gradients reduced over dp x cp ranks")
             ->check(CLI::PositiveNumber)
             ->capture_default_str();
+        cmd->add_option("--ep", ep,
+                        "expert-parallel ranks (needs --cluster and --dp a multiple; GPT templates with \"experts\"): each holds "
+                        "experts / ep of every MoE layer, tokens sent to their experts' ranks and back by all-to-alls")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
         cmd->add_option("--pp", pp,
                         "pipeline stages (needs --cluster; GPT templates): an equal share of the layers a stage, 1F1B over the "
                         "micro-batches of --global-batch")
@@ -66,7 +72,7 @@ struct ParallelArgs {
             ->capture_default_str();
     }
     bool wanted() const {
-        return !cluster.empty() || dp > 1 || tp > 1 || cp > 1 || pp > 1 || zero > 0 || global_batch > 0 || interleave > 1 || sp;
+        return !cluster.empty() || dp > 1 || tp > 1 || cp > 1 || ep > 1 || pp > 1 || zero > 0 || global_batch > 0 || interleave > 1 || sp;
     }
     // The cluster, checked against --hw; InputError naming the flag when the flags disagree.
     const Cluster* resolve(const std::string& hw) {
@@ -75,6 +81,7 @@ struct ParallelArgs {
             throw InputError(dp > 1           ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
                              : tp > 1         ? "--tp " + std::to_string(tp) + ": name the cluster the ranks run on with --cluster"
                              : cp > 1         ? "--cp " + std::to_string(cp) + ": name the cluster the ranks run on with --cluster"
+                             : ep > 1         ? "--ep " + std::to_string(ep) + ": name the cluster the ranks run on with --cluster"
                              : pp > 1         ? "--pp " + std::to_string(pp) + ": name the cluster the stages run on with --cluster"
                              : zero > 0       ? "--zero: needs --cluster and --dp"
                              : interleave > 1 ? "--interleave: needs --cluster and --pp"

@@ -109,6 +109,7 @@ void add_plan(CLI::App& app) {
         args->tp = parallel->tp;
         args->sp = parallel->sp;
         args->cp = parallel->cp;
+        args->ep = parallel->ep;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
         const Graph g = args->build(&t);

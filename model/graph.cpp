@@ -45,6 +45,7 @@ Graph::Graph(const Graph& o)
       precision(o.precision),
       tensor_parallel(o.tensor_parallel),
       context_parallel(o.context_parallel),
+      expert_parallel(o.expert_parallel),
       pipeline(o.pipeline),
       nodes_(o.nodes_),
       tensors_(o.tensors_),

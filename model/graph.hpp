@@ -75,6 +75,17 @@ struct ContextParallel {
     std::vector<std::string> all_gather;  // node names
 };
 
+// The model as one rank of an expert-parallel group (GShard, Lepikhin et al. 2020; Megatron-LM's
+// MoE): a rank holds experts / degree of each mixture-of-experts layer's experts; the named nodes'
+// outputs are all-to-alls among the group (each token copy sent to its expert's rank, the outputs
+// sent back), forward and, for their gradients, backward. The group is made of data-parallel
+// ranks (degree divides dp).
+struct ExpertParallel {
+    int degree = 1;
+    std::vector<std::string> all_to_all;  // node names
+    std::vector<std::string> parameters;  // the experts' weights (their gradients are reduced among the ranks holding them)
+};
+
 // A graph that is one stage of a pipeline-parallel model (Megatron-LM's equal split of the layers).
 struct PipelineStage {
     int stages = 1;
@@ -111,6 +122,7 @@ public:
     PrecisionPolicy precision;                 // the dtype policy's training settings
     TensorParallel tensor_parallel;            // the model as one rank of a tensor-parallel group
     ContextParallel context_parallel;          // ... and of a context-parallel group
+    ExpertParallel expert_parallel;            // ... and of an expert-parallel group
     PipelineStage pipeline;                    // the model as one stage of a pipeline
 
     TensorId add_input(const std::string& name, TensorDesc desc);

@@ -310,7 +310,7 @@ std::set<std::string> fp8_stored_parameters(const json& doc, const std::vector<N
 Graph build_graph(const json& doc, Context& c) {
     only_keys(doc,
               {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs", "tensor_parallel",
-               "context_parallel", "pipeline"},
+               "context_parallel", "expert_parallel", "pipeline"},
               c.origin, "");
     Graph g;
     g.name = doc.contains("name") ? require(doc, "name", json::value_t::string, c.origin, "").get<std::string>()
@@ -442,22 +442,36 @@ Graph build_graph(const json& doc, Context& c) {
             g.tensor_parallel.sequence_parallel = tp["sequence_parallel"].get<bool>();
         }
     }
-    if (doc.contains("context_parallel")) {
-        const json& cp = require(doc, "context_parallel", json::value_t::object, c.origin, "");
-        only_keys(cp, {"degree", "all_gather"}, c.origin, "/context_parallel");
-        const json& deg = cp.contains("degree") ? cp["degree"] : json();
-        if (!deg.is_number_integer() || deg.get<std::int64_t>() < 1 || deg.get<std::int64_t>() > 4096)
-            fail(c.origin, "/context_parallel/degree", "expected a positive integer number of ranks");
-        g.context_parallel.degree = deg.get<int>();
-        if (cp.contains("all_gather")) {
-            const json& ag = require(cp, "all_gather", json::value_t::array, c.origin, "/context_parallel");
-            for (std::size_t i = 0; i < ag.size(); ++i) {
-                if (!ag[i].is_string() || g.find_node(ag[i].get<std::string>()) == kNoNode)
-                    fail(c.origin, "/context_parallel/all_gather/" + std::to_string(i), "expected the name of a node, got " + ag[i].dump());
-                g.context_parallel.all_gather.push_back(ag[i].get<std::string>());
+    // Context and expert parallelism: {"degree": N, "<collective>": [node names]}.
+    const auto read_split = [&](const char* key, const char* list, int& degree, std::vector<std::string>& names) {
+        if (!doc.contains(key)) return;
+        const std::string path = "/" + std::string(key);
+        const json& sp = require(doc, key, json::value_t::object, c.origin, "");
+        only_keys(sp, {"degree", list, "parameters"}, c.origin, path);
+        if (sp.contains("parameters")) {
+            if (std::string(key) != "expert_parallel") fail(c.origin, path + "/parameters", "only expert_parallel lists parameters");
+            const json& ps = require(sp, "parameters", json::value_t::array, c.origin, path);
+            for (std::size_t i = 0; i < ps.size(); ++i) {
+                const TensorId t = ps[i].is_string() ? g.find_tensor(ps[i].get<std::string>()) : -1;
+                if (t < 0 || g.tensor(t).role != TensorRole::parameter)
+                    fail(c.origin, path + "/parameters/" + std::to_string(i), "expected the name of a parameter, got " + ps[i].dump());
+                g.expert_parallel.parameters.push_back(ps[i].get<std::string>());
             }
         }
-    }
+        const json& deg = sp.contains("degree") ? sp["degree"] : json();
+        if (!deg.is_number_integer() || deg.get<std::int64_t>() < 1 || deg.get<std::int64_t>() > 4096)
+            fail(c.origin, path + "/degree", "expected a positive integer number of ranks");
+        degree = deg.get<int>();
+        if (!sp.contains(list)) return;
+        const json& ns = require(sp, list, json::value_t::array, c.origin, path);
+        for (std::size_t i = 0; i < ns.size(); ++i) {
+            if (!ns[i].is_string() || g.find_node(ns[i].get<std::string>()) == kNoNode)
+                fail(c.origin, path + "/" + list + "/" + std::to_string(i), "expected the name of a node, got " + ns[i].dump());
+            names.push_back(ns[i].get<std::string>());
+        }
+    };
+    read_split("context_parallel", "all_gather", g.context_parallel.degree, g.context_parallel.all_gather);
+    read_split("expert_parallel", "all_to_all", g.expert_parallel.degree, g.expert_parallel.all_to_all);
     return g;
 }
 
@@ -520,6 +534,7 @@ void add_parallel_config(const std::string& name, json& config, ModelOverrides& 
         config["sp"] = true;
         if (ov.seq) config["seq"] = *ov.seq;  // the sequence shard's length is a number in the document
     }
+    if (ov.ep > 1) config["ep"] = ov.ep;
     if (ov.cp > 1) {
         config["cp"] = ov.cp;
         if (ov.seq) config["seq"] = *ov.seq;
@@ -564,6 +579,7 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     };
     require_split("--tp", ov.tp, g.tensor_parallel.degree, "tensor-parallel", "tensor_parallel");
     require_split("--cp", ov.cp, g.context_parallel.degree, "context-parallel", "context_parallel");
+    require_split("--ep", ov.ep, g.expert_parallel.degree, "expert-parallel", "expert_parallel");
     if (ov.pp > 1 && g.pipeline.stages != ov.pp)
         throw InputError("--pp " + std::to_string(ov.pp) + ": " + origin +
                          (g.pipeline.stages > 1 ? " is stage " + std::to_string(g.pipeline.stage + 1) + " of " +

@@ -33,6 +33,8 @@ struct ModelOverrides {
     // Context-parallel ranks (--cp): a template that can split builds one rank's share of the
     // sequence (model/graph.hpp ContextParallel); any other model must declare the same degree.
     int cp = 1;
+    // Expert-parallel ranks (--ep): a template with experts builds one rank's share of them.
+    int ep = 1;
     // Pipeline stages (--pp) and which one to build: a template that can split builds that stage.
     int pp = 1;
     int stage = 0;

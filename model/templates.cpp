@@ -30,10 +30,13 @@ struct GptConfig {
     double dropout = 0.1;
     bool tied_embeddings = true;
     std::string dtype = "bf16";
-    std::int64_t tp = 1;  // tensor-parallel ranks: the document is one rank's share
-    bool sp = false;      // sequence parallelism with tp: norms, dropout, residuals sharded by sequence
-    std::int64_t cp = 1;  // context-parallel ranks: the document holds seq / cp tokens of each sequence
-    std::int64_t pp = 1;  // pipeline stages: the document is stage `stage` (its layers only)
+    std::int64_t tp = 1;       // tensor-parallel ranks: the document is one rank's share
+    bool sp = false;           // sequence parallelism with tp: norms, dropout, residuals sharded by sequence
+    std::int64_t cp = 1;       // context-parallel ranks: the document holds seq / cp tokens of each sequence
+    std::int64_t experts = 0;  // mixture-of-experts MLPs of this many experts (0: dense)
+    std::int64_t top_k = 2;    // experts a token is routed to
+    std::int64_t ep = 1;       // expert-parallel ranks: the document holds experts / ep of them
+    std::int64_t pp = 1;       // pipeline stages: the document is stage `stage` (its layers only)
     std::int64_t stage = 0;
 };
 
@@ -110,6 +113,13 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             c.sp = v.get<bool>();
         } else if (k == "cp") {
             c.cp = positive_int(v, origin, k);
+        } else if (k == "experts") {
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 0) bad_config(origin, k, "expected a number of experts >= 0 (0: dense)");
+            c.experts = v.get<std::int64_t>();
+        } else if (k == "top_k") {
+            c.top_k = positive_int(v, origin, k);
+        } else if (k == "ep") {
+            c.ep = positive_int(v, origin, k);
         } else if (k == "pp") {
             c.pp = positive_int(v, origin, k);
         } else if (k == "stage") {
@@ -119,7 +129,7 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             bad_config(origin, k,
                        "unknown key '" + k +
                            "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, "
-                           "dtype, tp, sp, cp, pp, stage)");
+                           "dtype, tp, sp, cp, experts, top_k, ep, pp, stage)");
         }
     }
     if (c.d_model % c.n_head != 0) bad_config(origin, "n_head", "n_head must divide d_model");
@@ -140,6 +150,19 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
         bad_config(
             origin, "sp",
             "--sp: --tp " + std::to_string(c.tp) + " must divide a context-parallel rank's " + std::to_string(c.seq / c.cp) + " tokens");
+    if (c.ep > 1 && c.experts == 0)
+        bad_config(origin, "ep", "--ep " + std::to_string(c.ep) + ": the model has no experts (config \"experts\")");
+    if (c.experts > 0) {
+        if (c.top_k > c.experts)
+            bad_config(origin, "top_k", "top_k " + std::to_string(c.top_k) + " exceeds the " + std::to_string(c.experts) + " experts");
+        if (c.experts % c.ep != 0)
+            bad_config(origin, "ep", "--ep " + std::to_string(c.ep) + " must divide the " + std::to_string(c.experts) + " experts");
+        if ((c.seq / c.cp) * c.top_k % c.experts != 0)
+            bad_config(origin, "experts",
+                       std::to_string(c.experts) + " experts: a rank's " + std::to_string(c.seq / c.cp) + " tokens x top_k " +
+                           std::to_string(c.top_k) + " must split evenly over the experts (uniform routing)");
+        if (c.sp) bad_config(origin, "sp", "--sp with mixture-of-experts layers is not modelled");
+    }
     if (c.n_layer % c.pp != 0)
         bad_config(origin, "pp", "--pp " + std::to_string(c.pp) + " must divide the " + std::to_string(c.n_layer) + " layers");
     if (c.stage >= c.pp)
@@ -166,8 +189,10 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     const bool first = c.stage == 0, last = c.stage == c.pp - 1;
     const std::int64_t per_stage = c.n_layer / c.pp, l0 = c.stage * per_stage, l1 = l0 + per_stage;
     DocBuilder b(c.pp == 1 ? name : name + " (stage " + std::to_string(c.stage + 1) + " of " + std::to_string(c.pp) + ")");
-    b.doc()["description"] = "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " +
-                             std::to_string(c.n_head) + " heads, vocab " + std::to_string(c.vocab);
+    b.doc()["description"] =
+        "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " + std::to_string(c.n_head) +
+        " heads, vocab " + std::to_string(c.vocab) +
+        (c.experts > 0 ? ", " + std::to_string(c.experts) + " experts (top-" + std::to_string(c.top_k) + ", uniform routing)" : "");
     // Context parallelism: a rank holds seq / cp tokens (its "seq"); attention's keys and values are
     // gathered from the group (model/graph.hpp ContextParallel): a concat of the rank's shard
     // standing for the gathered buffer, and causal attention of the rank's queries over the whole
@@ -214,6 +239,51 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         if (sp) x = scatter("embed_scatter", x);
         x = b.dropout("embed_drop", x, c.dropout);
     }
+    // Mixture-of-experts MLPs (c.experts > 0; Megatron-LM's MoE GPT, dropless): a router (a linear
+    // to the experts, softmax, top-k: reduce_max stands for the selection and a slice of the
+    // probabilities for the k routing weights), each token's k copies dispatched to k experts, the
+    // experts' MLPs (each split by tensor parallelism as the dense one), the outputs combined by the
+    // routing weights. Routing is UNIFORM (the trained router decides; uniform is the balanced case
+    // the auxiliary loss aims at): each expert runs tokens x k / experts tokens. With ep > 1 a rank
+    // holds experts / ep of them; an all-to-all sends each token copy to its expert's rank and one
+    // brings the outputs back (model/graph.hpp ExpertParallel), after which a rank's experts each
+    // run the tokens x k / experts of all ep ranks.
+    std::vector<std::string> all_to_all, expert_params;
+    const std::int64_t local_experts = c.experts / std::max<std::int64_t>(1, c.ep);
+    auto moe_mlp = [&](const std::string& p, const std::string& in) {
+        const std::int64_t k = c.top_k, E = c.experts, per_expert = seq * k * c.ep / E;
+        b.param(p + "router.w", {E, d});
+        b.node(p + "router", "linear", {in, p + "router.w"});
+        b.node(p + "router.softmax", "softmax", {p + "router"}, {{"axis", -1}});
+        b.node(p + "router.top_k", "reduce_max", {p + "router.softmax"}, {{"axes", {-1}}, {"keepdim", true}});
+        b.node(p + "router.weights", "slice", {p + "router.softmax"}, {{"starts", {0}}, {"ends", {k}}, {"axes", {2}}});
+        b.node(p + "router.weights4", "reshape", {p + "router.weights"}, {{"shape", {"batch", "seq", k, 1}}});
+        b.node(p + "moe.copies", "reshape", {in}, {{"shape", {"batch", "seq", 1, d}}});
+        b.node(p + "moe.expand", "expand", {p + "moe.copies"}, {{"shape", {"batch", "seq", k, d}}});
+        std::string routed = b.node(p + "moe.groups", "reshape", {p + "moe.expand"}, {{"shape", {"batch", seq * k / E, E, d}}});
+        if (c.ep > 1) {
+            all_to_all.push_back(b.node(p + "moe.dispatch", "permute", {routed}, {{"perm", {0, 1, 2, 3}}, {"copy", true}}));
+            routed = b.node(p + "moe.local", "reshape", {p + "moe.dispatch"}, {{"shape", {"batch", per_expert, local_experts, d}}});
+        }
+        json outs = json::array();
+        for (std::int64_t e = 0; e < local_experts; ++e) {
+            const std::string ex = p + "moe.expert_" + std::to_string(e) + ".";
+            for (const auto& [w, shape] :
+                 {std::pair<std::string, json>{"up.w", {ff, d}}, {"up.b", {ff}}, {"down.w", {d, ff}}, {"down.b", {d}}})
+                expert_params.push_back(b.param(ex + w, shape));
+            b.node(ex + "slice", "slice", {routed}, {{"starts", {e}}, {"ends", {e + 1}}, {"axes", {2}}});
+            b.node(ex + "tokens", "reshape", {ex + "slice"}, {{"shape", {"batch", per_expert, d}}});
+            b.node(ex + "up", "linear", {ex + "tokens", ex + "up.w", ex + "up.b"});
+            b.node(ex + "gelu", "gelu", {ex + "up"}, {{"approximate", "tanh"}});
+            b.node(ex + "down", "linear", {ex + "gelu", ex + "down.w", ex + "down.b"});
+            outs.push_back(b.node(ex + "out", "reshape", {ex + "down"}, {{"shape", {"batch", per_expert, 1, d}}}));
+        }
+        std::string back = b.node(p + "moe.outputs", "concat", outs, {{"axis", 2}});
+        if (c.ep > 1) all_to_all.push_back(back = b.node(p + "moe.combine", "permute", {back}, {{"perm", {0, 1, 2, 3}}, {"copy", true}}));
+        b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
+        b.node(p + "moe.weighted", "mul", {p + "moe.tokens", p + "router.weights4"});
+        return b.node(p + "mlp.moe", "reduce_sum", {p + "moe.weighted"}, {{"axes", {2}}});
+    };
     const json heads_shape = {"batch", "seq", h, dh};
     const json to_heads = {{"perm", {0, 2, 1, 3}}};
     for (std::int64_t l = l0; l < l1; ++l) {
@@ -223,10 +293,12 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.param(p + "attn.qkv.b", {3 * dl});
         b.param(p + "attn.proj.w", {d, dl});
         b.param(p + "attn.proj.b", {d});
-        b.param(p + "mlp.up.w", {ff, d});
-        b.param(p + "mlp.up.b", {ff});
-        b.param(p + "mlp.down.w", {d, ff});
-        b.param(p + "mlp.down.b", {d});
+        if (c.experts == 0) {
+            b.param(p + "mlp.up.w", {ff, d});
+            b.param(p + "mlp.up.b", {ff});
+            b.param(p + "mlp.down.w", {d, ff});
+            b.param(p + "mlp.down.b", {d});
+        }
 
         const std::string a = b.node(p + "ln1", "layernorm", {x, p + "ln1.w", p + "ln1.b"});
         const std::string qkv =
@@ -260,9 +332,14 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         o = b.dropout(p + "attn.resid_drop", o, c.dropout);
         x = b.node(p + "attn.residual", "add", {x, o});
         const std::string m = b.node(p + "ln2", "layernorm", {x, p + "ln2.w", p + "ln2.b"});
-        b.node(p + "mlp.up", "linear", {sp ? gather(p + "mlp.gather", m) : m, p + "mlp.up.w", p + "mlp.up.b"});
-        b.node(p + "mlp.gelu", "gelu", {p + "mlp.up"}, {{"approximate", "tanh"}});
-        std::string dn = b.node(p + "mlp.down", "linear", {p + "mlp.gelu", p + "mlp.down.w", p + "mlp.down.b"});
+        std::string dn;
+        if (c.experts == 0) {
+            b.node(p + "mlp.up", "linear", {sp ? gather(p + "mlp.gather", m) : m, p + "mlp.up.w", p + "mlp.up.b"});
+            b.node(p + "mlp.gelu", "gelu", {p + "mlp.up"}, {{"approximate", "tanh"}});
+            dn = b.node(p + "mlp.down", "linear", {p + "mlp.gelu", p + "mlp.down.w", p + "mlp.down.b"});
+        } else {
+            dn = moe_mlp(p, m);
+        }
         if (sp) dn = scatter(p + "mlp.scatter", dn);
         dn = b.dropout(p + "mlp.resid_drop", dn, c.dropout);
         x = b.node(p + "mlp.residual", "add", {x, dn});
@@ -288,6 +365,12 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         // A tied embedding: the first stage's wte and the last stage's copy (lm_head.w).
         if (c.tied_embeddings && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? "wte" : "lm_head.w";
     }
+    if (c.ep > 1) {
+        b.doc()["expert_parallel"] = {{"degree", c.ep}, {"all_to_all", all_to_all}, {"parameters", expert_params}};
+        b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(c.ep) +
+                                 "-way expert parallelism (" + std::to_string(local_experts) + " of " + std::to_string(c.experts) +
+                                 " experts)";
+    }
     if (cp > 1) {
         b.doc()["context_parallel"] = {{"degree", cp}, {"all_gather", kv_gathers}};
         b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(cp) +
@@ -296,7 +379,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     if (t > 1) {
         json reduce = first && !sp ? json::array({"tok_emb"}) : json::array();
         for (std::int64_t l = l0; l < l1 && !sp; ++l)
-            for (const char* n : {"attn.proj", "mlp.down"}) reduce.push_back("h" + std::to_string(l) + "." + n);
+            for (const char* n : {"attn.proj", c.experts > 0 ? "mlp.moe" : "mlp.down"}) reduce.push_back("h" + std::to_string(l) + "." + n);
         b.doc()["tensor_parallel"] = {{"degree", t}, {"all_reduce", reduce}};
         if (last) b.doc()["tensor_parallel"]["vocab_parallel_loss"] = {"loss"};
         if (sp) {

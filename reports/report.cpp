@@ -333,6 +333,11 @@ ojson parallel_json(const ParallelAnalysis& p) {
         j["cp_comm_s"] = p.cp_comm_s;
         j["cp_collectives"] = p.cp_collectives;
     }
+    if (p.ep > 1) {
+        j["ep"] = p.ep;
+        j["ep_comm_s"] = p.ep_comm_s;
+        j["ep_collectives"] = p.ep_collectives;
+    }
     j["tp_comm_s"] = p.tp_comm_s;
     j["tp_collectives"] = p.tp_collectives;
     if (p.tp_collectives > 0)
@@ -550,6 +555,9 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
             p.cp > 1 ? fmt::format(" (and {} context-parallel key/value gathers and their gradients' reduce-scatters, {} in all)",
                                    p.cp_collectives, human_time(p.cp_comm_s))
                      : "";
+        const std::string ep = p.ep > 1 ? fmt::format(" (and {} expert-parallel all-to-alls over {} ranks, {} in all)", p.ep_collectives,
+                                                      p.ep, human_time(p.ep_comm_s))
+                                        : "";
         out += fmt::format(
             "parallel:       tp {} x {}pp {} x dp {} = {} ranks on {} ({} node{}), ZeRO-{}, {} micro-batch{} a rank: step {} = compute "
             "{}{} "
@@ -562,8 +570,9 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                                    p.interleave > 1 ? fmt::format(", {} virtual stages a device", p.interleave) : "",
                                    100.0 * p.bubble_fraction, human_time(p.p2p_s))
                      : "",
-            human_time(p.exposed_comm_s), human_time(p.comm_s), p.comms.size(), tp + cp, human_bytes(static_cast<double>(p.peak_bytes)),
-            parts, static_cast<double>(p.peak_bytes) <= ctx.hw.device_memory().capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
+            human_time(p.exposed_comm_s), human_time(p.comm_s), p.comms.size(), tp + cp + ep,
+            human_bytes(static_cast<double>(p.peak_bytes)), parts,
+            static_cast<double>(p.peak_bytes) <= ctx.hw.device_memory().capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
             human_bytes(ctx.hw.device_memory().capacity_bytes.value), 100.0 * p.mfu,
             p.tokens_per_s > 0 ? fmt::format("; {} tokens/s", human_si(p.tokens_per_s, "")) : "");
     }

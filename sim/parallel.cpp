@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <fmt/format.h>
 
 #include "ops/error.hpp"
+#include "ops/op_rule.hpp"
 #include "sim/roofline.hpp"
 
 namespace roofline {
@@ -26,6 +28,7 @@ double shard_of(MemoryCategory c, int zero, int dp) {
 struct Gradient {
     double ready_s = 0;
     std::int64_t bytes = 0;
+    bool expert = false;  // of an expert's weight: reduced over the ranks that hold that expert
 };
 
 }  // namespace
@@ -65,6 +68,12 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     const CommGroup cp_group{r.cp, std::min(r.cp, per_node)};
     const int reducers = opt.dp * r.cp;
     const CommGroup group{reducers, std::min(reducers, per_node)};
+    // Expert parallelism: a group of data-parallel ranks (consecutive, after tp and cp).
+    r.ep = g.expert_parallel.degree;
+    if (r.ep > 1 && opt.dp % r.ep != 0)
+        throw InputError(fmt::format("--ep {}: the expert-parallel ranks are data-parallel ranks; it must divide --dp {}", r.ep, opt.dp));
+    const int ep_per_node = std::max(1, per_node / std::max(1, r.cp));
+    const CommGroup ep_group{r.ep, std::min(r.ep, ep_per_node)};
 
     // When each op ends on the compute stream, and which phase it belongs to.
     std::vector<double> end_of(g.nodes().size(), 0.0);
@@ -106,24 +115,32 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
         const NodeId d = g.node(s.node).differentiates;
         if (d != kNoNode) grad_end[static_cast<std::size_t>(d)] = std::max(grad_end[static_cast<std::size_t>(d)], s.end_s);
     }
-    // Context parallelism: the keys and values all-gathered after the named nodes forward, their
-    // gradients reduce-scattered backward, on the compute stream's critical path (all-gather CP
-    // does not overlap them; Megatron's ring variant would hide part of it behind attention).
-    for (const std::string& name : g.context_parallel.all_gather) {
-        const NodeId n = g.find_node(name);
-        if (n == kNoNode || r.cp < 2) continue;
-        const double bytes = static_cast<double>(g.tensor(g.node(n).outputs.front()).desc.bytes());
-        const double fwd = collective_cost(cluster, Collective::all_gather, bytes, cp_group).time_s;
-        tp_events.push_back({end_of[static_cast<std::size_t>(n)], fwd});
-        r.cp_comm_s += fwd;
-        ++r.cp_collectives;
-        if (grad_end[static_cast<std::size_t>(n)] >= 0) {
-            const double bwd = collective_cost(cluster, Collective::reduce_scatter, bytes, cp_group).time_s;
-            tp_events.push_back({grad_end[static_cast<std::size_t>(n)], bwd});
-            r.cp_comm_s += bwd;
-            ++r.cp_collectives;
+    // Blocking collectives of a node's output on the compute stream's critical path: `forward` after
+    // the node, `backward` after its gradient; their time and count go to *comm and *count.
+    //   context parallelism: the keys and values all-gathered forward, their gradients
+    //     reduce-scattered backward (all-gather CP does not overlap them; Megatron's ring variant
+    //     would hide part of it behind attention);
+    //   expert parallelism: the token copies' all-to-all to their experts' ranks and the outputs'
+    //     back, forward and for their gradients backward (Megatron-LM's MoE dispatcher without overlap).
+    const auto blocking = [&](const std::vector<std::string>& names, Collective forward, Collective backward, CommGroup among, double* comm,
+                              int* count) {
+        if (among.ranks < 2) return;
+        for (const std::string& name : names) {
+            const NodeId n = g.find_node(name);
+            if (n == kNoNode) continue;
+            const double bytes = static_cast<double>(g.tensor(g.node(n).outputs.front()).desc.bytes());
+            const auto at = static_cast<std::size_t>(n);
+            for (const auto& [when, coll] : {std::pair{end_of[at], forward}, std::pair{grad_end[at], backward}}) {
+                if (when < 0) continue;  // no gradient of it (inference)
+                const double t = collective_cost(cluster, coll, bytes, among).time_s;
+                tp_events.push_back({when, t});
+                *comm += t;
+                ++*count;
+            }
         }
-    }
+    };
+    blocking(g.context_parallel.all_gather, Collective::all_gather, Collective::reduce_scatter, cp_group, &r.cp_comm_s, &r.cp_collectives);
+    blocking(g.expert_parallel.all_to_all, Collective::all_to_all, Collective::all_to_all, ep_group, &r.ep_comm_s, &r.ep_collectives);
     if (r.tp > 1) {
         // All-reduces after a node forward and of its gradient backward; with sequence parallelism
         // an all-gather of a node's output (reduce-scatter backward) and a reduce-scatter of its
@@ -168,7 +185,7 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     // delay[i]: the time of the first i events, so that a time moves by the events up to it.
     std::vector<double> delay(tp_events.size() + 1, 0.0);
     for (std::size_t i = 0; i < tp_events.size(); ++i) delay[i + 1] = delay[i] + tp_events[i].second;
-    r.tp_comm_s = delay.back() - r.cp_comm_s;
+    r.tp_comm_s = delay.back() - r.cp_comm_s - r.ep_comm_s;
     auto shifted = [&](double t) {
         const auto past = std::upper_bound(tp_events.begin(), tp_events.end(), t, [](double x, const auto& e) { return x < e.first; });
         return t + delay[static_cast<std::size_t>(past - tp_events.begin())];
@@ -183,7 +200,36 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     r.tp_collectives *= K;
     r.cp_comm_s *= K;
     r.cp_collectives *= K;
+    r.ep_comm_s *= K;
+    r.ep_collectives *= K;
 
+    // The gradients of the experts' weights (expert parallelism): what each optimizer update of an
+    // expert parameter consumes (input 1), or the tensor an fp32 cast of it read.
+    std::set<TensorId> expert_grads;
+    if (r.ep > 1 && !g.expert_parallel.parameters.empty()) {
+        const std::set<std::string> experts(g.expert_parallel.parameters.begin(), g.expert_parallel.parameters.end());
+        const auto is_expert = [&](const std::string& updated) {  // the parameter, or its fp32 master copy (model/autodiff.cpp)
+            const std::string master = ".master";
+            return experts.count(updated) != 0 ||
+                   (updated.size() > master.size() && updated.compare(updated.size() - master.size(), master.size(), master) == 0 &&
+                    experts.count(updated.substr(0, updated.size() - master.size())) != 0);
+        };
+        for (const Node& n : g.nodes()) {
+            if (!traits_of(n.kind).optimizer_update || n.inputs.size() < 2 || !is_expert(g.tensor(n.inputs[0]).name)) continue;
+            TensorId grad = n.inputs[1];
+            expert_grads.insert(grad);
+            const NodeId from = g.tensor(grad).producer;
+            if (from != kNoNode && traits_of(g.node(from).kind).converts_dtype) expert_grads.insert(g.node(from).inputs[0]);
+        }
+    }
+    // Gradients that a cast turns into another gradient (fp32 for the master weights).
+    std::vector<bool> cast_to_gradient(g.tensors().size(), false);
+    for (const Node& n : g.nodes()) {
+        if (!traits_of(n.kind).converts_dtype || n.inputs.empty() || n.outputs.empty()) continue;
+        const auto out = static_cast<std::size_t>(n.outputs[0]);
+        if (out < a.memory.category.size() && a.memory.category[out] == MemoryCategory::gradients)
+            cast_to_gradient[static_cast<std::size_t>(n.inputs[0])] = true;
+    }
     // Gradients in the order backward produces them.
     std::vector<Gradient> grads;
     std::int64_t param_bytes = 0, largest_param = 0;
@@ -193,17 +239,26 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
             param_bytes += tensor.desc.bytes();
             largest_param = std::max(largest_param, tensor.desc.bytes());
         }
-        if (a.memory.category.size() > t && a.memory.category[t] == MemoryCategory::gradients && tensor.producer != kNoNode)
-            grads.push_back({end_of[static_cast<std::size_t>(tensor.producer)], tensor.desc.bytes()});
+        if (a.memory.category.size() <= t || a.memory.category[t] != MemoryCategory::gradients || tensor.producer == kNoNode) continue;
+        // A gradient cast to fp32 for the master weights is reduced once, in fp32 (Megatron-LM
+        // accumulates and reduces main_grad in fp32), as soon as the gradient it casts exists (the
+        // cast is part of the accumulation into main_grad, in backward); the 16-bit one is not
+        // reduced on its own.
+        if (cast_to_gradient[t]) continue;
+        NodeId ready = tensor.producer;
+        const Node& made = g.node(ready);
+        if (traits_of(made.kind).converts_dtype && !made.inputs.empty() && g.tensor(made.inputs[0]).producer != kNoNode)
+            ready = g.tensor(made.inputs[0]).producer;
+        grads.push_back({end_of[static_cast<std::size_t>(ready)], tensor.desc.bytes(), expert_grads.count(static_cast<TensorId>(t)) != 0});
     }
     std::stable_sort(grads.begin(), grads.end(), [](const Gradient& x, const Gradient& y) { return x.ready_s < y.ready_s; });
 
     double stream = 0;  // the communication stream's clock
-    auto issue = [&](std::string what, Collective coll, double bytes, double ready) {
+    auto issue = [&](std::string what, Collective coll, double bytes, double ready, CommGroup among) {
         CommOp op;
         op.what = std::move(what);
         op.collective = coll;
-        op.cost = collective_cost(cluster, coll, bytes, group);
+        op.cost = collective_cost(cluster, coll, bytes, among);
         op.ready_s = ready;
         op.start_s = std::max(ready, stream);
         op.end_s = op.start_s + op.cost.time_s;
@@ -219,27 +274,39 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
         // the forward that uses them, prefetched layer by layer and overlapped with it (ZeRO-1/2:
         // the updated parameters of the previous step, as Megatron's distributed optimizer with
         // overlap-param-gather runs it; ZeRO-3: gathered again for backward, from the end of forward).
-        if (opt.zero >= 1) issue("parameter all-gather (forward)", Collective::all_gather, static_cast<double>(param_bytes), 0.0);
+        if (opt.zero >= 1) issue("parameter all-gather (forward)", Collective::all_gather, static_cast<double>(param_bytes), 0.0, group);
         // ZeRO-3 gathers again for every micro-batch's backward (and forward, after the first).
         for (int k = 0; opt.zero == 3 && k < K; ++k) {
-            if (k > 0) issue("parameter all-gather (forward)", Collective::all_gather, static_cast<double>(param_bytes), k * pass_s);
-            issue("parameter all-gather (backward)", Collective::all_gather, static_cast<double>(param_bytes), k * pass_s + forward_end);
+            if (k > 0) issue("parameter all-gather (forward)", Collective::all_gather, static_cast<double>(param_bytes), k * pass_s, group);
+            issue("parameter all-gather (backward)", Collective::all_gather, static_cast<double>(param_bytes), k * pass_s + forward_end,
+                  group);
         }
         // Buckets of gradients, each reduced once its last gradient exists: all-reduce, or
         // reduce-scatter when ZeRO shards what the optimizer updates.
+        // An expert's weights are held by reducers / ep of the ranks (every ep-th data-parallel
+        // rank): its gradients are reduced among those, in buckets of their own (none when one rank
+        // holds each expert).
         const Collective reduce = opt.zero >= 1 ? Collective::reduce_scatter : Collective::all_reduce;
-        double bucket_bytes = 0, bucket_ready = 0;
+        const int expert_ranks = reducers / std::max(1, r.ep);
+        const CommGroup expert_group{expert_ranks, std::max(1, std::min(expert_ranks, (per_node + r.ep - 1) / r.ep))};
+        struct Bucket {
+            double bytes = 0, ready = 0;
+        } dense, expert;
         int bucket = 0;
-        for (std::size_t i = 0; i < grads.size(); ++i) {
-            bucket_bytes += static_cast<double>(grads[i].bytes);
-            bucket_ready = std::max(bucket_ready, grads[i].ready_s);
-            if (bucket_bytes >= opt.bucket_bytes || i + 1 == grads.size()) {
+        auto flush = [&](Bucket& bk, CommGroup among) {
+            if (bk.bytes > 0 && among.ranks > 1)
                 ready_for_update =
-                    std::max(ready_for_update, issue(fmt::format("gradient bucket {}", bucket++), reduce, bucket_bytes, bucket_ready));
-                bucket_bytes = 0;
-                bucket_ready = 0;
-            }
+                    std::max(ready_for_update, issue(fmt::format("gradient bucket {}", bucket++), reduce, bk.bytes, bk.ready, among));
+            bk = Bucket{};
+        };
+        for (std::size_t i = 0; i < grads.size(); ++i) {
+            Bucket& bk = grads[i].expert ? expert : dense;
+            bk.bytes += static_cast<double>(grads[i].bytes);
+            bk.ready = std::max(bk.ready, grads[i].ready_s);
+            if (bk.bytes >= opt.bucket_bytes) flush(bk, grads[i].expert ? expert_group : group);
         }
+        flush(expert, expert_group);
+        flush(dense, group);
     }
     // The optimizer updates (its shard of) the parameters once every gradient is reduced; with
     // ZeRO its work shrinks with the shard too.

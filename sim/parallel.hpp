@@ -53,6 +53,7 @@ struct ParallelAnalysis {
     std::string cluster;
     int tp = 1;                         // from the graph
     int cp = 1;                         // context-parallel ranks, from the graph
+    int ep = 1;                         // expert-parallel ranks (within the data-parallel ones), from the graph
     int pp = 1;                         // pipeline stages (analyze_pipeline)
     int interleave = 1;                 // virtual stages per device (interleaved 1F1B)
     int micro_batches = 1;              // per rank and iteration (gradient accumulation; the pipeline's micro-batches)
@@ -73,6 +74,8 @@ struct ParallelAnalysis {
     int tp_collectives = 0;
     double cp_comm_s = 0;  // context-parallel key/value all-gathers and their gradients' reduce-scatters (blocking)
     int cp_collectives = 0;
+    double ep_comm_s = 0;  // expert-parallel all-to-alls, forward and backward (blocking)
+    int ep_collectives = 0;
     CollectiveCost tp_example;               // one of them (the first)
     double compute_s = 0;                    // the per-rank step alone: the single-device schedule, its optimizer sharded by ZeRO
     double step_time_s = 0;                  // the iteration: compute, optimizer and the communication it waits for

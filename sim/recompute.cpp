@@ -211,6 +211,7 @@ RecomputeResult apply_recompute(const Graph& g, const RecomputePlan& plan) {
     out.precision = g.precision;
     out.tensor_parallel = g.tensor_parallel;
     out.context_parallel = g.context_parallel;
+    out.expert_parallel = g.expert_parallel;
     out.pipeline = g.pipeline;
     const std::size_t nt = g.tensors().size();
     const auto marked = static_cast<std::size_t>(std::count(plan.recompute.begin(), plan.recompute.end(), true));

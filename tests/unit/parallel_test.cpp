@@ -32,11 +32,14 @@ Step gpt2_step(const Cluster& c, std::int64_t batch) {
     return s;
 }
 
+// What the data-parallel ranks reduce: every parameter's gradient once, in fp32 (the master
+// weights' gradients, as Megatron-LM reduces main_grad): 4 bytes a parameter. The 16-bit gradients
+// backward produces are cast into those, not reduced on their own.
 std::int64_t gradient_bytes(const Step& s) {
-    std::int64_t b = 0;
-    for (std::size_t t = 0; t < s.g.tensors().size(); ++t)
-        if (s.a.memory.category[t] == MemoryCategory::gradients && s.g.tensors()[t].producer != kNoNode) b += s.g.tensors()[t].desc.bytes();
-    return b;
+    std::int64_t params = 0;
+    for (const Tensor& t : s.g.tensors())
+        if (t.role == TensorRole::parameter) params += t.desc.numel();
+    return 4 * params;
 }
 
 }  // namespace
@@ -520,4 +523,75 @@ TEST_CASE("context parallelism: a rank's share of each sequence, keys and values
     const auto file = test::run_cli("analyze '" + test::source_path("examples/two-layer-mlp.json") + "' --cluster dgx-a100 --cp 2 -q");
     CHECK(file.code == 2);
     CHECK_THAT(file.out, Catch::Contains("has no context-parallel split"));
+}
+
+TEST_CASE("expert parallelism: a rank's share of the experts, all-to-all dispatch and combine, expert gradients kept local",
+          "[parallel][ep]") {
+    // GPT-2 medium with 8 experts of top-2 MoE MLPs (uniform routing), batch 4 x 1024, on 8
+    // data-parallel ranks of a DGX A100 that are also 8 expert-parallel ranks (one expert each).
+    // Expected: the same FLOPs a rank as without expert parallelism (a rank's experts run the
+    // token copies of all 8 ranks: 1,024 x 2 x 8 / 8 each); the experts' MLP FLOPs twice the dense
+    // MLP's (top-2); 1/8 of the expert weights; an all-to-all of the [4, 2048, 1, 1024] bf16 token
+    // copies (16 MiB) to dispatch and one to combine, each forward and for the gradient backward:
+    // 4 x 24 = 96, at the all-to-all cost of 8 ranks in a node; and no reduction of the expert
+    // gradients (each expert lives on one rank): the ranks reduce 4 bytes for each other parameter.
+    const Cluster c = builtin_cluster("dgx-a100");
+    auto step = [&](std::int64_t experts, int ep) {
+        nlohmann::json cfg = {{"preset", "gpt2-medium"}, {"batch", 4}, {"seq", 1024}, {"dropout", 0}};
+        if (experts > 0) cfg["experts"] = experts, cfg["top_k"] = 2;
+        ModelOverrides ov;
+        ov.ep = ep;
+        const nlohmann::json doc = {{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", cfg}};
+        Step s;
+        s.g = build_training_step(load_model(doc, "moe-gpt", ov), TrainingOptions{});
+        s.a = analyze(s.g, c.hardware);
+        return s;
+    };
+    const Step dense = step(0, 1), one = step(8, 1), eight = step(8, 8);
+    auto flops_of = [](const Step& s, const std::string& part, Phase ph) {
+        double f = 0;
+        for (const OpAnalysis& op : s.a.ops) {
+            const Node& n = s.g.node(op.node);
+            if (n.phase == ph && n.kind == OpKind::linear && n.name.find(part) != std::string::npos)
+                f += static_cast<double>(op.roofline.work.flops());
+        }
+        return f;
+    };
+    CHECK(flops_of(one, ".moe.expert_", Phase::forward) ==
+          Approx(2 * (flops_of(dense, ".mlp.up", Phase::forward) + flops_of(dense, ".mlp.down", Phase::forward))).epsilon(1e-9));
+    auto pass_flops = [](const Step& s) {
+        return static_cast<double>(s.a.by_phase[static_cast<int>(Phase::forward)].work.flops() +
+                                   s.a.by_phase[static_cast<int>(Phase::backward)].work.flops());
+    };
+    CHECK(pass_flops(eight) == Approx(pass_flops(one)).epsilon(1e-3));
+    auto expert_params = [](const Step& s) {
+        std::int64_t n = 0, rest = 0;
+        for (const Tensor& t : s.g.tensors())
+            if (t.role == TensorRole::parameter) (t.name.find(".moe.expert_") != std::string::npos ? n : rest) += t.desc.numel();
+        return std::pair{n, rest};
+    };
+    CHECK(expert_params(eight).first * 8 == expert_params(one).first);
+    REQUIRE(eight.g.expert_parallel.degree == 8);
+    CHECK(eight.g.expert_parallel.all_to_all.size() == 2 * 24);
+    ParallelOptions o;
+    o.dp = 8;
+    const ParallelAnalysis p = analyze_parallel(eight.g, eight.a, c, o);
+    CHECK(p.ep_collectives == 96);
+    const double bytes = 4.0 * 2048 * 1024 * 2;
+    CHECK(p.ep_comm_s == Approx(96 * collective_cost(c, Collective::all_to_all, bytes, CommGroup{8, 8}).time_s).epsilon(1e-12));
+    double reduced = 0;
+    for (const CommOp& k : p.comms) reduced += k.cost.bytes;
+    CHECK(reduced == Approx(4.0 * static_cast<double>(expert_params(eight).second)));
+    // With 2 ranks to an expert (ep 4 of dp 8) the expert gradients are reduced among those 2 too.
+    const Step four = step(8, 4);
+    double reduced4 = 0;
+    for (const CommOp& k : analyze_parallel(four.g, four.a, c, o).comms) reduced4 += k.cost.bytes;
+    CHECK(reduced4 == Approx(4.0 * static_cast<double>(expert_params(four).second + expert_params(four).first)));
+
+    // Bad input: --ep not dividing the experts or --dp; --ep on a dense model.
+    o.dp = 4;
+    CHECK_THROWS_WITH(analyze_parallel(eight.g, eight.a, c, o),
+                      Catch::Contains("--ep 8: the expert-parallel ranks are data-parallel ranks"));
+    CHECK_THROWS_WITH(step(8, 3), Catch::Contains("--ep 3 must divide the 8 experts"));
+    CHECK_THROWS_WITH(step(0, 2), Catch::Contains("the model has no experts"));
 }
