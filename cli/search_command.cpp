@@ -27,7 +27,7 @@ void add_search(CLI::App& app) {
         std::string model, cluster, dtype, optimizer = "adamw", budget, out, csv;
         int gpus = 0, jobs = 0;
         std::int64_t global_batch = 0, seq = 0;
-        std::vector<int> micro_batches{1, 2, 4, 8}, zero{0, 1, 2, 3}, interleave{1, 2}, cp{1};
+        std::vector<int> micro_batches{1, 2, 4, 8}, zero{0, 1, 2, 3}, interleave{1, 2}, cp{1}, ep{1};
         std::vector<std::string> recompute{"none", "selective", "full"};
         std::vector<std::string> sp{"on"};
         std::string top = "25";
@@ -67,6 +67,10 @@ void add_search(CLI::App& app) {
         ->delimiter(',')
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
+    cmd->add_option("--ep", a->ep, "candidate expert-parallel degrees (models with experts; each divides dp and the experts), e.g. 1,8")
+        ->delimiter(',')
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
     cmd->add_option("--memory-budget", a->budget, "peak memory per rank, e.g. 70GiB (default: the chip's memory)");
     cmd->add_option("--jobs", a->jobs, "threads analysing stages (default: the machine's cores)")->check(CLI::PositiveNumber);
     add_top_option(cmd, a->top, "rows of the table: the N best configurations, or 'all'", "configurations");
@@ -88,6 +92,7 @@ void add_search(CLI::App& app) {
         s.space.interleave = a->interleave;
         for (const std::string& v : a->sp) s.space.sequence_parallel.push_back(v == "on");
         s.space.context_parallel = a->cp;
+        s.space.expert_parallel = a->ep;
         s.space.jobs = a->jobs > 0 ? a->jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         if (!a->budget.empty()) s.space.memory_budget_bytes = parse_bytes(a->budget, "--memory-budget");
         const std::size_t top = top_rows(a->top);

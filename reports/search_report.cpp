@@ -14,6 +14,7 @@ namespace {
 nlohmann::ordered_json candidate_json(const SearchCandidate& c) {
     return {{"tp", c.tp},
             {"cp", c.cp},
+            {"ep", c.ep},
             {"pp", c.pp},
             {"interleave", c.interleave},
             {"sequence_parallel", c.sp},
@@ -54,9 +55,10 @@ nlohmann::ordered_json search_json(const SearchResult& r, const SearchSettings& 
                        {"interleave", s.space.interleave},
                        {"sequence_parallel", s.space.sequence_parallel},
                        {"context_parallel", s.space.context_parallel.empty() ? std::vector<int>{1} : s.space.context_parallel},
+                       {"expert_parallel", s.space.expert_parallel.empty() ? std::vector<int>{1} : s.space.expert_parallel},
                        {"memory_budget_bytes", r.budget_bytes},
                        {"bucket_bytes", s.space.bucket_bytes},
-                       {"not_searched", "expert parallelism"}};
+                       {"not_searched", "non-uniform expert routing"}};
     std::size_t fitting = 0;
     for (const SearchCandidate& c : r.candidates) fitting += c.fits ? 1 : 0;
     doc["summary"] = {{"enumerated", r.enumerated},           {"invalid", r.invalid},
@@ -71,14 +73,15 @@ nlohmann::ordered_json search_json(const SearchResult& r, const SearchSettings& 
 
 std::string search_csv(const SearchResult& r) {
     std::string out =
-        "rank,tp,sp,cp,pp,interleave,dp,micro_batch,micro_batches,recompute,zero,step_time_s,compute_s,exposed_comm_s,bubble_fraction,mfu,"
+        "rank,tp,sp,cp,ep,pp,interleave,dp,micro_batch,micro_batches,recompute,zero,step_time_s,compute_s,exposed_comm_s,bubble_fraction,"
+        "mfu,"
         "tokens_"
         "per_s,"
         "peak_bytes_per_rank,fits\n";
     for (std::size_t i = 0; i < r.candidates.size(); ++i) {
         const SearchCandidate& c = r.candidates[i];
-        out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{},{}\n", i + 1, c.tp,
-                           c.sp ? "on" : "off", c.cp, c.pp, c.interleave, c.dp, c.micro_batch, c.micro_batches, c.recompute, c.zero,
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{},{}\n", i + 1, c.tp,
+                           c.sp ? "on" : "off", c.cp, c.ep, c.pp, c.interleave, c.dp, c.micro_batch, c.micro_batches, c.recompute, c.zero,
                            c.step_time_s, c.compute_s, c.exposed_comm_s, c.bubble_fraction, c.mfu, c.tokens_per_s, c.peak_bytes,
                            c.fits ? "yes" : "no");
     }
@@ -89,25 +92,29 @@ std::string render_search(const SearchResult& r, const SearchSettings& s, std::s
     std::size_t fitting = 0;
     for (const SearchCandidate& c : r.candidates) fitting += c.fits ? 1 : 0;
     std::string o = fmt::format(
-        "{} on {} GPUs of {}, global batch {}: {} configurations (tp x cp {{{}}} x pp x dp x micro-batch {{{}}} x recompute x ZeRO "
+        "{} on {} GPUs of {}, global batch {}: {} configurations (tp x cp {{{}}} x ep {{{}}} x pp x dp x micro-batch {{{}}} x recompute x "
+        "ZeRO "
         "{{{}}} x interleave {{{}}}), "
         "{} invalid, {} analysed ({} distinct stages), {} not built (a smaller micro-batch already did not fit), {} fit {} per rank\n",
         s.model, s.space.gpus, s.cluster, s.space.global_batch, r.enumerated,
-        join(s.space.context_parallel.empty() ? std::vector<int>{1} : s.space.context_parallel), join(s.space.micro_batches),
+        join(s.space.context_parallel.empty() ? std::vector<int>{1} : s.space.context_parallel),
+        join(s.space.expert_parallel.empty() ? std::vector<int>{1} : s.space.expert_parallel), join(s.space.micro_batches),
         join(s.space.zero), join(s.space.interleave), r.invalid, r.candidates.size(), r.stages_analysed, r.pruned, fitting,
         human_bytes(static_cast<double>(r.budget_bytes)));
     for (const std::string& why : r.invalid_reasons) o += "  invalid, e.g. " + why + "\n";
     o += "\n";
-    o += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>2} {:>4} {:>3} {:>4} {:<9} {:>4} {:>10} {:>6} {:>10} {:>7} {:>8} {:>10} {:>4}\n",
-                     "rank", "tp", "sp", "cp", "pp", "v", "dp", "mb", "m", "recompute", "zero", "step", "MFU", "tokens/s", "bubble",
-                     "exposed", "peak/rank", "fits");
+    o += fmt::format(
+        "{:>4} {:>3} {:>3} {:>3} {:>3} {:>3} {:>2} {:>4} {:>3} {:>4} {:<9} {:>4} {:>10} {:>6} {:>10} {:>7} {:>8} {:>10} {:>4}\n", "rank",
+        "tp", "sp", "cp", "ep", "pp", "v", "dp", "mb", "m", "recompute", "zero", "step", "MFU", "tokens/s", "bubble", "exposed",
+        "peak/rank", "fits");
     const std::set<std::size_t> frontier(r.frontier.begin(), r.frontier.end());
     const std::size_t n = top == 0 ? r.candidates.size() : std::min(top, r.candidates.size());
     for (std::size_t i = 0; i < n; ++i) {
         const SearchCandidate& c = r.candidates[i];
         o += fmt::format(
-            "{:>4} {:>3} {:>3} {:>3} {:>3} {:>2} {:>4} {:>3} {:>4} {:<9} {:>4} {:>10} {:>5.1f}% {:>10.4g} {:>6.1f}% {:>8} {:>10} {:>4}{}\n",
-            i + 1, c.tp, c.sp ? "on" : "off", c.cp, c.pp, c.interleave, c.dp, c.micro_batch, c.micro_batches, c.recompute, c.zero,
+            "{:>4} {:>3} {:>3} {:>3} {:>3} {:>3} {:>2} {:>4} {:>3} {:>4} {:<9} {:>4} {:>10} {:>5.1f}% {:>10.4g} {:>6.1f}% {:>8} {:>10} "
+            "{:>4}{}\n",
+            i + 1, c.tp, c.sp ? "on" : "off", c.cp, c.ep, c.pp, c.interleave, c.dp, c.micro_batch, c.micro_batches, c.recompute, c.zero,
             human_time(c.step_time_s), 100 * c.mfu, c.tokens_per_s, 100 * c.bubble_fraction, human_time(c.exposed_comm_s),
             human_bytes(static_cast<double>(c.peak_bytes)), c.fits ? "yes" : "no", frontier.count(i) ? "  *" : "");
     }

@@ -28,8 +28,8 @@ std::vector<int> divisors(int n) {
 // The stage whose analysis stands for stage s of p: the middle stages share stage 1's.
 int representative(int s, int p) { return s > 0 && s < p - 1 ? 1 : s; }
 
-using Key = std::tuple<int, int, int, int, int, std::string, bool>;  // tp, cp, pp, stage, micro-batch, recompute, sp
-Key key_of(const StageRequest& r) { return {r.tp, r.cp, r.pp, r.stage, r.micro_batch, r.recompute, r.sp}; }
+using Key = std::tuple<int, int, int, int, int, int, std::string, bool>;  // tp, cp, ep, pp, stage, micro-batch, recompute, sp
+Key key_of(const StageRequest& r) { return {r.tp, r.cp, r.ep, r.pp, r.stage, r.micro_batch, r.recompute, r.sp}; }
 
 struct Built {
     std::optional<BuiltStage> stage;
@@ -48,6 +48,7 @@ StageBuilder template_stage_builder(const std::string& model, const ModelOverrid
         ov.stage = r.stage;
         ov.sp = r.sp;
         ov.cp = r.cp;
+        ov.ep = r.ep;
         BuiltStage b;
         b.graph = std::make_unique<Graph>(build_training_step(load_model_arg(model, ov), training));
         std::optional<RecomputePlan> plan;
@@ -69,6 +70,9 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     if (space.interleave.empty()) space.interleave = {1, 2};
     if (space.sequence_parallel.empty()) space.sequence_parallel = {true};
     if (space.context_parallel.empty()) space.context_parallel = {1};
+    if (space.expert_parallel.empty()) space.expert_parallel = {1};
+    for (const int e : space.expert_parallel)
+        if (e < 1) throw InputError(fmt::format("--ep {}: expected positive expert-parallel degrees", e));
     for (const int c : space.context_parallel)
         if (c < 1) throw InputError(fmt::format("--cp {}: expected positive context-parallel degrees", c));
     if (space.gpus < 1) throw InputError(fmt::format("--gpus {}: expected a positive number of GPUs", space.gpus));
@@ -103,16 +107,19 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
 
     // The tuples to evaluate, by family (tp, pp, recompute, sp) in increasing micro-batch.
     struct Tuple {
-        int tp, cp, pp, dp, mb;
+        int tp, cp, ep, pp, dp, mb;
         std::string rc;
         bool sp;
     };
-    using Family = std::tuple<int, int, int, std::string, bool>;  // tp, cp, pp, recompute, sp
+    using Family = std::tuple<int, int, int, int, std::string, bool>;  // tp, cp, ep, pp, recompute, sp
     std::map<Family, std::vector<Tuple>> families;
     std::vector<int> sizes = space.micro_batches;
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     const std::size_t variants = space.zero.size() * space.interleave.size();
+    std::vector<std::pair<int, std::string>> expert_and_recompute;
+    for (const int ep : space.expert_parallel)
+        for (const std::string& rc : space.recompute) expert_and_recompute.emplace_back(ep, rc);
     std::vector<int> cps = space.context_parallel;
     std::sort(cps.begin(), cps.end());
     cps.erase(std::unique(cps.begin(), cps.end()), cps.end());
@@ -122,7 +129,8 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
             if ((space.gpus / tp) % cp != 0) continue;
             for (const int pp : divisors(space.gpus / (tp * cp))) {
                 const int dp = space.gpus / (tp * cp * pp);
-                for (const std::string& rc : space.recompute) {
+                for (const auto& [ep, rc] : expert_and_recompute) {
+                    if (dp % ep != 0) continue;  // the expert-parallel ranks are data-parallel ranks
                     for (const bool sp_wanted : space.sequence_parallel) {
                         if (sp_wanted && tp == 1 && std::count(space.sequence_parallel.begin(), space.sequence_parallel.end(), false) > 0)
                             continue;  // at tp 1 sequence parallelism is the same configuration as without
@@ -135,7 +143,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                                                        space.global_batch, mb, dp));
                                 continue;
                             }
-                            families[{tp, cp, pp, rc, sp}].push_back({tp, cp, pp, dp, mb, rc, sp});
+                            families[{tp, cp, ep, pp, rc, sp}].push_back({tp, cp, ep, pp, dp, mb, rc, sp});
                         }
                     }
                 }
@@ -153,7 +161,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
         std::vector<StageStep> stages;
         std::string error;
         for (int s = 0; s < t.pp && error.empty(); ++s) {
-            const Built& b = built.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc, t.sp, t.cp}));
+            const Built& b = built.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc, t.sp, t.cp, t.ep}));
             if (!b.stage) {
                 error = b.error;
             } else {
@@ -186,7 +194,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                                                         : analyze_parallel(*stages[0].graph, *stages[0].analysis, cluster, o);
                     SearchCandidate c;
                     c.tp = t.tp, c.pp = t.pp, c.dp = t.dp, c.micro_batch = t.mb, c.zero = z, c.interleave = v, c.recompute = t.rc;
-                    c.cp = t.cp;
+                    c.cp = t.cp, c.ep = t.ep;
                     c.sp = t.sp;
                     c.micro_batches = p.micro_batches;
                     c.step_time_s = p.step_time_s;
@@ -225,7 +233,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
             now.push_back(&t);
             for (int s = 0; s < t.pp; ++s) {
                 if (representative(s, t.pp) != s) continue;
-                const StageRequest r{t.tp, t.pp, s, t.mb, t.rc, t.sp, t.cp};
+                const StageRequest r{t.tp, t.pp, s, t.mb, t.rc, t.sp, t.cp, t.ep};
                 if (built.emplace(key_of(r), Built{}).second) requests.push_back(r);
             }
         }
@@ -249,13 +257,13 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
         for (const Built* b : slots) result.stages_analysed += b->stage ? 1 : 0;
         for (const Tuple* t : now) {
             const bool keep = evaluate(*t);
-            if (!keep) alive[{t->tp, t->cp, t->pp, t->rc, t->sp}] = false;
+            if (!keep) alive[{t->tp, t->cp, t->ep, t->pp, t->rc, t->sp}] = false;
         }
     }
     // Fitting first, then by iteration time; ties in a fixed order of the knobs (deterministic).
     std::sort(result.candidates.begin(), result.candidates.end(), [](const SearchCandidate& a, const SearchCandidate& b) {
-        return std::tuple(!a.fits, a.step_time_s, a.tp, a.sp, a.cp, a.pp, a.interleave, a.micro_batch, a.recompute, a.zero) <
-               std::tuple(!b.fits, b.step_time_s, b.tp, b.sp, b.cp, b.pp, b.interleave, b.micro_batch, b.recompute, b.zero);
+        return std::tuple(!a.fits, a.step_time_s, a.tp, a.sp, a.cp, a.ep, a.pp, a.interleave, a.micro_batch, a.recompute, a.zero) <
+               std::tuple(!b.fits, b.step_time_s, b.tp, b.sp, b.cp, b.ep, b.pp, b.interleave, b.micro_batch, b.recompute, b.zero);
     });
     std::vector<std::pair<std::int64_t, double>> points;
     for (const SearchCandidate& c : result.candidates) points.emplace_back(c.peak_bytes, c.step_time_s);

@@ -10,8 +10,7 @@
 // recompute), so each is built once and shared by every dp and ZeRO stage that uses it, and the
 // middle stages of a pipeline, identical but for their layers' names, share stage 1's. Stages are
 // analysed on `jobs` threads. Interleaved 1F1B reuses the same stages. Sequence parallelism is
-// searched with tp > 1, context parallelism over the degrees asked for (default 1); expert
-// parallelism is not modelled yet.
+// searched with tp > 1, context and expert parallelism over the degrees asked for (default 1).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,6 +36,7 @@ struct SearchSpace {
     // tensor parallelism for large models); with tp = 1 it is off.
     std::vector<bool> sequence_parallel;
     std::vector<int> context_parallel;     // candidate context-parallel degrees (default 1: not split)
+    std::vector<int> expert_parallel;      // candidate expert-parallel degrees (default 1; each divides dp and the experts)
     std::int64_t memory_budget_bytes = 0;  // per rank; 0: the chip's memory
     double bucket_bytes = 25.0 * 1024 * 1024;
     int jobs = 1;  // threads building and analysing stages
@@ -50,6 +50,7 @@ struct StageRequest {
     std::string recompute = "none";
     bool sp = false;
     int cp = 1;
+    int ep = 1;
 };
 // The built stage: the graph (kept alive for the evaluation that may point to it) and its analysis.
 struct BuiltStage {
@@ -66,7 +67,7 @@ StageBuilder template_stage_builder(const std::string& model, const ModelOverrid
 
 struct SearchCandidate {
     int tp = 1, pp = 1, dp = 1, micro_batch = 1, zero = 0, interleave = 1;
-    int cp = 1;
+    int cp = 1, ep = 1;
     bool sp = false;
     std::string recompute = "none";
     int micro_batches = 1;  // per rank and iteration: global batch / (micro-batch x dp)

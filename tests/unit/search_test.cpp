@@ -165,19 +165,30 @@ TEST_CASE("search: bad spaces name the flag", "[search]") {
     CHECK(ok.code == 0);
 }
 
+namespace {
+
+// 8 GPUs of one configuration family per tp x pp split: one micro-batch size, no recomputation,
+// ZeRO 0, no interleaving; the parallel degree under test is set by the case.
+roofline::SearchSpace eight_gpus(std::int64_t global_batch, int micro_batch) {
+    roofline::SearchSpace space;
+    space.gpus = 8;
+    space.global_batch = global_batch;
+    space.micro_batches = {micro_batch};
+    space.recompute = {"none"};
+    space.zero = {0};
+    space.interleave = {1};
+    return space;
+}
+
+}  // namespace
+
 TEST_CASE("search over context-parallel degrees", "[search][cp]") {
     using namespace roofline;
     // GPT-2 medium at a sequence of 1,024 on 8 GPUs of a DGX A100, --cp 1,2: every configuration's
     // tp x cp x pp x dp is 8; the cp = 2 ones are built with two context-parallel ranks and found
     // among the analysed candidates.
     const Cluster c = builtin_cluster("dgx-a100");
-    SearchSpace space;
-    space.gpus = 8;
-    space.global_batch = 16;
-    space.micro_batches = {2};
-    space.recompute = {"none"};
-    space.zero = {0};
-    space.interleave = {1};
+    SearchSpace space = eight_gpus(16, 2);
     space.context_parallel = {1, 2};
     ModelOverrides ov;
     ov.seq = 1024;
@@ -189,4 +200,26 @@ TEST_CASE("search over context-parallel degrees", "[search][cp]") {
         with_cp += k.cp == 2 ? 1 : 0;
     }
     CHECK(with_cp > 0);
+}
+
+TEST_CASE("search over expert-parallel degrees", "[search][ep]") {
+    using namespace roofline;
+    // A GPT-2 medium with 8 experts on 8 GPUs, --ep 1,8: a configuration's ep divides its dp (the
+    // expert-parallel ranks are data-parallel ranks), and with ep 8 each rank holds one expert, so
+    // its peak memory is below the same configuration's at ep 1.
+    const Cluster c = builtin_cluster("dgx-a100");
+    SearchSpace space = eight_gpus(32, 4);
+    space.sequence_parallel = {false};
+    space.expert_parallel = {1, 8};
+    const std::string model = test::source_path("examples/gpt-moe.json");
+    const SearchResult r = search_parallel(c, space, template_stage_builder(model, {}, TrainingOptions{}, c.hardware, AnalysisOptions{}));
+    const SearchCandidate* one = nullptr;
+    const SearchCandidate* eight = nullptr;
+    for (const SearchCandidate& k : r.candidates) {
+        CHECK(k.dp % k.ep == 0);
+        if (k.tp == 1 && k.pp == 1 && k.dp == 8) (k.ep == 8 ? eight : one) = &k;
+    }
+    REQUIRE(one != nullptr);
+    REQUIRE(eight != nullptr);
+    CHECK(eight->peak_bytes < one->peak_bytes);
 }
