@@ -14,6 +14,7 @@
 #include "model/model_json.hpp"
 #include "model/templates.hpp"
 #include "ops/error.hpp"
+#include "reports/output_files.hpp"
 #include "reports/report.hpp"
 #include "sim/analysis.hpp"
 
@@ -71,6 +72,8 @@ void add_analyze(CLI::App& app) {
         "         roofline analyze tests/data/public/neusight/configs/bert_large.json --hw h200 --dtype f32 --runtime eager "
         "--host tests/data/hosts/h200-vm-2026-11-26.json\n");
     cmd->callback([=] {
+        check_output_targets({{"-o", *out}, {"--trace", *trace}, {"--html", outputs->html}, {"--csv", outputs->csv}},
+                             {args->model, *hw, parallel->cluster, runtime->host});
         const Cluster* cluster = parallel->resolve(*hw);
         args->tp = parallel->tp;
         if (parallel->sp && parallel->tp < 2)
@@ -131,11 +134,10 @@ void add_analyze(CLI::App& app) {
             par = analyze_parallel(g, a, *cluster, parallel->options());
             ctx.parallel = &*par;
         }
-        std::string json, trace_json;
         OutputFiles files;
         if (!out->empty() || outputs->wanted()) {  // build fully before touching the file system
             const auto doc = report_json(ctx);
-            if (!out->empty()) json = doc.dump(2) + "\n";
+            if (!out->empty()) files.push_back({"report", *out, doc.dump(2) + "\n"});
             outputs->render(doc, files);
         }
         if (!trace->empty()) {
@@ -147,17 +149,9 @@ void add_analyze(CLI::App& app) {
                 const int shown = drawn_micro_batches(par->pp, par->micro_batches);
                 pipeline = pipeline_timeline(fwd, bwd, shown, par->p2p_s / (2.0 * (par->pp - 1)));
             }
-            trace_json = chrome_trace_json(g, a.schedule, pipeline.empty() ? nullptr : &pipeline);
+            files.push_back({"trace", *trace, chrome_trace_json(g, a.schedule, pipeline.empty() ? nullptr : &pipeline)});
         }
         if (!*quiet) print(render_table(ctx, TableOptions{top_rows(*top)}));
-        if (!out->empty()) {
-            write_file_atomic(*out, json);
-            if (!*quiet) print("report written to " + *out + "\n");
-        }
-        if (!trace->empty()) {
-            write_file_atomic(*trace, trace_json);
-            if (!*quiet) print("trace written to " + *trace + "\n");
-        }
         const std::string written = write_outputs(files);
         if (!*quiet) print(written);
     });
@@ -205,7 +199,7 @@ void add_model(CLI::App& app) {
         if (out->empty())
             print(text);
         else
-            write_file_atomic(*out, text);
+            commit_files({{*out, text}});
     });
 }
 

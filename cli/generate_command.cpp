@@ -7,6 +7,8 @@
 #include "cli/inference_args.hpp"
 #include "model/inference.hpp"
 #include "reports/generate_report.hpp"
+#include "cli/output_args.hpp"
+#include "reports/output_files.hpp"
 #include "reports/report.hpp"
 
 namespace roofline::cli {
@@ -39,6 +41,7 @@ void add_generate(CLI::App& app) {
         "Decode steps run the project's native executor (one launch per kernel, no CUDA graphs); the prefill produces the first "
         "token.\n");
     cmd->callback([a] {
+        check_output_targets({{"-o", a->out}, {"--html", a->html}}, {a->in.model, a->in.hw, a->in.cluster_name});
         a->in.resolve();
         GenerateSettings s;
         s.model = a->in.model;
@@ -54,12 +57,13 @@ void add_generate(CLI::App& app) {
         // Render everything first; write only when all of it was built.
         const std::string json_text = doc.dump(1) + "\n";
         const std::string html_text = a->html.empty() ? std::string() : generate_html(doc);
-        if (!a->out.empty()) write_file_atomic(a->out, json_text);
-        if (!a->html.empty()) write_file_atomic(a->html, html_text);
+        OutputFiles files;
+        if (!a->out.empty()) files.push_back({"JSON report", a->out, json_text});
+        if (!a->html.empty()) files.push_back({"HTML report", a->html, html_text});
+        const std::string written = write_outputs(files);
         if (!a->quiet) {
             std::fputs(render_generate(r, s).c_str(), stdout);
-            if (!a->out.empty()) std::printf("JSON report written to %s\n", a->out.c_str());
-            if (!a->html.empty()) std::printf("HTML report written to %s\n", a->html.c_str());
+            std::fputs(written.c_str(), stdout);
         }
     });
 }

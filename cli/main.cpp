@@ -1,7 +1,7 @@
 // roofline: where does the time go on this accelerator, and what would a change pay?
 // Only this file decides exit codes (README, "Exit codes"): 0 success; 1 internal error, or
 // `measure` found kernels that differ from the CPU reference; 2 bad input (a message names the
-// file, JSON path or node); 3 no usable GPU (measure, calibrate).
+// file, JSON path or node) or an output that cannot be written; 3 no usable GPU (measure, calibrate).
 #include <cstdio>
 #include <exception>
 
@@ -67,6 +67,11 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         std::fprintf(stderr, "roofline: internal error: %s\n", e.what());
         return 1;
+    }
+    // Output to a closed pipe or a full disk: say so rather than exit 0 with the text lost.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        std::fprintf(stderr, "roofline: error: writing standard output failed\n");
+        return 2;
     }
     return roofline::cli::outcome().code;
 }

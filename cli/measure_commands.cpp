@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/graph_args.hpp"
 #include "cli/output_args.hpp"
+#include "reports/output_files.hpp"
 #include "model/model_json.hpp"
 #include "ops/error.hpp"
 #include "reports/compare.hpp"
@@ -95,6 +96,8 @@ void add_measure(CLI::App& app) {
         "         roofline measure gpt2-small --mode training --recompute selective --memory reuse --check off --counters off -o sel.json\n"
         "Exit 3 when there is no usable GPU (no driver, no device), naming the reason.\n");
     cmd->callback([=] {
+        check_output_targets({{"-o", *out}, {"--html", outputs->html}, {"--csv", outputs->csv}, {"--trace", outputs->trace}},
+                             {args->model});
         TrainingOptions t;
         Graph g = args->build(&t);  // bad input is reported before looking for a GPU
         if (*recompute != "none") g = apply_recompute(g, plan_strategy(g, *parse_strategy(*recompute))).graph;
@@ -114,9 +117,8 @@ void add_measure(CLI::App& app) {
         opt.recompute = *recompute;
         const Measurement m = measure_graph(g, opt);
         const std::string text = measurement_to_json(g, m, args->mode).dump(2) + "\n";
-        OutputFiles files;
+        OutputFiles files{{"measurement", *out, text}};
         if (outputs->wanted()) outputs->render(nlohmann::ordered_json::parse(text), files);
-        write_file_atomic(*out, text);
         const std::string written = write_outputs(files);
         if (!*quiet) {
             say(g.name + " (" + args->mode + ") on " + m.device.at("name") + ": step " + human_time(m.step_median_s) + " (p10 " +
@@ -159,18 +161,17 @@ void add_compare(CLI::App& app) {
     cmd->add_flag("-q,--quiet", *quiet, "print no summary");
     cmd->footer("Example: roofline compare predicted.json measured.json -o cmp.json\n");
     cmd->callback([=] {
+        check_output_targets({{"-o", *out}, {"--html", outputs->html}, {"--csv", outputs->csv}, {"--trace", outputs->trace}},
+                             {*predicted, *measured});
         CompareOptions opt;
         opt.worst = std::max<std::size_t>(*top, 10);
         opt.min_measured_s = *min_us * 1e-6;
         const auto cmp = compare_documents(read_json_file(*predicted), *predicted, read_json_file(*measured), *measured, opt);
         const std::string text = cmp.dump(2) + "\n";
         OutputFiles files;
+        if (!out->empty()) files.push_back({"comparison", *out, text});
         outputs->render(cmp, files);  // every text before the first write
         if (!*quiet) say(render_comparison(cmp, *top));
-        if (!out->empty()) {
-            write_file_atomic(*out, text);
-            if (!*quiet) say("comparison written to " + *out + "\n");
-        }
         const std::string written = write_outputs(files);
         if (!*quiet) say(written);
     });
@@ -193,6 +194,7 @@ void add_calibrate(CLI::App& app) {
         "Example: roofline calibrate -o my-h100.json && roofline analyze gpt2-small --hw my-h100.json\n"
         "Exit 3 when there is no usable GPU, naming the reason.\n");
     cmd->callback([=] {
+        check_output_targets({{"-o", *out}, {"--raw", *raw}}, {*base});
 #ifdef ROOFLINE_WITH_CUDA
         require_device(*device);
         CalibrationOptions copt;
@@ -202,10 +204,11 @@ void add_calibrate(CLI::App& app) {
         const std::string base_name = base->empty() ? builtin_for_device(c.device_name) : *base;
         const nlohmann::json spec = calibrated_spec(resolve_hardware_json(base_name), cal);
         parse_hardware(spec, *out);  // the written spec must load
-        if (!raw->empty()) write_file_atomic(*raw, cal.dump(2) + "\n");
-        write_file_atomic(*out, spec.dump(2) + "\n");
+        OutputFiles files{{"hardware spec", *out, spec.dump(2) + "\n"}};
+        if (!raw->empty()) files.push_back({"raw results", *raw, cal.dump(2) + "\n"});
+        const std::string written = write_outputs(files);
         say(render_calibration(cal, base_name));
-        say("hardware spec written to " + *out + "\n");
+        say(written);
 #else
         (void)out, (void)base, (void)raw, (void)quick, (void)device;
         no_cuda();

@@ -2,6 +2,7 @@
 
 #include "reports/csv.hpp"
 #include "reports/html.hpp"
+#include "reports/output_files.hpp"
 #include "reports/report.hpp"
 #include "reports/trace.hpp"
 
@@ -35,11 +36,13 @@ CLI::Option* add_top_option(CLI::App* cmd, std::string& top, const std::string& 
 std::size_t top_rows(const std::string& top) { return top == "all" ? 0 : static_cast<std::size_t>(std::stoll(top)); }
 
 std::string write_outputs(const OutputFiles& files) {
+    std::vector<PendingFile> all;
     std::string said;
     for (const OutputFile& f : files) {
-        write_file_atomic(f.path, f.content);
-        said += f.what + " written to " + f.path + "\n";
+        all.push_back({f.path, f.content});
+        if (f.path != "-") said += f.what + " written to " + f.path + "\n";
     }
+    commit_files(all);
     return said;
 }
 

@@ -35,8 +35,8 @@ struct OutputArgs {
 CLI::Option* add_top_option(CLI::App* cmd, std::string& top, const std::string& help, const std::string& rows);
 std::size_t top_rows(const std::string& top);
 
-// Writes every file atomically (reports/report.hpp write_file_atomic); returns one
-// "<what> written to <path>" line per file for the command to print unless quiet.
+// Writes every file or none (reports/output_files.hpp); returns one "<what> written to <path>"
+// line per file for the command to print unless quiet.
 std::string write_outputs(const OutputFiles& files);
 
 }  // namespace roofline::cli

@@ -14,6 +14,7 @@
 #include "cli/runtime_args.hpp"
 #include "ops/error.hpp"
 #include "ops/text.hpp"
+#include "reports/output_files.hpp"
 #include "reports/plan_report.hpp"
 #include "reports/report.hpp"
 #include "sim/plan.hpp"
@@ -99,6 +100,8 @@ void add_plan(CLI::App& app) {
     cmd->callback([=] {
         // With --cluster every option is ranked by the job's iteration and its peak per rank
         // (analyze_parallel on the option's graph); pipelines are planned by `search`.
+        check_output_targets({{"-o", *out}, {"--html", outputs->html}, {"--csv", outputs->csv}, {"--trace", outputs->trace}},
+                             {args->model, *hw, parallel->cluster, runtime->host});
         const Cluster* cluster = parallel->resolve(*hw);
         if (cluster != nullptr && parallel->pp > 1)
             throw InputError("plan --pp " + std::to_string(parallel->pp) +

@@ -12,6 +12,7 @@
 #include "model/autodiff.hpp"
 #include "ops/dtype.hpp"
 #include "ops/error.hpp"
+#include "reports/output_files.hpp"
 #include "reports/report.hpp"
 #include "reports/search_report.hpp"
 #include "sim/search.hpp"
@@ -79,6 +80,7 @@ void add_search(CLI::App& app) {
     cmd->add_flag("-q,--quiet", a->quiet, "print no table");
     cmd->footer("Example: roofline search gpt3-175b --gpus 1024 --cluster dgx-a100 --global-batch 1536 --top 10 -o search.json\n");
     cmd->callback([a] {
+        check_output_targets({{"-o", a->out}, {"--csv", a->csv}}, {a->model, a->cluster});
         const Cluster cluster = resolve_cluster(a->cluster);
         SearchSettings s;
         s.model = a->model;
@@ -123,10 +125,11 @@ void add_search(CLI::App& app) {
             const std::string table = render_search(r, s, top);
             std::fwrite(table.data(), 1, table.size(), stdout);
         }
-        if (!a->out.empty()) write_file_atomic(a->out, json);
-        if (!a->csv.empty()) write_file_atomic(a->csv, csv);
-        if (!a->quiet && !a->out.empty()) std::printf("report written to %s\n", a->out.c_str());
-        if (!a->quiet && !a->csv.empty()) std::printf("CSV written to %s\n", a->csv.c_str());
+        OutputFiles files;
+        if (!a->out.empty()) files.push_back({"report", a->out, json});
+        if (!a->csv.empty()) files.push_back({"CSV", a->csv, csv});
+        const std::string written = write_outputs(files);
+        if (!a->quiet) std::fputs(written.c_str(), stdout);
     });
 }
 

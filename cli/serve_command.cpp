@@ -10,6 +10,8 @@
 #include "cli/inference_args.hpp"
 #include "ops/error.hpp"
 #include "ops/text.hpp"
+#include "cli/output_args.hpp"
+#include "reports/output_files.hpp"
 #include "reports/report.hpp"
 #include "reports/serve_report.hpp"
 
@@ -70,6 +72,7 @@ void add_serve(CLI::App& app) {
         "Iteration times come from analyses of the model's prefill and decode steps on a grid of shapes (flash attention, native "
         "executor), interpolated; see sim/serve.hpp.\n");
     cmd->callback([a] {
+        check_output_targets({{"-o", a->out}, {"--html", a->html}}, {a->in.model, a->in.hw, a->in.cluster_name});
         a->in.resolve();
         ServeSettings s;
         s.model = a->in.model;
@@ -103,12 +106,13 @@ void add_serve(CLI::App& app) {
         // Render everything first; write only when all of it was built.
         const std::string json_text = doc.dump(1) + "\n";
         const std::string html_text = a->html.empty() ? std::string() : serve_html(doc);
-        if (!a->out.empty()) write_file_atomic(a->out, json_text);
-        if (!a->html.empty()) write_file_atomic(a->html, html_text);
+        OutputFiles files;
+        if (!a->out.empty()) files.push_back({"JSON report", a->out, json_text});
+        if (!a->html.empty()) files.push_back({"HTML report", a->html, html_text});
+        const std::string written = write_outputs(files);
         if (!a->quiet) {
             std::fputs(render_serve(costs, r, s).c_str(), stdout);
-            if (!a->out.empty()) std::printf("JSON report written to %s\n", a->out.c_str());
-            if (!a->html.empty()) std::printf("HTML report written to %s\n", a->html.c_str());
+            std::fputs(written.c_str(), stdout);
         }
     });
 }

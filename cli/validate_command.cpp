@@ -4,6 +4,8 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "cli/output_args.hpp"
+#include "reports/output_files.hpp"
 #include "ops/error.hpp"
 #include "reports/report.hpp"
 #include "reports/validate.hpp"
@@ -43,17 +45,6 @@ std::map<std::string, EagerHost> parse_hosts(const std::vector<std::string>& ite
 }
 
 // An output never overwrites an input (docs/ARCHITECTURE.md, "Errors").
-void refuse_overwriting_inputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
-    namespace fs = std::filesystem;
-    for (const std::string& out : outputs) {
-        std::error_code ec;
-        if (out.empty() || !fs::exists(out, ec)) continue;
-        for (const std::string& in : inputs) {
-            if (fs::equivalent(out, in, ec)) throw InputError("output " + out + " is the input " + in + ": refusing to overwrite it");
-        }
-    }
-}
-
 }  // namespace
 
 void add_validate(CLI::App& app) {
@@ -107,25 +98,19 @@ void add_validate(CLI::App& app) {
         opt.families = *families;
         opt.max_rows = *max_rows;
         opt.threads = *threads;
-        refuse_overwriting_inputs({*out, *html, *csv}, *paths);
+        check_output_targets({{"-o", *out}, {"--html", *html}, {"--csv", *csv}}, *paths);
         std::vector<ValidationCase> cases;
         const auto doc = run_validation(load_measurements(*paths, opt), opt, &cases);
         const std::string json = out->empty() ? "" : doc.dump(2) + "\n";  // every text before the first write
         const std::string page = html->empty() ? "" : html_validation(doc);
         const std::string table = csv->empty() ? "" : validation_cases_csv(cases);
         if (!*quiet) say(render_validation(doc));
-        if (!out->empty()) {
-            write_file_atomic(*out, json);
-            if (!*quiet) say("validation written to " + *out + "\n");
-        }
-        if (!html->empty()) {
-            write_file_atomic(*html, page);
-            if (!*quiet) say("HTML report written to " + *html + "\n");
-        }
-        if (!csv->empty()) {
-            write_file_atomic(*csv, table);
-            if (!*quiet) say("cases written to " + *csv + "\n");
-        }
+        OutputFiles files;
+        if (!out->empty()) files.push_back({"validation", *out, json});
+        if (!html->empty()) files.push_back({"HTML report", *html, page});
+        if (!csv->empty()) files.push_back({"cases", *csv, table});
+        const std::string written = write_outputs(files);
+        if (!*quiet) say(written);
     });
 }
 

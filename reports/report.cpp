@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ops/op_rule.hpp"
+#include "reports/output_files.hpp"
 #include "reports/units.hpp"
 #include "sim/eager_host.hpp"
 #include "sim/parallel.hpp"
@@ -654,29 +655,6 @@ std::string render_hardware_list() {
     return out;
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-    const std::filesystem::path target(path);
-    const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-    std::string tmpl = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
-    const int fd = mkstemp(tmpl.data());
-    if (fd < 0) throw InputError(path + ": cannot create a temporary file in " + dir.string());
-    fchmod(fd, 0644);  // mkstemp creates 0600; a report is an ordinary readable file
-    close(fd);
-    {
-        std::ofstream out(tmpl, std::ios::binary | std::ios::trunc);
-        out << content;
-        out.flush();
-        if (!out) {
-            std::filesystem::remove(tmpl);
-            throw InputError(path + ": write failed");
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmpl, target, ec);
-    if (ec) {
-        std::filesystem::remove(tmpl);
-        throw InputError(path + ": cannot rename temporary file: " + ec.message());
-    }
-}
+void write_file_atomic(const std::string& path, const std::string& content) { commit_files({{path, content}}); }
 
 }  // namespace roofline
