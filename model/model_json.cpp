@@ -589,18 +589,45 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     return g;
 }
 
-json read_json_file(const std::string& path) {
+std::string read_input_file(const std::string& path, std::uintmax_t max_bytes) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (ec || !std::filesystem::exists(status)) throw InputError(path + ": cannot open file (it does not exist)");
+    if (std::filesystem::is_directory(status)) throw InputError(path + ": is a directory, expected a file");
+    if (!std::filesystem::is_regular_file(status)) throw InputError(path + ": is not a regular file (a device, FIFO or socket)");
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > max_bytes)
+        throw InputError(path + ": " + std::to_string(size / (1024 * 1024)) + " MiB, more than the " +
+                         std::to_string(max_bytes / (1024 * 1024)) + " MiB an input of this kind may have");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path + ": cannot open file");
     std::stringstream buf;
     buf << in.rdbuf();
+    return buf.str();
+}
+
+json read_json_file(const std::string& path) {
+    const std::string text = read_input_file(path, kMaxJsonBytes);
+    // Duplicate keys are an error (nlohmann keeps the last silently): each object's keys so far.
+    std::vector<std::set<std::string>> keys;
+    const json::parser_callback_t no_duplicates = [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start) keys.emplace_back();
+        if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+        if (event == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+            throw InputError(path + ": duplicate key \"" + parsed.get<std::string>() + "\" in one object (JSON keys must be unique)");
+        return true;
+    };
     try {
-        return json::parse(buf.str());
+        return json::parse(text, no_duplicates);
     } catch (const json::parse_error& e) {
         // nlohmann's message carries line and column: "parse error at line 3, column 5: ..."
         std::string msg = e.what();
         const auto pos = msg.find("parse error");
         throw InputError(path + ": malformed JSON: " + (pos == std::string::npos ? msg : msg.substr(pos)));
+    } catch (const json::out_of_range& e) {  // a number beyond double's range ("1e999")
+        std::string msg = e.what();
+        const auto pos = msg.find("] ");
+        throw InputError(path + ": " + (pos == std::string::npos ? msg : msg.substr(pos + 2)) + " (beyond the range of a double)");
     }
 }
 

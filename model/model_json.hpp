@@ -1,6 +1,7 @@
 #pragma once
 // The model file format "roofline-model/1" (documented in README.md, "Model format"), and the
 // entry point that turns a file, a template file or a built-in template name into a Graph.
+#include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -46,6 +47,11 @@ struct ModelOverrides {
 // Builds a graph from a parsed "roofline-model/1" document (a graph or a template reference).
 // origin names the document in error messages (a file path or "template 'gpt2-small'").
 Graph load_model(const nlohmann::json& doc, const std::string& origin, const ModelOverrides& ov = {});
+
+// A file's whole text: InputError for a path that is missing, a directory or not a regular file
+// (a device such as /dev/zero, a FIFO), or larger than max_bytes.
+std::string read_input_file(const std::string& path, std::uintmax_t max_bytes);
+inline constexpr std::uintmax_t kMaxJsonBytes = 512ull << 20;  // model, spec and measurement files: 512 MiB
 
 // Whether MODEL names a file (a path, a .json name, or an existing file) rather than a template.
 bool is_model_file_arg(const std::string& model);

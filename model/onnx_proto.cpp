@@ -36,11 +36,8 @@ Graph load_onnx_file(const std::string& path, const ModelOverrides& ov) {
                          ": this roofline was built without ONNX support (install libonnx-dev, libprotobuf-dev "
                          "and protobuf-compiler, then reconfigure with -DROOFLINE_WITH_ONNX=ON)");
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(path + ": cannot open file");
-    std::stringstream buf;
-    buf << in.rdbuf();
-    return load_onnx_bytes(buf.str(), path, ov);
+    // ONNX files keep large weights in external data; the protobuf itself is limited to 2 GiB.
+    return load_onnx_bytes(read_input_file(path, 2048ull << 20), path, ov);
 }
 
 #if !ROOFLINE_WITH_ONNX

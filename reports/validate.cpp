@@ -203,9 +203,7 @@ struct Csv {
 };
 
 Csv read_csv(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(path + ": cannot open the file");
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::string text = read_input_file(path, kMaxJsonBytes);
     Csv csv;
     csv.file = path;
     std::vector<std::string> row;

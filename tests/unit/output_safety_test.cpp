@@ -94,3 +94,28 @@ TEST_CASE("outputs: '-' is standard output; a failed write of standard output is
     CHECK(WEXITSTATUS(status) == 2);
     CHECK_THAT(slurp(err), Catch::Contains("writing standard output failed"));
 }
+
+TEST_CASE("inputs: devices, directories, duplicate keys and numbers beyond double are named, exit 2", "[input]") {
+    const std::string d = fresh_dir("in-bad");
+    const auto run = [](const std::string& args) { return test::run_cli(args); };
+    // /dev/zero would be read forever; a directory is not a file.
+    const auto zero = run("analyze /dev/zero -q");
+    CHECK(zero.code == 2);
+    CHECK_THAT(zero.out, Catch::Contains("/dev/zero: is not a regular file"));
+    const auto spec = run("analyze mlp --hw /dev/zero -q");
+    CHECK(spec.code == 2);
+    CHECK_THAT(spec.out, Catch::Contains("is not a regular file"));
+    const auto dir = run("analyze '" + d + "' -q");
+    CHECK(dir.code == 2);
+    CHECK_THAT(dir.out, Catch::Contains("is a directory"));
+    // A key given twice: JSON parsers differ on which wins, so neither does.
+    spit(d + "/dup.json", R"({"format": "roofline-model/1", "template": "mlp", "template": "gpt2-small"})");
+    const auto dup = run("analyze '" + d + "/dup.json' -q");
+    CHECK(dup.code == 2);
+    CHECK_THAT(dup.out, Catch::Contains("duplicate key \"template\""));
+    // A number beyond double's range is bad input, not an internal error.
+    spit(d + "/huge.json", R"({"format": "roofline-model/1", "template": "mlp", "config": {"batch": 1e999}})");
+    const auto huge = run("analyze '" + d + "/huge.json' -q");
+    CHECK(huge.code == 2);
+    CHECK_THAT(huge.out, Catch::Contains("beyond the range of a double"));
+}
