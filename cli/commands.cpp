@@ -16,6 +16,7 @@
 #include "ops/error.hpp"
 #include "reports/output_files.hpp"
 #include "reports/report.hpp"
+#include "reports/units.hpp"
 #include "sim/analysis.hpp"
 
 namespace roofline::cli {
@@ -25,11 +26,10 @@ Outcome& outcome() {
     return o;
 }
 
-namespace {
-
-void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
-
-}  // namespace
+void print(const std::string& text) {
+    const std::string safe = terminal_safe(text);
+    std::fwrite(safe.data(), 1, safe.size(), stdout);
+}
 
 void add_analyze(CLI::App& app) {
     auto* cmd = app.add_subcommand("analyze", "hierarchical roofline of every op of a model on a chip");

@@ -17,6 +17,10 @@ void add_search(CLI::App& app);    // search_command.cpp: offline
 void add_generate(CLI::App& app);  // generate_command.cpp: offline
 void add_serve(CLI::App& app);     // serve_command.cpp: offline
 
+// Writes text for the terminal to standard output, control characters other than newline and tab
+// escaped (\x1b...): names from a model file cannot drive the terminal.
+void print(const std::string& text);
+
 // Exit code and message of the subcommand that ran (set by its callback).
 struct Outcome {
     int code = 0;

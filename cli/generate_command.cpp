@@ -62,8 +62,8 @@ void add_generate(CLI::App& app) {
         if (!a->html.empty()) files.push_back({"HTML report", a->html, html_text});
         const std::string written = write_outputs(files);
         if (!a->quiet) {
-            std::fputs(render_generate(r, s).c_str(), stdout);
-            std::fputs(written.c_str(), stdout);
+            print(render_generate(r, s));
+            print(written);
         }
     });
 }

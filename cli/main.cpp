@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "ops/error.hpp"
+#include "reports/units.hpp"
 
 int main(int argc, char** argv) {
     CLI::App app{"roofline — hierarchical roofline analysis of deep-learning op graphs on GPUs and TPUs", "roofline"};
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "roofline: no GPU: %s\n", e.what());
         return 3;
     } catch (const roofline::InputError& e) {
-        std::fprintf(stderr, "roofline: error: %s\n", e.what());
+        std::fprintf(stderr, "roofline: error: %s\n", roofline::terminal_safe(e.what()).c_str());
         return 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "roofline: internal error: %s\n", e.what());

@@ -27,8 +27,6 @@ namespace roofline::cli {
 
 namespace {
 
-void say(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
-
 #ifdef ROOFLINE_WITH_CUDA
 // The device to run on, or DeviceUnavailable saying why there is none.
 void require_device(int device) {
@@ -121,12 +119,12 @@ void add_measure(CLI::App& app) {
         if (outputs->wanted()) outputs->render(nlohmann::ordered_json::parse(text), files);
         const std::string written = write_outputs(files);
         if (!*quiet) {
-            say(g.name + " (" + args->mode + ") on " + m.device.at("name") + ": step " + human_time(m.step_median_s) + " (p10 " +
-                human_time(m.step_p10_s) + ", p90 " + human_time(m.step_p90_s) + "; traced " + human_time(m.step_traced_median_s) +
-                "), kernels " + human_time(m.kernel_sum_s) + ", arena " + human_bytes(static_cast<double>(m.arena_bytes)) + "\n");
-            say(m.counters_problem.empty() ? "counters: collected\n" : "counters: not collected: " + m.counters_problem + "\n");
-            say("checks against the CPU reference: " + std::to_string(m.failed_checks) + " failed\n");
-            say("measurement written to " + *out + "\n" + written);
+            print(g.name + " (" + args->mode + ") on " + m.device.at("name") + ": step " + human_time(m.step_median_s) + " (p10 " +
+                  human_time(m.step_p10_s) + ", p90 " + human_time(m.step_p90_s) + "; traced " + human_time(m.step_traced_median_s) +
+                  "), kernels " + human_time(m.kernel_sum_s) + ", arena " + human_bytes(static_cast<double>(m.arena_bytes)) + "\n");
+            print(m.counters_problem.empty() ? "counters: collected\n" : "counters: not collected: " + m.counters_problem + "\n");
+            print("checks against the CPU reference: " + std::to_string(m.failed_checks) + " failed\n");
+            print("measurement written to " + *out + "\n" + written);
         }
         if (m.failed_checks > 0) {
             std::fprintf(stderr, "roofline: %d node(s) differ from the CPU reference beyond tolerance (see \"check\" in %s)\n",
@@ -171,9 +169,9 @@ void add_compare(CLI::App& app) {
         OutputFiles files;
         if (!out->empty()) files.push_back({"comparison", *out, text});
         outputs->render(cmp, files);  // every text before the first write
-        if (!*quiet) say(render_comparison(cmp, *top));
+        if (!*quiet) print(render_comparison(cmp, *top));
         const std::string written = write_outputs(files);
-        if (!*quiet) say(written);
+        if (!*quiet) print(written);
     });
 }
 
@@ -207,8 +205,8 @@ void add_calibrate(CLI::App& app) {
         OutputFiles files{{"hardware spec", *out, spec.dump(2) + "\n"}};
         if (!raw->empty()) files.push_back({"raw results", *raw, cal.dump(2) + "\n"});
         const std::string written = write_outputs(files);
-        say(render_calibration(cal, base_name));
-        say(written);
+        print(render_calibration(cal, base_name));
+        print(written);
 #else
         (void)out, (void)base, (void)raw, (void)quick, (void)device;
         no_cuda();

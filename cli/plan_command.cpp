@@ -167,10 +167,10 @@ void add_plan(CLI::App& app) {
         outputs->render(doc, files, trace.empty() ? nullptr : &trace);
         if (!*quiet) {
             const std::string table = render_plan_table(ctx, *top);
-            std::fwrite(table.data(), 1, table.size(), stdout);
+            print(table);
         }
         const std::string written = write_outputs(files);
-        if (!*quiet) std::fwrite(written.data(), 1, written.size(), stdout);
+        if (!*quiet) print(written);
     });
 }
 

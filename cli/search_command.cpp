@@ -123,13 +123,13 @@ void add_search(CLI::App& app) {
         const std::string csv = a->csv.empty() ? "" : search_csv(r);
         if (!a->quiet) {
             const std::string table = render_search(r, s, top);
-            std::fwrite(table.data(), 1, table.size(), stdout);
+            print(table);
         }
         OutputFiles files;
         if (!a->out.empty()) files.push_back({"report", a->out, json});
         if (!a->csv.empty()) files.push_back({"CSV", a->csv, csv});
         const std::string written = write_outputs(files);
-        if (!a->quiet) std::fputs(written.c_str(), stdout);
+        if (!a->quiet) print(written);
     });
 }
 

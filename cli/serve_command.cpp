@@ -111,8 +111,8 @@ void add_serve(CLI::App& app) {
         if (!a->html.empty()) files.push_back({"HTML report", a->html, html_text});
         const std::string written = write_outputs(files);
         if (!a->quiet) {
-            std::fputs(render_serve(costs, r, s).c_str(), stdout);
-            std::fputs(written.c_str(), stdout);
+            print(render_serve(costs, r, s));
+            print(written);
         }
     });
 }

@@ -14,8 +14,6 @@ namespace roofline::cli {
 
 namespace {
 
-void say(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
-
 std::map<std::string, std::string> parse_hw_map(const std::vector<std::string>& items) {
     std::map<std::string, std::string> m;
     for (const std::string& item : items) {
@@ -104,13 +102,13 @@ void add_validate(CLI::App& app) {
         const std::string json = out->empty() ? "" : doc.dump(2) + "\n";  // every text before the first write
         const std::string page = html->empty() ? "" : html_validation(doc);
         const std::string table = csv->empty() ? "" : validation_cases_csv(cases);
-        if (!*quiet) say(render_validation(doc));
+        if (!*quiet) print(render_validation(doc));
         OutputFiles files;
         if (!out->empty()) files.push_back({"validation", *out, json});
         if (!html->empty()) files.push_back({"HTML report", *html, page});
         if (!csv->empty()) files.push_back({"cases", *csv, table});
         const std::string written = write_outputs(files);
-        if (!*quiet) say(written);
+        if (!*quiet) print(written);
     });
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "model/hf_build.hpp"
+#include "model/templates.hpp"
 
 namespace roofline {
 
@@ -116,6 +117,10 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
     const std::string model_type = r.string("model_type");
     r.set_context(model_type);
     const std::string name = model_name(cfg, origin);
+    for (const char* key : {"num_hidden_layers", "n_layer", "num_layers", "num_decoder_layers"}) {
+        if (r.has(key) && r.positive(key) > kMaxLayers)
+            r.fail(key, "at most " + std::to_string(kMaxLayers) + " layers, got " + std::to_string(r.positive(key)));
+    }
     if (model_type == "gpt2") return hf::build_gpt2(r, cfg, name);
     if (model_type == "llama" || model_type == "mistral") return hf::build_llama(r, cfg, model_type, name);
     if (model_type == "bert") return hf::build_bert(r, cfg, name);

@@ -316,6 +316,9 @@ Graph build_graph(const json& doc, Context& c) {
     g.name = doc.contains("name") ? require(doc, "name", json::value_t::string, c.origin, "").get<std::string>()
                                   : std::filesystem::path(c.origin).stem().string();
     const json& nodes_json = require(doc, "nodes", json::value_t::array, c.origin, "");
+    if (nodes_json.size() > kMaxNodes)
+        fail(c.origin, "/nodes",
+             std::to_string(nodes_json.size()) + " nodes, more than the " + std::to_string(kMaxNodes) + " a model may have");
     std::vector<NodeDecl> nodes;
     std::set<std::string> node_names;
     for (std::size_t i = 0; i < nodes_json.size(); ++i) {

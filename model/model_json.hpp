@@ -52,6 +52,7 @@ Graph load_model(const nlohmann::json& doc, const std::string& origin, const Mod
 // (a device such as /dev/zero, a FIFO), or larger than max_bytes.
 std::string read_input_file(const std::string& path, std::uintmax_t max_bytes);
 inline constexpr std::uintmax_t kMaxJsonBytes = 512ull << 20;  // model, spec and measurement files: 512 MiB
+inline constexpr std::size_t kMaxNodes = 2'000'000;            // nodes of a model document (before training)
 
 // Whether MODEL names a file (a path, a .json name, or an existing file) rather than a template.
 bool is_model_file_arg(const std::string& model);

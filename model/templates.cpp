@@ -87,9 +87,12 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             c.n_ctx = positive_int(v, origin, k);
         else if (k == "d_model")
             c.d_model = positive_int(v, origin, k);
-        else if (k == "n_layer")
+        else if (k == "n_layer") {
             c.n_layer = positive_int(v, origin, k);
-        else if (k == "n_head")
+            // A bound checked before anything is built: the deepest published models have ~200
+            // layers, and 10^5 would take minutes and gigabytes before failing.
+            if (c.n_layer > kMaxLayers) bad_config(origin, k, "at most " + std::to_string(kMaxLayers) + " layers, got " + v.dump());
+        } else if (k == "n_head")
             c.n_head = positive_int(v, origin, k);
         else if (k == "d_ff")
             c.d_ff = positive_int(v, origin, k);

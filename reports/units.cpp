@@ -33,4 +33,17 @@ std::string human_intensity(double x) {
     return fmt::format("{:.2f}", x);
 }
 
+std::string terminal_safe(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    for (const char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+            out += fmt::format("\\x{:02x}", c);
+        else
+            out += ch;
+    }
+    return out;
+}
+
 }  // namespace roofline

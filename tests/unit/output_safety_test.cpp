@@ -119,3 +119,31 @@ TEST_CASE("inputs: devices, directories, duplicate keys and numbers beyond doubl
     CHECK(huge.code == 2);
     CHECK_THAT(huge.out, Catch::Contains("beyond the range of a double"));
 }
+
+TEST_CASE("inputs: limits checked before building, control characters escaped on the terminal", "[input]") {
+    const std::string d = fresh_dir("in-limits");
+    // 100,000 layers ran a minute and gigabytes before failing; the bound (4,096) is checked first.
+    spit(d + "/deep.json", R"({"format": "roofline-model/1", "template": "gpt", "config": {"n_layer": 100000}})");
+    const auto deep = test::run_cli("analyze '" + d + "/deep.json' -q");
+    CHECK(deep.code == 2);
+    CHECK_THAT(deep.out, Catch::Contains("/config/n_layer: at most 4096 layers"));
+    spit(d + "/deep-hf.json", R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 99999, "num_attention_heads": 4, "max_position_embeddings": 128})");
+    const auto hf = test::run_cli("analyze '" + d + "/deep-hf.json' -q");
+    CHECK(hf.code == 2);
+    CHECK_THAT(hf.out, Catch::Contains("/num_hidden_layers: at most 4096 layers"));
+    // A node name with an escape sequence (ESC [2J clears the screen) is printed escaped, in the
+    // table and in an error message.
+    spit(d + "/ctl.json",
+         "{\"format\": \"roofline-model/1\", \"inputs\": [{\"name\": \"x\", \"shape\": [4]}], "
+         "\"nodes\": [{\"name\": \"n\\u001b[2J\", \"op\": \"relu\", \"inputs\": [\"x\"]}]}");
+    const auto table = test::run_cli("analyze '" + d + "/ctl.json'");
+    CHECK(table.code == 0);
+    CHECK(table.out.find('\x1b') == std::string::npos);
+    CHECK_THAT(table.out, Catch::Contains("n\\x1b[2J"));
+    spit(d + "/ctl-bad.json",
+         "{\"format\": \"roofline-model/1\", \"nodes\": [{\"name\": \"n\\u001b[2J\", \"op\": \"relu\", \"inputs\": [\"nope\"]}]}");
+    const auto err = test::run_cli("analyze '" + d + "/ctl-bad.json'");
+    CHECK(err.code == 2);
+    CHECK(err.out.find('\x1b') == std::string::npos);
+}
