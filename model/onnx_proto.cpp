@@ -246,6 +246,22 @@ OnnxModel parse_onnx(std::string_view bytes, const std::string& origin) {
         m.nodes.push_back(std::move(node));
     }
     (void)check_onnx_structure(m);
+    // Window attributes checked before ONNX's shape inference runs: it divides by strides and
+    // dilations and takes group as a divisor, so a 0 there kills the process (SIGFPE) instead of
+    // failing. Kernel sizes, strides, dilations and groups are positive, pads non-negative.
+    for (const OnnxNode& n : m.nodes) {
+        for (const auto& [name, attr] : n.attrs) {
+            const bool positive = name == "strides" || name == "dilations" || name == "kernel_shape" || name == "group";
+            if (!positive && name != "pads") continue;
+            std::vector<std::int64_t> values = attr.ints;
+            if (attr.type == OnnxAttr::Type::int_) values.push_back(attr.i);
+            for (const std::int64_t v : values) {
+                if (positive ? v < 1 : v < 0)
+                    fail(origin, "node '" + n.name + "' (" + n.op_type + "): attribute '" + name + "' must be " +
+                                     (positive ? "positive" : "non-negative") + ", got " + std::to_string(v));
+            }
+        }
+    }
     // ONNX's own shape inference fills value_info; the importer uses it for the outputs of ops it
     // keeps opaque (--allow-unknown). Node-level failures are not errors here (error_mode 0): the
     // importer infers every mapped op's shapes itself.

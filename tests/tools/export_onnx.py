@@ -201,6 +201,9 @@ def bad_files():
                                        helper.make_node("Det", ["b"], ["c"], name="det"),
                                        helper.make_node("Hardmax", ["c"], ["y"], name="hm2")],
                                       [f("x", [4, 4])], [f("y", [4, 4])]),
+        # a convolution with stride 0: ONNX's shape inference divides by it (SIGFPE before the check)
+        "onnx-conv-zero-stride.onnx": small([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", strides=[0, 0])],
+                                            [f("x", [1, 3, 8, 8]), f("w", [4, 3, 3, 3])], [f("y", [1, 4, 6, 6])]),
     }
     for name, data in files.items():
         with open(os.path.join(BAD, name), "wb") as fh:

@@ -209,6 +209,8 @@ TEST_CASE("onnx: bad files give one clear message and exit 2", "[onnx][cli][erro
         {"onnx-overflow.onnx", "graph input 'x': int64 overflow computing element count"},
         {"onnx-missing-initializer.onnx", "node 'mm' (MatMul) reads tensor 'w', which no graph input, initializer or node output defines"},
         {"onnx-unknown-op.onnx", "unsupported ONNX op types: Det (node 'det'); Hardmax (nodes 'hm1', 'hm2')"},
+        // ONNX's shape inference divides by the stride: checked first (it was a SIGFPE, found by fuzzing)
+        {"onnx-conv-zero-stride.onnx", "node 'conv' (Conv): attribute 'strides' must be positive, got 0"},
     };
     for (const auto& [file, message] : cases) {
         INFO(file);
