@@ -51,6 +51,7 @@ void add_generate(CLI::App& app) {
         o.quant = a->in.quant;
         o.dtype = a->in.dtype_override;
         o.tp = a->in.tp;
+        o.cuda_graphs = a->in.cuda_graphs;
         o.cluster = a->in.cluster ? &*a->in.cluster : nullptr;
         const GenerateResult r = simulate_generation(decoder_arch_of(a->in.model), a->in.hardware, o);
         const auto doc = generate_json(r, s);

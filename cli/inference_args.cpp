@@ -17,6 +17,9 @@ void InferenceArgs::add_to(CLI::App* cmd) {
                     "tensor-parallel ranks (with --cluster): each holds 1/tp of the heads, MLP and vocabulary; two all-reduces a layer")
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
+    cmd->add_flag("--cuda-graphs", cuda_graphs,
+                  "replay steps from CUDA graphs, as vLLM does: kernels back to back without the host's launch interval (generate: "
+                  "decode steps; serve: every iteration)");
     cmd->add_option("--cluster", cluster_name,
                     "the cluster the tensor-parallel ranks run on (see `roofline hw list`); its GPUs replace --hw");
 }

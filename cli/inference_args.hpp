@@ -14,6 +14,7 @@ namespace roofline::cli {
 struct InferenceArgs {
     std::string model, hw = "h100-sxm", dtype, cluster_name;
     int tp = 1;
+    bool cuda_graphs = false;
     Quantization quant;
     CLI::Option* hw_option = nullptr;
 

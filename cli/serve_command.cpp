@@ -93,6 +93,7 @@ void add_serve(CLI::App& app) {
         o.chunked_prefill = a->chunked, o.block_size = a->block_size, o.kv_blocks = a->kv_blocks;
         o.memory_utilization = a->memory_utilization;
         o.quant = a->in.quant, o.dtype = a->in.dtype_override, o.tp = a->in.tp;
+        o.cuda_graphs = a->in.cuda_graphs;
         o.cluster = a->in.cluster ? &*a->in.cluster : nullptr;
         if (!a->find_rate && (a->slo_ttft > 0 || a->slo_tpot > 0))
             throw InputError("--slo-ttft and --slo-tpot are targets for --find-rate");

@@ -43,6 +43,7 @@ ojson generate_json(const GenerateResult& r, const GenerateSettings& s) {
                        {"activations", r.quant.activations.empty() ? std::string(dtype_name(r.dtype)) : r.quant.activations},
                        {"kv_cache", std::string(dtype_name(r.kv_dtype))},
                        {"runtime", std::string(runtime_name(o.analysis.runtime))},
+                       {"cuda_graphs", o.cuda_graphs},
                        {"decode_contexts_analysed", r.analysed - 1}};
     doc["totals"] = {{"ttft_s", r.ttft_s},
                      {"tpot_s", r.tpot_s},

@@ -74,6 +74,7 @@ ojson serve_json(const ServeCosts& c, const ServeResult& r, const ServeSettings&
                        {"block_size", o.block_size},
                        {"memory_utilization", o.memory_utilization},
                        {"tp", o.tp},
+                       {"cuda_graphs", o.cuda_graphs},
                        {"dtype", c.arch.dtype},
                        {"quantization", o.quant.describe()},
                        {"kv_cache", std::string(dtype_name(c.kv_dtype))}};

@@ -35,7 +35,9 @@ Step run_step(const DecoderArch& arch, const Hardware& hw, const GenerateOptions
     else
         p.context = n;
     const Graph g = build_phase_graph(arch, p);  // the dtype is in arch and opt.quant (simulate_generation)
-    const Analysis a = analyze(g, hw, aopt);
+    AnalysisOptions step_opt = aopt;
+    if (opt.cuda_graphs && phase == InferencePhase::decode) step_opt.gpu.host_issue = false;
+    const Analysis a = analyze(g, hw, step_opt);
     return {inference_step_time(g, a, opt.cluster), a.total, static_cast<double>(a.memory.peak_bytes),
             static_cast<double>(a.parameter_bytes)};
 }

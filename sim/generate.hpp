@@ -32,6 +32,9 @@ struct GenerateOptions {
     const Cluster* cluster = nullptr;  // the ranks' cluster: required for tp > 1
     std::optional<DType> dtype;        // compute and weight dtype (default: the model's; fp8: W8A8)
     Quantization quant;
+    // Decode steps replayed from CUDA graphs (vLLM's default): the GPU runs their kernels back to
+    // back, without the host's per-launch interval (GpuModelOptions::host_issue off).
+    bool cuda_graphs = false;
     AnalysisOptions analysis;
     std::int64_t max_analysed = 64;  // decode contexts analysed at most
 };

@@ -236,6 +236,7 @@ ServeCosts build_serve_costs(const DecoderArch& model, const Hardware& hw, const
     c.kv_bytes_per_token = kv_cache_bytes_per_token(arch, c.kv_dtype, options.tp);
 
     AnalysisOptions aopt = options.analysis;
+    if (options.cuda_graphs) aopt.gpu.host_issue = false;
     const auto cache = make_kernel_cost_cache();
     if (aopt.cost_cache == nullptr) aopt.cost_cache = cache.get();
     PhaseOptions base;

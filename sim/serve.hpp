@@ -68,6 +68,9 @@ struct ServeOptions {
     const Cluster* cluster = nullptr;  // required for tp > 1
     std::optional<DType> dtype;
     Quantization quant;
+    // Every iteration replayed from CUDA graphs (vLLM V1's piecewise graphs): kernels back to back,
+    // without the host's per-launch interval.
+    bool cuda_graphs = false;
     AnalysisOptions analysis;
 };
 
