@@ -18,20 +18,24 @@ ojson work_json(const Work& w) { return {{"flops", w.flops()}, {"bytes_read", w.
 
 }  // namespace
 
+ojson decoder_arch_json(const DecoderArch& a) {
+    return {{"name", a.name},
+            {"layers", a.layers},
+            {"hidden", a.d},
+            {"heads", a.heads},
+            {"kv_heads", a.kv_heads},
+            {"head_dim", a.head_dim},
+            {"vocab", a.vocab},
+            {"max_positions", a.max_positions},
+            {"sliding_window", a.sliding_window}};
+}
+
 ojson generate_json(const GenerateResult& r, const GenerateSettings& s) {
     const GenerateOptions& o = s.options;
     ojson doc;
     doc["schema"] = "roofline-generate/1";
     doc["tool"] = "roofline";
-    doc["model"] = {{"name", r.arch.name},
-                    {"layers", r.arch.layers},
-                    {"hidden", r.arch.d},
-                    {"heads", r.arch.heads},
-                    {"kv_heads", r.arch.kv_heads},
-                    {"head_dim", r.arch.head_dim},
-                    {"vocab", r.arch.vocab},
-                    {"max_positions", r.arch.max_positions},
-                    {"sliding_window", r.arch.sliding_window}};
+    doc["model"] = decoder_arch_json(r.arch);
     doc["hardware"] = s.hardware;
     doc["settings"] = {{"prompt", o.prompt},
                        {"output", o.output},

@@ -14,6 +14,9 @@ struct GenerateSettings {
     GenerateOptions options;
 };
 
+// The decoder architecture as both inference reports describe it ("model").
+nlohmann::ordered_json decoder_arch_json(const DecoderArch& a);
+
 nlohmann::ordered_json generate_json(const GenerateResult& r, const GenerateSettings& s);
 std::string render_generate(const GenerateResult& r, const GenerateSettings& s);
 // A self-contained page from a roofline-generate/1 document.

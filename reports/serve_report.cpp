@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "reports/generate_report.hpp"
 #include "reports/html_parts.hpp"
 #include "reports/units.hpp"
 
@@ -54,13 +55,7 @@ ojson serve_json(const ServeCosts& c, const ServeResult& r, const ServeSettings&
     ojson doc;
     doc["schema"] = "roofline-serve/1";
     doc["tool"] = "roofline";
-    doc["model"] = {{"name", c.arch.name},
-                    {"layers", c.arch.layers},
-                    {"hidden", c.arch.d},
-                    {"heads", c.arch.heads},
-                    {"kv_heads", c.arch.kv_heads},
-                    {"head_dim", c.arch.head_dim},
-                    {"max_positions", c.arch.max_positions}};
+    doc["model"] = decoder_arch_json(c.arch);
     doc["hardware"] = s.hardware;
     doc["settings"] = {{"rate", std::isinf(o.rate) ? ojson("all at once") : ojson(o.rate)},
                        {"arrivals", o.poisson ? "poisson" : "uniform"},

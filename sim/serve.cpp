@@ -27,13 +27,14 @@ std::size_t segment(const std::vector<double>& x, double v) {
     return hi - 1;
 }
 
-// Piecewise linear through (x, y), extrapolated along the end segments, never below 0.
-double lerp(const std::vector<double>& x, const std::vector<double>& y, double v) {
+// Piecewise linear through (x, y[0 .. x.size())), extrapolated along the end segments, never below 0.
+double lerp(const std::vector<double>& x, const double* y, double v) {
     if (x.size() == 1) return y[0];
     const std::size_t i = segment(x, v);
     const double f = (v - x[i]) / (x[i + 1] - x[i]);
     return std::max(0.0, y[i] + f * (y[i + 1] - y[i]));
 }
+double lerp(const std::vector<double>& x, const std::vector<double>& y, double v) { return lerp(x, y.data(), v); }
 
 // Piecewise power law through (x, y) (linear in log-log): exact for a term that scales as a power
 // of the size between grid points (GEMMs linear in tokens, causal attention quadratic).
@@ -203,14 +204,15 @@ double ServeCosts::prefill_attention(double tokens) const { return loglerp(pre_p
 
 double ServeCosts::decode_attention(double batch, double context) const {
     if (batch <= 0) return 0;
+    // Bilinear: along the context on the two batch rows around `batch`, then between them (called
+    // every iteration: no allocation).
     const std::size_t nc = dec_c.size();
-    std::vector<double> at_b(dec_b.size());
-    for (std::size_t i = 0; i < dec_b.size(); ++i) {
-        const std::vector<double> row(dec_t.begin() + static_cast<std::ptrdiff_t>(i * nc),
-                                      dec_t.begin() + static_cast<std::ptrdiff_t>((i + 1) * nc));
-        at_b[i] = lerp(dec_c, row, context);
-    }
-    return lerp(dec_b, at_b, batch);
+    const auto row = [&](std::size_t i) { return lerp(dec_c, dec_t.data() + i * nc, context); };
+    if (dec_b.size() == 1) return row(0);
+    const std::size_t i = segment(dec_b, batch);
+    const double f = (batch - dec_b[i]) / (dec_b[i + 1] - dec_b[i]);
+    const double lo = row(i);
+    return std::max(0.0, lo + f * (row(i + 1) - lo));
 }
 
 ServeCosts build_serve_costs(const DecoderArch& model, const Hardware& hw, const ServeOptions& options) {
