@@ -170,21 +170,18 @@ static void BM_ParallelConfigGpt3(benchmark::State& state) {
     o.dp = 8;
     o.global_batch = 1536;
     for (auto _ : state) {
-        std::vector<roofline::Graph> graphs;
-        std::vector<roofline::Analysis> analyses;
-        graphs.reserve(16);
-        analyses.reserve(16);
-        std::vector<roofline::StageStep> stages;
+        std::vector<roofline::StageProfile> profiles;
         for (int s = 0; s < 16; ++s) {
             roofline::ModelOverrides ov;
             ov.batch = 1;
             ov.tp = 8;
             ov.pp = 16;
             ov.stage = s;
-            graphs.push_back(roofline::build_training_step(roofline::load_model_arg("gpt3-175b", ov), {}));
-            analyses.push_back(roofline::analyze(graphs.back(), c.hardware));
-            stages.push_back({&graphs.back(), &analyses.back()});
+            const roofline::Graph g = roofline::build_training_step(roofline::load_model_arg("gpt3-175b", ov), {});
+            profiles.push_back(roofline::stage_profile(g, roofline::analyze(g, c.hardware)));
         }
+        std::vector<const roofline::StageProfile*> stages;
+        for (const auto& p : profiles) stages.push_back(&p);
         benchmark::DoNotOptimize(roofline::analyze_pipeline(stages, c, o));
     }
 }
@@ -196,16 +193,13 @@ static void BM_SearchConfigGpt3(benchmark::State& state) {
     const auto build = roofline::template_stage_builder("gpt3-175b", {}, {}, c.hardware, {});
     for (auto _ : state) {
         roofline::StageRequest r{8, 16, 0, 1, "none"};
-        std::vector<roofline::BuiltStage> built;
+        std::vector<roofline::StageProfile> built;
         for (const int st : {0, 1, 15}) {
             r.stage = st;
             built.push_back(build(r));
         }
-        std::vector<roofline::StageStep> stages;
-        for (int st = 0; st < 16; ++st) {
-            const auto& b = built[st == 0 ? 0 : st == 15 ? 2 : 1];
-            stages.push_back({b.evaluated.graph, &b.evaluated.analysis});
-        }
+        std::vector<const roofline::StageProfile*> stages;
+        for (int st = 0; st < 16; ++st) stages.push_back(&built[st == 0 ? 0 : st == 15 ? 2 : 1]);
         roofline::ParallelOptions o;
         o.dp = 8;
         o.global_batch = 1536;

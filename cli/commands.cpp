@@ -109,24 +109,20 @@ void add_analyze(CLI::App& app) {
         std::optional<ParallelAnalysis> par;
         if (cluster != nullptr && parallel->pp > 1) {
             // Every stage built and analysed as the first was; the report's ops are the first stage's.
-            std::vector<Graph> graphs;
-            std::vector<Analysis> analyses;
-            std::vector<std::optional<Evaluated>> plans;
-            graphs.reserve(static_cast<std::size_t>(parallel->pp));
-            plans.reserve(static_cast<std::size_t>(parallel->pp));
-            std::vector<StageStep> stages{{&g, &a}};
-            analyses.reserve(static_cast<std::size_t>(parallel->pp));
+            std::vector<StageProfile> profiles{stage_profile(g, a)};
+            profiles.reserve(static_cast<std::size_t>(parallel->pp));
             for (int s = 1; s < parallel->pp; ++s) {
                 args->stage = s;
-                graphs.push_back(args->build(nullptr));
+                const Graph stage = args->build(nullptr);
                 if (plan_args->any()) {
-                    plans.push_back(plan_args->evaluate(graphs.back(), h, aopt));
-                    stages.push_back({&*plans.back()->graph, &plans.back()->analysis});
+                    const Evaluated e = plan_args->evaluate(stage, h, aopt);
+                    profiles.push_back(stage_profile(*e.graph, e.analysis));
                 } else {
-                    analyses.push_back(analyze(graphs.back(), h, aopt));
-                    stages.push_back({&graphs.back(), &analyses.back()});
+                    profiles.push_back(stage_profile(stage, analyze(stage, h, aopt)));
                 }
             }
+            std::vector<const StageProfile*> stages;
+            for (const StageProfile& p : profiles) stages.push_back(&p);
             par = analyze_pipeline(stages, *cluster, parallel->options());
             ctx.parallel = &*par;
         } else if (cluster != nullptr) {

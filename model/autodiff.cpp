@@ -98,11 +98,13 @@ Graph build_training_step(const Graph& forward, const TrainingOptions& opt) {
     Graph g = forward;
     const std::size_t forward_nodes = g.nodes().size();
 
-    // Which tensors need a gradient: parameters and what is computed from them.
+    // Which tensors need a gradient: parameters, a pipeline stage's received activation (its
+    // gradient goes back to the previous stage), and what is computed from them.
     std::vector<bool> needs_grad(g.tensors().size(), false);
+    const TensorId received = g.pipeline.input.empty() ? -1 : g.find_tensor(g.pipeline.input);
     for (std::size_t t = 0; t < g.tensors().size(); ++t) {
         const Tensor& ten = g.tensors()[t];
-        needs_grad[t] = ten.role == TensorRole::parameter && is_floating(ten.desc.dtype);
+        needs_grad[t] = (ten.role == TensorRole::parameter || static_cast<TensorId>(t) == received) && is_floating(ten.desc.dtype);
     }
     for (std::size_t i = 0; i < forward_nodes; ++i) {
         const Node& n = g.nodes()[i];
@@ -159,6 +161,11 @@ Graph build_training_step(const Graph& forward, const TrainingOptions& opt) {
                 grad[t] = builder.one(OpKind::add, {grad[t], in_grads[k]});
             }
         }
+    }
+    if (received >= 0 && grad[static_cast<std::size_t>(received)] != kNoGrad) {
+        const TensorId sent = grad[static_cast<std::size_t>(received)];
+        const auto& outs = g.outputs();
+        if (std::find(outs.begin(), outs.end(), sent) == outs.end()) g.mark_output(sent);
     }
     for (std::size_t t = 0; t < needs_grad.size(); ++t) {
         const Tensor& ten = g.tensors()[t];

@@ -4,6 +4,8 @@
 #include <boost/graph/topological_sort.hpp>
 #include <iterator>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "ops/op_rule.hpp"
 
@@ -219,7 +221,8 @@ std::string where(const Graph& g, NodeId n) { return "node '" + g.node(n).name +
 }  // namespace
 
 void verify(const Graph& g) {
-    std::set<std::string> node_names;
+    std::unordered_set<std::string_view> node_names;
+    node_names.reserve(g.nodes().size());
     std::size_t expected_edges = 0;
     for (std::size_t i = 0; i < g.nodes().size(); ++i) {
         const auto id = static_cast<NodeId>(i);
@@ -257,7 +260,8 @@ void verify(const Graph& g) {
             throw InputError(where(g, id) + ": stored output descriptors differ from the op's shape inference");
         }
     }
-    std::set<std::string> tensor_names;
+    std::unordered_set<std::string_view> tensor_names;
+    tensor_names.reserve(g.tensors().size());
     for (const Tensor& t : g.tensors()) {
         if (!tensor_names.insert(t.name).second) throw InputError("tensor name '" + t.name + "' is defined twice");
     }

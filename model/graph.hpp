@@ -91,6 +91,15 @@ struct PipelineStage {
     int stages = 1;
     int stage = 0;   // 0-based
     int layers = 0;  // transformer layers in this stage
+    // A probe (ModelOverrides::stage_layers): the stage built with fewer layers than the model gives
+    // it; model_layers is the model's whole count (0: not a probe). The layers' node names carry
+    // `layer_prefix` and their index as one dotted component ("h7" in "grad.h7.mlp.up.3"); empty
+    // when the model does not say.
+    int model_layers = 0;
+    std::string layer_prefix;
+    // The activation this stage receives from the previous one (empty: none, the first stage). Its
+    // gradient is computed backward and sent back (Megatron-LM's backward send): a step output.
+    std::string input;
     // A tied word embedding split between the first stage (the lookup) and the last (the LM head):
     // the parameter whose copy this stage holds; the two copies' gradients are all-reduced between
     // the two stages every iteration (Megatron-LM's embedding group). Empty: none.

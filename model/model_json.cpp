@@ -400,7 +400,7 @@ Graph build_graph(const json& doc, Context& c) {
     }
     if (doc.contains("pipeline")) {
         const json& pp = require(doc, "pipeline", json::value_t::object, c.origin, "");
-        only_keys(pp, {"stages", "stage", "layers", "shared_embedding"}, c.origin, "/pipeline");
+        only_keys(pp, {"stages", "stage", "layers", "model_layers", "layer_prefix", "input", "shared_embedding"}, c.origin, "/pipeline");
         auto integer = [&](const char* k, std::int64_t lo) {
             const json& v = pp.contains(k) ? pp[k] : json();
             if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > 1 << 20)
@@ -410,7 +410,22 @@ Graph build_graph(const json& doc, Context& c) {
         g.pipeline.stages = integer("stages", 1);
         g.pipeline.stage = integer("stage", 0);
         g.pipeline.layers = integer("layers", 0);
+        if (pp.contains("model_layers")) g.pipeline.model_layers = integer("model_layers", 1);
+        if (pp.contains("layer_prefix")) {
+            const json& v = pp["layer_prefix"];
+            if (!v.is_string() || v.get<std::string>().empty())
+                fail(c.origin, "/pipeline/layer_prefix", "expected the layers' name prefix (a non-empty string), got " + v.dump());
+            g.pipeline.layer_prefix = v.get<std::string>();
+        }
         if (g.pipeline.stage >= g.pipeline.stages) fail(c.origin, "/pipeline/stage", "must be below /pipeline/stages");
+        if (pp.contains("input")) {
+            const json& v = pp["input"];
+            const TensorId t = v.is_string() ? g.find_tensor(v.get<std::string>()) : -1;
+            if (t < 0 || g.tensor(t).role != TensorRole::input)
+                fail(c.origin, "/pipeline/input",
+                     "expected the name of a model input (the activation the stage receives), got " + v.dump());
+            g.pipeline.input = v.get<std::string>();
+        }
         if (pp.contains("shared_embedding")) {
             const json& v = pp["shared_embedding"];
             if (!v.is_string() || g.find_tensor(v.get<std::string>()) < 0)
@@ -538,12 +553,20 @@ void add_parallel_config(const std::string& name, json& config, ModelOverrides& 
         if (ov.seq) config["seq"] = *ov.seq;  // the sequence shard's length is a number in the document
     }
     if (ov.ep > 1) config["ep"] = ov.ep;
+    // Mixture-of-experts layers size their per-expert token groups from the sequence length: it is
+    // a number in the document, so --seq goes to the template.
+    const bool experts = config.contains("experts") && config["experts"].is_number_integer() && config["experts"].get<std::int64_t>() > 0;
+    if (experts && ov.seq && ov.cp == 1) {
+        config["seq"] = *ov.seq;
+        ov.seq.reset();
+    }
     if (ov.cp > 1) {
         config["cp"] = ov.cp;
         if (ov.seq) config["seq"] = *ov.seq;
         ov.seq.reset();
     }
     if (ov.pp > 1) config["pp"] = ov.pp, config["stage"] = ov.stage;
+    if (ov.stage_layers) config["stage_layers"] = *ov.stage_layers;
 }
 
 }  // namespace

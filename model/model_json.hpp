@@ -39,6 +39,9 @@ struct ModelOverrides {
     // Pipeline stages (--pp) and which one to build: a template that can split builds that stage.
     int pp = 1;
     int stage = 0;
+    // A probe of the stage (`search`, sim/parallel.hpp compose_layers): a template that splits
+    // builds this many of the stage's layers instead of its share, and records the model's count.
+    std::optional<int> stage_layers = std::nullopt;
     // An inference phase of a decoder-only LLM (--phase): the model is rebuilt from its
     // architecture as one prefill or decode step (model/inference.hpp); batch and seq apply to it.
     std::optional<PhaseOptions> phase = std::nullopt;

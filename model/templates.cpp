@@ -38,6 +38,7 @@ struct GptConfig {
     std::int64_t ep = 1;       // expert-parallel ranks: the document holds experts / ep of them
     std::int64_t pp = 1;       // pipeline stages: the document is stage `stage` (its layers only)
     std::int64_t stage = 0;
+    std::int64_t stage_layers = 0;  // a probe: build this many of the stage's layers (0: n_layer / pp)
 };
 
 const std::map<std::string, GptConfig>& gpt_presets() {
@@ -125,6 +126,8 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             c.ep = positive_int(v, origin, k);
         } else if (k == "pp") {
             c.pp = positive_int(v, origin, k);
+        } else if (k == "stage_layers") {
+            c.stage_layers = positive_int(v, origin, k);
         } else if (k == "stage") {
             if (!v.is_number_integer() || v.get<std::int64_t>() < 0) bad_config(origin, k, "expected a stage index >= 0");
             c.stage = v.get<std::int64_t>();
@@ -132,7 +135,7 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             bad_config(origin, k,
                        "unknown key '" + k +
                            "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, "
-                           "dtype, tp, sp, cp, experts, top_k, ep, pp, stage)");
+                           "dtype, tp, sp, cp, experts, top_k, ep, pp, stage, stage_layers)");
         }
     }
     if (c.d_model % c.n_head != 0) bad_config(origin, "n_head", "n_head must divide d_model");
@@ -190,7 +193,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // last receives or sends [batch, seq, d_model] activations; it ends in a stand-in loss (the
     // mean of its output) so that autodiff builds its backward, as the next stage's gradient would seed it.
     const bool first = c.stage == 0, last = c.stage == c.pp - 1;
-    const std::int64_t per_stage = c.n_layer / c.pp, l0 = c.stage * per_stage, l1 = l0 + per_stage;
+    const std::int64_t per_stage = c.stage_layers > 0 ? c.stage_layers : c.n_layer / c.pp, l0 = c.stage * per_stage, l1 = l0 + per_stage;
     DocBuilder b(c.pp == 1 ? name : name + " (stage " + std::to_string(c.stage + 1) + " of " + std::to_string(c.pp) + ")");
     b.doc()["description"] =
         "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " + std::to_string(c.n_head) +
@@ -363,8 +366,10 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.node("stage_loss", "reduce_mean", {x}, {{"axes", {0, 1, 2}}});
         b.doc()["outputs"] = {"stage_loss"};
     }
-    if (c.pp > 1) {
+    if (c.pp > 1 || c.stage_layers > 0) {
         b.doc()["pipeline"] = {{"stages", c.pp}, {"stage", c.stage}, {"layers", per_stage}};
+        if (c.stage_layers > 0) b.doc()["pipeline"]["model_layers"] = c.n_layer, b.doc()["pipeline"]["layer_prefix"] = "h";
+        if (!first) b.doc()["pipeline"]["input"] = "hidden";
         // A tied embedding: the first stage's wte and the last stage's copy (lm_head.w).
         if (c.tied_embeddings && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? "wte" : "lm_head.w";
     }

@@ -180,6 +180,7 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
         throw InputError("analyze: the fusion plan is for another graph");
     KernelCostCache local;
     std::unordered_map<std::string, Costed>& cache = opt.cost_cache != nullptr ? opt.cost_cache->map : local.map;
+    a.ops.reserve(g.nodes().size());
     for (NodeId n : g.topological_order()) {
         const int gi = opt.fusion != nullptr ? opt.fusion->group_of[static_cast<std::size_t>(n)] : -1;
         OpAnalysis op;

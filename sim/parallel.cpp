@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <string_view>
 #include <set>
 #include <fmt/format.h>
 
@@ -25,15 +29,418 @@ double shard_of(MemoryCategory c, int zero, int dp) {
     }
 }
 
-struct Gradient {
-    double ready_s = 0;
-    std::int64_t bytes = 0;
-    bool expert = false;  // of an expert's weight: reduced over the ranks that hold that expert
-};
+// The index of the layer a node belongs to: the component (between dots or slashes) `prefix` +
+// digits in its name ("h7" in "grad.h7.mlp.up.3" and "recompute/h7.attn.scores"), -1 when none.
+int layer_in(std::string_view name, std::string_view prefix) {
+    if (prefix.empty()) return -1;
+    std::size_t at = 0;
+    while (at <= name.size()) {
+        const std::size_t dot = std::min(name.find_first_of("./", at), name.size());
+        const std::string_view part = name.substr(at, dot - at);
+        if (part.size() > prefix.size() && part.compare(0, prefix.size(), prefix) == 0 && part.size() - prefix.size() <= 6 &&
+            std::all_of(part.begin() + static_cast<std::ptrdiff_t>(prefix.size()), part.end(),
+                        [](char ch) { return ch >= '0' && ch <= '9'; }))
+            return std::stoi(std::string(part.substr(prefix.size())));
+        at = dot + 1;
+    }
+    return -1;
+}
+
+// The ZeRO shares of a step's memory for `zero` over `reducers` ranks: the peak step's total and
+// categories, ZeRO-3's gathered parameters and the accumulated gradients of K > 1 micro-batches added.
+std::pair<std::int64_t, CategoryBytes> peak_of(const StageProfile& g, int zero, int reducers, int K) {
+    const auto accumulated =
+        static_cast<std::int64_t>(static_cast<double>(g.gradient_bytes) * shard_of(MemoryCategory::gradients, zero, reducers));
+    const std::int64_t largest_parameter = g.largest_parameter;
+    std::int64_t peak = 0;
+    CategoryBytes at{};
+    for (const StageProfile::MemoryAt& step : g.memory) {
+        const CategoryBytes& bytes = step.bytes;
+        CategoryBytes scaled{};
+        std::int64_t total = 0;
+        for (std::size_t c = 0; c < kMemoryCategories; ++c) {
+            scaled[c] = static_cast<std::int64_t>(static_cast<double>(bytes[c]) * shard_of(static_cast<MemoryCategory>(c), zero, reducers));
+            total += scaled[c];
+        }
+        if (zero == 3 && reducers > 1) {
+            scaled[static_cast<std::size_t>(MemoryCategory::weights)] += 2 * largest_parameter;
+            total += 2 * largest_parameter;
+        }
+        // Accumulated gradients stay allocated through every later micro-batch.
+        if (K > 1) {
+            const auto gi = static_cast<std::size_t>(MemoryCategory::gradients);
+            const std::int64_t held = accumulated - scaled[gi];
+            if (held > 0) scaled[gi] += held, total += held;
+        }
+        if (total > peak) peak = total, at = scaled;
+    }
+    return {peak, at};
+}
+
+// One stream in program order (sim/schedule.cpp with one stream and no fusion): a kernel starts when
+// the previous one has ended and the host has issued it; an op without a kernel ends when the
+// kernel it waits for did. Sets every op's end and the step's end (the host's last issue included).
+void replay(std::vector<StageProfile::Op>& ops, double& step) {
+    double gpu = 0;
+    step = 0;
+    for (StageProfile::Op& op : ops) {
+        if (op.kernel_s > 0) {
+            op.end_s = std::max(gpu, op.issue_s) + op.kernel_s;
+            gpu = op.end_s;
+        } else {
+            op.end_s = op.view_of >= 0 ? ops[static_cast<std::size_t>(op.view_of)].end_s : 0.0;
+        }
+        step = std::max({step, op.end_s, op.issue_s});
+    }
+}
 
 }  // namespace
 
+StageProfile stage_profile(const Graph& g, const Analysis& a) {
+    StageProfile p;
+    p.tp = g.tensor_parallel.degree;
+    p.cp = g.context_parallel.degree;
+    p.ep = g.expert_parallel.degree;
+    p.stages = g.pipeline.stages;
+    p.stage = g.pipeline.stage;
+    p.layers = g.pipeline.layers;
+    p.compute_dtype = g.compute_dtype;
+    if (const auto b = g.dims.find("batch"); b != g.dims.end()) p.batch = b->second;
+    if (const auto q = g.dims.find("seq"); q != g.dims.end()) p.seq = q->second;
+    for (const Tensor& t : g.tensors())
+        if (t.role == TensorRole::input && t.name == "hidden") p.hidden_bytes = t.desc.bytes();
+    if (!g.pipeline.shared_embedding.empty())
+        if (const TensorId w = g.find_tensor(g.pipeline.shared_embedding); w >= 0) p.shared_embedding_bytes = g.tensor(w).desc.bytes();
+    const std::size_t n = g.nodes().size();
+    std::vector<int> layer_of(n, -1);
+    if (!g.pipeline.layer_prefix.empty()) {
+        int first_layer = -1;
+        for (std::size_t i = 0; i < n; ++i) {
+            layer_of[i] = layer_in(g.nodes()[i].name, g.pipeline.layer_prefix);
+            if (layer_of[i] >= 0) first_layer = first_layer < 0 ? layer_of[i] : std::min(first_layer, layer_of[i]);
+        }
+        for (int& l : layer_of)
+            if (l >= 0) l -= first_layer;  // relative to the stage's first layer
+    }
+
+    // The schedule's ops, and when each phase ends on the compute stream.
+    p.ops.resize(n);
+    for (const ScheduledOp& s : a.schedule.ops) {
+        const auto i = static_cast<std::size_t>(s.node);
+        p.ops[i] = {s.kernel_s, s.issue_s, s.end_s, g.node(s.node).phase, layer_of[i], -1};
+    }
+    double backward_end = 0;
+    for (const ScheduledOp& s : a.schedule.ops) {
+        const Phase ph = g.node(s.node).phase;
+        if (ph == Phase::optimizer) {
+            p.optimizer_s += s.end_s - s.start_s;
+            p.has_optimizer = true;
+        } else {
+            backward_end = std::max(backward_end, s.end_s);
+            if (ph == Phase::forward) p.forward_end_s = std::max(p.forward_end_s, s.end_s);
+        }
+    }
+    p.backward_end_s = backward_end;
+    // The optimizer phase as scheduled: its kernels and the host's issue gaps between them (a
+    // phase of many small updates is issue-bound).
+    if (p.has_optimizer) p.optimizer_s = std::max(p.optimizer_s, a.schedule.step_time_s - backward_end);
+    // An op without a kernel ends with the latest kernel among its producers: the nearest earlier
+    // kernel that ended then. Replaying the ops must give the schedule back.
+    for (std::size_t i = 0; i < n; ++i) {
+        StageProfile::Op& op = p.ops[i];
+        if (op.kernel_s > 0 || op.end_s <= 0) continue;
+        for (std::size_t j = i; j-- > 0;)
+            if (p.ops[j].kernel_s > 0 && p.ops[j].end_s == op.end_s) {
+                op.view_of = static_cast<int>(j);
+                break;
+            }
+    }
+    if (a.schedule.streams == 1 && a.schedule.ops.size() == n) {
+        std::vector<StageProfile::Op> again = p.ops;
+        double step = 0;
+        replay(again, step);
+        p.replayable = step == a.schedule.step_time_s;
+        for (std::size_t i = 0; i < n && p.replayable; ++i) p.replayable = again[i].end_s == p.ops[i].end_s;
+    }
+
+    // The op that ends each node's gradient (the last of those that differentiate it).
+    std::vector<int> grad_op(n, -1);
+    for (const ScheduledOp& s : a.schedule.ops) {
+        const NodeId d = g.node(s.node).differentiates;
+        if (d == kNoNode) continue;
+        int& at = grad_op[static_cast<std::size_t>(d)];
+        if (at < 0 || s.end_s >= p.ops[static_cast<std::size_t>(at)].end_s) at = s.node;
+    }
+    // A collective of a node's tensor forward and one of its gradient backward (none in inference).
+    const auto both = [&](NodeId node, double bytes, Collective forward, Collective backward, StageProfile::Group group) {
+        const auto i = static_cast<std::size_t>(node);
+        p.blocking.push_back({p.ops[i].end_s, forward, bytes, group, static_cast<int>(i)});
+        if (const int b = grad_op[i]; b >= 0) p.blocking.push_back({p.ops[static_cast<std::size_t>(b)].end_s, backward, bytes, group, b});
+    };
+    //   context parallelism: the keys and values all-gathered forward, their gradients
+    //     reduce-scattered backward (all-gather CP does not overlap them; Megatron's ring variant
+    //     would hide part of it behind attention);
+    //   expert parallelism: the token copies' all-to-all to their experts' ranks and the outputs'
+    //     back, forward and for their gradients backward (Megatron-LM's MoE dispatcher without overlap).
+    const auto outputs = [&](const std::vector<std::string>& names, Collective forward, Collective backward, StageProfile::Group group) {
+        for (const std::string& name : names)
+            if (const NodeId node = g.find_node(name); node != kNoNode)
+                both(node, static_cast<double>(g.tensor(g.node(node).outputs.front()).desc.bytes()), forward, backward, group);
+    };
+    if (p.cp > 1) outputs(g.context_parallel.all_gather, Collective::all_gather, Collective::reduce_scatter, StageProfile::Group::cp);
+    if (p.ep > 1) outputs(g.expert_parallel.all_to_all, Collective::all_to_all, Collective::all_to_all, StageProfile::Group::ep);
+    if (p.tp > 1) {
+        // All-reduces after a node forward and of its gradient backward; with sequence parallelism
+        // an all-gather of a node's output (reduce-scatter backward) and a reduce-scatter of its
+        // input (all-gather backward), each of the full tensor: the same bytes a rank sends as the
+        // all-reduce they replace, in two halves (Korthikanti et al. 2022, section 4.2.2).
+        outputs(g.tensor_parallel.all_reduce, Collective::all_reduce, Collective::all_reduce, StageProfile::Group::tp);
+        outputs(g.tensor_parallel.all_gather, Collective::all_gather, Collective::reduce_scatter, StageProfile::Group::tp);
+        for (const std::string& name : g.tensor_parallel.reduce_scatter)
+            if (const NodeId node = g.find_node(name); node != kNoNode)
+                both(node, static_cast<double>(g.tensor(g.node(node).inputs.front()).desc.bytes()), Collective::reduce_scatter,
+                     Collective::all_gather, StageProfile::Group::tp);
+        // Megatron's vocabulary-parallel cross-entropy: three all-reduces of one float a token, forward.
+        for (const std::string& name : g.tensor_parallel.vocab_parallel_loss) {
+            const NodeId node = g.find_node(name);
+            if (node == kNoNode || g.node(node).inputs.size() < 2) continue;
+            const double bytes = 4.0 * static_cast<double>(g.tensor(g.node(node).inputs[1]).desc.numel());
+            for (int i = 0; i < 3; ++i)
+                p.blocking.push_back({p.ops[static_cast<std::size_t>(node)].end_s, Collective::all_reduce, bytes, StageProfile::Group::tp,
+                                      static_cast<int>(node)});
+        }
+    }
+
+    // The gradients of the experts' weights (expert parallelism): what each optimizer update of an
+    // expert parameter consumes (input 1), or the tensor an fp32 cast of it read.
+    std::set<TensorId> expert_grads;
+    if (p.ep > 1 && !g.expert_parallel.parameters.empty()) {
+        const std::set<std::string> experts(g.expert_parallel.parameters.begin(), g.expert_parallel.parameters.end());
+        const auto is_expert = [&](const std::string& updated) {  // the parameter, or its fp32 master copy (model/autodiff.cpp)
+            const std::string master = ".master";
+            return experts.count(updated) != 0 ||
+                   (updated.size() > master.size() && updated.compare(updated.size() - master.size(), master.size(), master) == 0 &&
+                    experts.count(updated.substr(0, updated.size() - master.size())) != 0);
+        };
+        for (const Node& node : g.nodes()) {
+            if (!traits_of(node.kind).optimizer_update || node.inputs.size() < 2 || !is_expert(g.tensor(node.inputs[0]).name)) continue;
+            TensorId grad = node.inputs[1];
+            expert_grads.insert(grad);
+            const NodeId from = g.tensor(grad).producer;
+            if (from != kNoNode && traits_of(g.node(from).kind).converts_dtype) expert_grads.insert(g.node(from).inputs[0]);
+        }
+    }
+    // Gradients that a cast turns into another gradient (fp32 for the master weights).
+    std::vector<bool> cast_to_gradient(g.tensors().size(), false);
+    for (const Node& node : g.nodes()) {
+        if (!traits_of(node.kind).converts_dtype || node.inputs.empty() || node.outputs.empty()) continue;
+        const auto out = static_cast<std::size_t>(node.outputs[0]);
+        if (out < a.memory.category.size() && a.memory.category[out] == MemoryCategory::gradients)
+            cast_to_gradient[static_cast<std::size_t>(node.inputs[0])] = true;
+    }
+    for (std::size_t t = 0; t < g.tensors().size(); ++t) {
+        const Tensor& tensor = g.tensors()[t];
+        if (tensor.role == TensorRole::parameter) {
+            p.parameter_bytes += tensor.desc.bytes();
+            p.largest_parameter = std::max(p.largest_parameter, tensor.desc.bytes());
+        }
+        if (a.memory.category.size() <= t || a.memory.category[t] != MemoryCategory::gradients || tensor.producer == kNoNode) continue;
+        // A gradient cast to fp32 for the master weights is reduced once, in fp32 (Megatron-LM
+        // accumulates and reduces main_grad in fp32), as soon as the gradient it casts exists (the
+        // cast is part of the accumulation into main_grad, in backward); the 16-bit one is not
+        // reduced on its own.
+        if (cast_to_gradient[t]) continue;
+        NodeId ready = tensor.producer;
+        const Node& made = g.node(ready);
+        if (traits_of(made.kind).converts_dtype && !made.inputs.empty() && g.tensor(made.inputs[0]).producer != kNoNode)
+            ready = g.tensor(made.inputs[0]).producer;
+        const auto r = static_cast<std::size_t>(ready);
+        p.gradients.push_back(
+            {p.ops[r].end_s, tensor.desc.bytes(), expert_grads.count(static_cast<TensorId>(t)) != 0, static_cast<int>(r)});
+        p.gradient_bytes += tensor.desc.bytes();
+    }
+    p.memory.reserve(a.memory.steps.size());
+    for (const MemoryStep& s : a.memory.steps)
+        p.memory.push_back({s.bytes, s.node != kNoNode ? g.node(s.node).phase : Phase::forward,
+                            s.node != kNoNode ? layer_of[static_cast<std::size_t>(s.node)] : -1});
+    p.saved_activation_bytes = a.memory.saved_activation_bytes;
+    p.optimizer_flops = static_cast<double>(a.by_phase[static_cast<int>(Phase::optimizer)].work.flops());
+    p.flops = static_cast<double>(a.total.flops());
+    return p;
+}
+
+namespace {
+
+// The memory steps of a stage of `layers` layers from those of its one- and two-layer probes
+// (compose_layers). Steps are matched by phase, layer and order: the j-th step of a phase outside
+// the layers, or of layer 0, in both probes; the j-th of layer 1 in the two-layer probe with the
+// j-th of layer 0 in each.
+std::vector<StageProfile::MemoryAt> compose_memory(const std::vector<StageProfile::MemoryAt>& one,
+                                                   const std::vector<StageProfile::MemoryAt>& two, int layers) {
+    using Key = std::pair<Phase, int>;
+    std::map<Key, std::vector<const CategoryBytes*>> in_one, in_two;
+    for (const StageProfile::MemoryAt& m : one) in_one[{m.phase, m.layer}].push_back(&m.bytes);
+    for (const StageProfile::MemoryAt& m : two) in_two[{m.phase, m.layer}].push_back(&m.bytes);
+    const auto fail = [] { throw InputError("compose_layers: the probes' memory steps do not repeat layer by layer"); };
+    for (const auto& [key, list] : in_two) {
+        if (key.second > 1) fail();
+        const auto other = in_one.find({key.first, std::min(key.second, 0)});
+        if (other == in_one.end() || other->second.size() != list.size()) fail();
+    }
+    for (const auto& [key, list] : in_one)
+        if (key.second > 0 || in_two.count(key) == 0) fail();
+    const auto n = static_cast<std::int64_t>(layers - 2);
+    std::vector<StageProfile::MemoryAt> out;
+    out.reserve(two.size() + in_two.size());
+    std::map<Key, std::size_t> seen;
+    for (const StageProfile::MemoryAt& m : two) {
+        const std::size_t j = seen[{m.phase, m.layer}]++;
+        const CategoryBytes& p = *in_one[{m.phase, std::min(m.layer, 0)}][j];
+        if (m.layer < 1) {  // the same step of the whole stage: every added layer adds what the second did
+            StageProfile::MemoryAt c = m;
+            for (std::size_t k = 0; k < kMemoryCategories; ++k) c.bytes[k] += n * (m.bytes[k] - p[k]);
+            out.push_back(c);
+            continue;
+        }
+        // Layer r of the repeating one: R + (r - 1)(R - P) + (L - 1 - r)(Q - P), at r = 1 and r = L - 1.
+        const CategoryBytes& q = *in_two[{m.phase, 0}][j];
+        StageProfile::MemoryAt first = m, last = m;
+        for (std::size_t k = 0; k < kMemoryCategories; ++k) {
+            first.bytes[k] += n * (q[k] - p[k]);
+            last.bytes[k] += n * (m.bytes[k] - p[k]);
+        }
+        last.layer = layers - 1;
+        out.push_back(first);
+        out.push_back(last);
+    }
+    return out;
+}
+
+}  // namespace
+
+StageProfile compose_layers(const StageProfile& one, const StageProfile& two, int layers) {
+    if (one.layers != 1 || two.layers != 2)
+        throw InputError(fmt::format("compose_layers: probes of {} and {} layers; expected 1 and 2", one.layers, two.layers));
+    if (layers < 2) throw InputError(fmt::format("compose_layers: {} layers from probes of 2", layers));
+    if (!two.replayable) throw InputError("compose_layers: the probe's schedule cannot be replayed (more than one stream, or fusion)");
+    if (std::none_of(two.ops.begin(), two.ops.end(), [](const StageProfile::Op& o) { return o.layer == 1; }))
+        throw InputError("compose_layers: the probes do not name their layers (Graph::pipeline.layer_prefix)");
+    const auto fail = [] { throw InputError("compose_layers: the probe's second layer is not one run of ops a phase"); };
+
+    // The second layer's ops: one contiguous run a phase, repeated for layers 1 .. L - 1 in the
+    // order the phase runs them (increasing when the first layer's ops of the phase come first).
+    struct Run {
+        std::size_t begin = 0, end = 0;
+        bool increasing = true;
+    };
+    std::map<Phase, Run> runs;
+    for (std::size_t i = 0; i < two.ops.size(); ++i) {
+        const StageProfile::Op& o = two.ops[i];
+        if (o.layer > 1) fail();
+        if (o.layer != 1) continue;
+        auto [it, fresh] = runs.try_emplace(o.phase, Run{i, i + 1, true});
+        if (!fresh) {
+            if (it->second.end != i) fail();
+            it->second.end = i + 1;
+        }
+    }
+    for (auto& [phase, run] : runs) {
+        const auto first_layer = [&, ph = phase](const StageProfile::Op& o) { return o.phase == ph && o.layer == 0; };
+        run.increasing = std::any_of(two.ops.begin(), two.ops.begin() + static_cast<std::ptrdiff_t>(run.begin), first_layer);
+    }
+
+    // The unrolled ops; copies[i]: the composed indices of probe op i (one, or one a layer of the run,
+    // in execution order), layer_of_copy the layer each copy stands for.
+    StageProfile p = two;
+    p.layers = layers;
+    p.ops.clear();
+    p.ops.reserve(two.ops.size() + static_cast<std::size_t>(layers - 2) * two.ops.size());
+    std::vector<std::vector<int>> copies(two.ops.size());
+    std::vector<double> issue_gap(two.ops.size());
+    for (std::size_t i = 0; i < two.ops.size(); ++i) issue_gap[i] = two.ops[i].issue_s - (i > 0 ? two.ops[i - 1].issue_s : 0.0);
+    // A probe op's composed index for a copy standing for `layer` (-1: the latest copy so far).
+    const auto copy_of = [&](std::size_t i, int layer) {
+        const std::vector<int>& c = copies[i];
+        if (c.size() == 1 || layer < 0) return c.back();
+        for (const int k : c)
+            if (p.ops[static_cast<std::size_t>(k)].layer == layer) return k;
+        return c.back();
+    };
+    double host = 0;
+    const auto emit = [&](std::size_t i, int layer) {
+        StageProfile::Op o = two.ops[i];
+        host += issue_gap[i];
+        o.issue_s = host;
+        o.layer = layer;
+        if (o.view_of >= 0) {
+            const auto v = static_cast<std::size_t>(o.view_of);
+            if (copies[v].empty()) fail();
+            o.view_of = copy_of(v, two.ops[v].layer == 1 && layer >= 1 ? layer : -1);
+        }
+        copies[i].push_back(static_cast<int>(p.ops.size()));
+        p.ops.push_back(o);
+    };
+    for (std::size_t i = 0; i < two.ops.size();) {
+        const auto run = runs.find(two.ops[i].phase);
+        if (run == runs.end() || run->second.begin != i) {
+            emit(i, two.ops[i].layer);
+            ++i;
+            continue;
+        }
+        const Run& r = run->second;
+        for (int k = 1; k < layers; ++k) {
+            const int layer = r.increasing ? k : layers - k;
+            for (std::size_t j = r.begin; j < r.end; ++j) emit(j, layer);
+        }
+        i = r.end;
+    }
+    double step = 0;
+    replay(p.ops, step);
+
+    p.forward_end_s = p.backward_end_s = p.optimizer_s = 0;
+    double optimizer_kernels = 0;
+    for (const StageProfile::Op& o : p.ops) {
+        if (o.phase == Phase::optimizer) {
+            optimizer_kernels += o.kernel_s > 0 ? o.kernel_s : 0.0;
+        } else {
+            p.backward_end_s = std::max(p.backward_end_s, o.end_s);
+            if (o.phase == Phase::forward) p.forward_end_s = std::max(p.forward_end_s, o.end_s);
+        }
+    }
+    if (p.has_optimizer) p.optimizer_s = std::max(optimizer_kernels, step - p.backward_end_s);
+    // Collectives and gradients at their ops' copies.
+    const auto at_copies = [&](const auto& from, auto& to, auto time) {
+        to.clear();
+        for (const auto& e : from)
+            for (const int k : copies[static_cast<std::size_t>(e.op)]) {
+                auto c = e;
+                c.op = k;
+                c.*time = p.ops[static_cast<std::size_t>(k)].end_s;
+                to.push_back(c);
+            }
+    };
+    at_copies(two.blocking, p.blocking, &StageProfile::Blocking::at_s);
+    at_copies(two.gradients, p.gradients, &StageProfile::Gradient::ready_s);
+
+    const double n = layers - 2;  // layers added to the two-layer probe
+    const auto grow = [n](double x1, double x2) { return x2 + n * (x2 - x1); };
+    const auto grow_bytes = [&](std::int64_t x1, std::int64_t x2) {
+        return static_cast<std::int64_t>(std::llround(grow(static_cast<double>(x1), static_cast<double>(x2))));
+    };
+    p.parameter_bytes = grow_bytes(one.parameter_bytes, two.parameter_bytes);
+    p.gradient_bytes = grow_bytes(one.gradient_bytes, two.gradient_bytes);
+    p.saved_activation_bytes = grow_bytes(one.saved_activation_bytes, two.saved_activation_bytes);
+    p.flops = grow(one.flops, two.flops);
+    p.optimizer_flops = grow(one.optimizer_flops, two.optimizer_flops);
+    p.memory = compose_memory(one.memory, two.memory, layers);
+    return p;
+}
+
 ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Cluster& cluster, const ParallelOptions& opt) {
+    return analyze_parallel(stage_profile(g, a), cluster, opt);
+}
+
+ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster, const ParallelOptions& opt) {
     if (opt.dp < 1) throw InputError("--dp: expected a positive number of data-parallel ranks, got " + std::to_string(opt.dp));
     if (opt.zero < 0 || opt.zero > 3) throw InputError("--zero: expected a ZeRO stage 0, 1, 2 or 3, got " + std::to_string(opt.zero));
     const long long most = cluster.max_devices();
@@ -43,10 +450,10 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     ParallelAnalysis r;
     r.options = opt;
     r.cluster = cluster.name;
-    r.tp = g.tensor_parallel.degree;
-    r.cp = g.context_parallel.degree;
+    r.tp = g.tp;
+    r.cp = g.cp;
     const int node = cluster.gpus_per_node();
-    r.pp = g.pipeline.stages;
+    r.pp = g.stages;
     r.devices = r.tp * r.cp * r.pp * opt.dp;
     const std::string ranks = r.cp > 1
                                   ? fmt::format("--tp {} x --cp {} x --pp {} x --dp {} = {} devices", r.tp, r.cp, r.pp, opt.dp, r.devices)
@@ -69,133 +476,71 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     const int reducers = opt.dp * r.cp;
     const CommGroup group{reducers, std::min(reducers, per_node)};
     // Expert parallelism: a group of data-parallel ranks (consecutive, after tp and cp).
-    r.ep = g.expert_parallel.degree;
+    r.ep = g.ep;
     if (r.ep > 1 && opt.dp % r.ep != 0)
         throw InputError(fmt::format("--ep {}: the expert-parallel ranks are data-parallel ranks; it must divide --dp {}", r.ep, opt.dp));
     const int ep_per_node = std::max(1, per_node / std::max(1, r.cp));
     const CommGroup ep_group{r.ep, std::min(r.ep, ep_per_node)};
 
-    // When each op ends on the compute stream, and which phase it belongs to.
-    std::vector<double> end_of(g.nodes().size(), 0.0);
-    for (const ScheduledOp& s : a.schedule.ops) end_of[static_cast<std::size_t>(s.node)] = s.end_s;
-    double forward_end = 0, backward_end = 0, optimizer_s = 0;
-    bool has_optimizer = false;
-    for (const ScheduledOp& s : a.schedule.ops) {
-        const Phase ph = g.node(s.node).phase;
-        if (ph == Phase::optimizer) {
-            optimizer_s += s.end_s - s.start_s;
-            has_optimizer = true;
-        } else {
-            backward_end = std::max(backward_end, s.end_s);
-            if (ph == Phase::forward) forward_end = std::max(forward_end, s.end_s);
-        }
-    }
-    // The optimizer phase as scheduled: its kernels and the host's issue gaps between them (a
-    // phase of many small updates is issue-bound).
-    if (has_optimizer) optimizer_s = std::max(optimizer_s, a.schedule.step_time_s - backward_end);
-    if (opt.zero > 0 && !has_optimizer)
+    if (opt.zero > 0 && !g.has_optimizer)
         throw InputError("--zero " + std::to_string(opt.zero) + ": the step has no optimizer to shard (--mode training with an optimizer)");
-    const auto batch_dim = g.dims.find("batch");
     if (opt.global_batch > 0) {
-        if (batch_dim == g.dims.end()) throw InputError("--global-batch: the model has no batch dimension to accumulate over");
-        const std::int64_t per_pass = batch_dim->second * opt.dp;
+        if (g.batch == 0) throw InputError("--global-batch: the model has no batch dimension to accumulate over");
+        const std::int64_t per_pass = g.batch * opt.dp;
         if (opt.global_batch % per_pass != 0)
-            throw InputError(fmt::format("--global-batch {}: not a multiple of --batch {} x --dp {} = {}", opt.global_batch,
-                                         batch_dim->second, opt.dp, per_pass));
+            throw InputError(
+                fmt::format("--global-batch {}: not a multiple of --batch {} x --dp {} = {}", opt.global_batch, g.batch, opt.dp, per_pass));
         r.micro_batches = static_cast<int>(opt.global_batch / per_pass);
     }
     const int K = r.micro_batches;
+    // A stage of identical layers issues the same few collectives over and over (4 a layer for
+    // tensor parallelism, gradient buckets of repeating sizes): each distinct one is costed once.
+    std::map<std::tuple<Collective, double, int, int>, CollectiveCost> costed;
+    const auto cost_of = [&](Collective coll, double bytes, CommGroup among) -> const CollectiveCost& {
+        const auto key = std::tuple(coll, bytes, among.ranks, among.per_node);
+        auto it = costed.find(key);
+        if (it == costed.end()) it = costed.emplace(key, collective_cost(cluster, coll, bytes, among)).first;
+        return it->second;
+    };
 
-    // Tensor-parallel all-reduces: after each named node in forward, and once for its gradient in
-    // backward (Megatron's f and g operators: 2 + 2 per transformer layer). They block the compute
-    // stream, so every later op moves by their time; `shifted` maps a single-device time to it.
-    std::vector<std::pair<double, double>> tp_events;  // (single-device time, duration)
-    std::vector<double> grad_end(g.nodes().size(), -1.0);
-    for (const ScheduledOp& s : a.schedule.ops) {
-        const NodeId d = g.node(s.node).differentiates;
-        if (d != kNoNode) grad_end[static_cast<std::size_t>(d)] = std::max(grad_end[static_cast<std::size_t>(d)], s.end_s);
-    }
-    // Blocking collectives of a node's output on the compute stream's critical path: `forward` after
-    // the node, `backward` after its gradient; their time and count go to *comm and *count.
-    //   context parallelism: the keys and values all-gathered forward, their gradients
-    //     reduce-scattered backward (all-gather CP does not overlap them; Megatron's ring variant
-    //     would hide part of it behind attention);
-    //   expert parallelism: the token copies' all-to-all to their experts' ranks and the outputs'
-    //     back, forward and for their gradients backward (Megatron-LM's MoE dispatcher without overlap).
-    const auto blocking = [&](const std::vector<std::string>& names, Collective forward, Collective backward, CommGroup among, double* comm,
-                              int* count) {
-        if (among.ranks < 2) return;
-        for (const std::string& name : names) {
-            const NodeId n = g.find_node(name);
-            if (n == kNoNode) continue;
-            const double bytes = static_cast<double>(g.tensor(g.node(n).outputs.front()).desc.bytes());
-            const auto at = static_cast<std::size_t>(n);
-            for (const auto& [when, coll] : {std::pair{end_of[at], forward}, std::pair{grad_end[at], backward}}) {
-                if (when < 0) continue;  // no gradient of it (inference)
-                const double t = collective_cost(cluster, coll, bytes, among).time_s;
-                tp_events.push_back({when, t});
-                *comm += t;
-                ++*count;
-            }
-        }
-    };
-    blocking(g.context_parallel.all_gather, Collective::all_gather, Collective::reduce_scatter, cp_group, &r.cp_comm_s, &r.cp_collectives);
-    blocking(g.expert_parallel.all_to_all, Collective::all_to_all, Collective::all_to_all, ep_group, &r.ep_comm_s, &r.ep_collectives);
-    if (r.tp > 1) {
-        // All-reduces after a node forward and of its gradient backward; with sequence parallelism
-        // an all-gather of a node's output (reduce-scatter backward) and a reduce-scatter of its
-        // input (all-gather backward), each of the full tensor: the same bytes a rank sends as the
-        // all-reduce they replace, in two halves (Korthikanti et al. 2022, section 4.2.2).
-        struct Kind {
-            const std::vector<std::string>* names;
-            Collective forward, backward;
-            bool input;  // the tensor is the node's input (reduce-scatter), else its output
-        };
-        const Kind kinds[] = {{&g.tensor_parallel.all_reduce, Collective::all_reduce, Collective::all_reduce, false},
-                              {&g.tensor_parallel.all_gather, Collective::all_gather, Collective::reduce_scatter, false},
-                              {&g.tensor_parallel.reduce_scatter, Collective::reduce_scatter, Collective::all_gather, true}};
-        for (const Kind& kind : kinds) {
-            for (const std::string& name : *kind.names) {
-                const NodeId n = g.find_node(name);
-                if (n == kNoNode) continue;  // removed by the build (e.g. a dropout in evaluation mode)
-                const Node& at = g.node(n);
-                const double bytes = static_cast<double>(g.tensor(kind.input ? at.inputs.front() : at.outputs.front()).desc.bytes());
-                const CollectiveCost k = collective_cost(cluster, kind.forward, bytes, tp_group);
-                if (r.tp_collectives == 0) r.tp_example = k;
-                tp_events.push_back({end_of[static_cast<std::size_t>(n)], k.time_s});
+    // Blocking collectives (tensor-, context- and expert-parallel) on the compute stream's critical
+    // path: every later op moves by their time; `shifted` maps a single-device time to it.
+    std::vector<std::pair<double, double>> events;  // (single-device time, duration)
+    events.reserve(g.blocking.size());
+    for (const StageProfile::Blocking& b : g.blocking) {
+        const CommGroup among = b.group == StageProfile::Group::tp ? tp_group : b.group == StageProfile::Group::cp ? cp_group : ep_group;
+        if (among.ranks < 2) continue;
+        const CollectiveCost& cost = cost_of(b.collective, b.bytes, among);
+        events.push_back({b.at_s, cost.time_s});
+        switch (b.group) {
+            case StageProfile::Group::tp:
+                if (r.tp_collectives == 0) r.tp_example = cost;
+                r.tp_comm_s += cost.time_s;
                 ++r.tp_collectives;
-                if (grad_end[static_cast<std::size_t>(n)] >= 0) {
-                    tp_events.push_back(
-                        {grad_end[static_cast<std::size_t>(n)], collective_cost(cluster, kind.backward, bytes, tp_group).time_s});
-                    ++r.tp_collectives;
-                }
-            }
-        }
-        // Megatron's vocabulary-parallel cross-entropy: three all-reduces of one float a token, forward.
-        for (const std::string& name : g.tensor_parallel.vocab_parallel_loss) {
-            const NodeId n = g.find_node(name);
-            if (n == kNoNode || g.node(n).inputs.size() < 2) continue;
-            const double bytes = 4.0 * static_cast<double>(g.tensor(g.node(n).inputs[1]).desc.numel());
-            const double t = collective_cost(cluster, Collective::all_reduce, bytes, tp_group).time_s;
-            for (int i = 0; i < 3; ++i) tp_events.push_back({end_of[static_cast<std::size_t>(n)], t});
-            r.tp_collectives += 3;
+                break;
+            case StageProfile::Group::cp:
+                r.cp_comm_s += cost.time_s;
+                ++r.cp_collectives;
+                break;
+            case StageProfile::Group::ep:
+                r.ep_comm_s += cost.time_s;
+                ++r.ep_collectives;
+                break;
         }
     }
-    std::sort(tp_events.begin(), tp_events.end());
+    std::sort(events.begin(), events.end());
     // delay[i]: the time of the first i events, so that a time moves by the events up to it.
-    std::vector<double> delay(tp_events.size() + 1, 0.0);
-    for (std::size_t i = 0; i < tp_events.size(); ++i) delay[i + 1] = delay[i] + tp_events[i].second;
-    r.tp_comm_s = delay.back() - r.cp_comm_s - r.ep_comm_s;
+    std::vector<double> delay(events.size() + 1, 0.0);
+    for (std::size_t i = 0; i < events.size(); ++i) delay[i + 1] = delay[i] + events[i].second;
     auto shifted = [&](double t) {
-        const auto past = std::upper_bound(tp_events.begin(), tp_events.end(), t, [](double x, const auto& e) { return x < e.first; });
-        return t + delay[static_cast<std::size_t>(past - tp_events.begin())];
+        const auto past = std::upper_bound(events.begin(), events.end(), t, [](double x, const auto& e) { return x < e.first; });
+        return t + delay[static_cast<std::size_t>(past - events.begin())];
     };
-    forward_end = shifted(forward_end);
-    backward_end = shifted(backward_end);
+    const double forward_end = shifted(g.forward_end_s);
+    const double backward_end = shifted(g.backward_end_s);
     // Gradient accumulation: K - 1 micro-batches (forward and backward) run before the last one,
     // whose backward the reduction overlaps.
     const double pass_s = backward_end, earlier = (K - 1) * pass_s;
-    for (double& e : end_of) e = shifted(e) + earlier;
     r.tp_comm_s *= K;
     r.tp_collectives *= K;
     r.cp_comm_s *= K;
@@ -203,62 +548,18 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     r.ep_comm_s *= K;
     r.ep_collectives *= K;
 
-    // The gradients of the experts' weights (expert parallelism): what each optimizer update of an
-    // expert parameter consumes (input 1), or the tensor an fp32 cast of it read.
-    std::set<TensorId> expert_grads;
-    if (r.ep > 1 && !g.expert_parallel.parameters.empty()) {
-        const std::set<std::string> experts(g.expert_parallel.parameters.begin(), g.expert_parallel.parameters.end());
-        const auto is_expert = [&](const std::string& updated) {  // the parameter, or its fp32 master copy (model/autodiff.cpp)
-            const std::string master = ".master";
-            return experts.count(updated) != 0 ||
-                   (updated.size() > master.size() && updated.compare(updated.size() - master.size(), master.size(), master) == 0 &&
-                    experts.count(updated.substr(0, updated.size() - master.size())) != 0);
-        };
-        for (const Node& n : g.nodes()) {
-            if (!traits_of(n.kind).optimizer_update || n.inputs.size() < 2 || !is_expert(g.tensor(n.inputs[0]).name)) continue;
-            TensorId grad = n.inputs[1];
-            expert_grads.insert(grad);
-            const NodeId from = g.tensor(grad).producer;
-            if (from != kNoNode && traits_of(g.node(from).kind).converts_dtype) expert_grads.insert(g.node(from).inputs[0]);
-        }
-    }
-    // Gradients that a cast turns into another gradient (fp32 for the master weights).
-    std::vector<bool> cast_to_gradient(g.tensors().size(), false);
-    for (const Node& n : g.nodes()) {
-        if (!traits_of(n.kind).converts_dtype || n.inputs.empty() || n.outputs.empty()) continue;
-        const auto out = static_cast<std::size_t>(n.outputs[0]);
-        if (out < a.memory.category.size() && a.memory.category[out] == MemoryCategory::gradients)
-            cast_to_gradient[static_cast<std::size_t>(n.inputs[0])] = true;
-    }
     // Gradients in the order backward produces them.
-    std::vector<Gradient> grads;
-    std::int64_t param_bytes = 0, largest_param = 0;
-    for (std::size_t t = 0; t < g.tensors().size(); ++t) {
-        const Tensor& tensor = g.tensors()[t];
-        if (tensor.role == TensorRole::parameter) {
-            param_bytes += tensor.desc.bytes();
-            largest_param = std::max(largest_param, tensor.desc.bytes());
-        }
-        if (a.memory.category.size() <= t || a.memory.category[t] != MemoryCategory::gradients || tensor.producer == kNoNode) continue;
-        // A gradient cast to fp32 for the master weights is reduced once, in fp32 (Megatron-LM
-        // accumulates and reduces main_grad in fp32), as soon as the gradient it casts exists (the
-        // cast is part of the accumulation into main_grad, in backward); the 16-bit one is not
-        // reduced on its own.
-        if (cast_to_gradient[t]) continue;
-        NodeId ready = tensor.producer;
-        const Node& made = g.node(ready);
-        if (traits_of(made.kind).converts_dtype && !made.inputs.empty() && g.tensor(made.inputs[0]).producer != kNoNode)
-            ready = g.tensor(made.inputs[0]).producer;
-        grads.push_back({end_of[static_cast<std::size_t>(ready)], tensor.desc.bytes(), expert_grads.count(static_cast<TensorId>(t)) != 0});
-    }
-    std::stable_sort(grads.begin(), grads.end(), [](const Gradient& x, const Gradient& y) { return x.ready_s < y.ready_s; });
+    std::vector<StageProfile::Gradient> grads = g.gradients;
+    for (StageProfile::Gradient& gr : grads) gr.ready_s = shifted(gr.ready_s) + earlier;
+    std::stable_sort(grads.begin(), grads.end(),
+                     [](const StageProfile::Gradient& x, const StageProfile::Gradient& y) { return x.ready_s < y.ready_s; });
 
     double stream = 0;  // the communication stream's clock
     auto issue = [&](std::string what, Collective coll, double bytes, double ready, CommGroup among) {
         CommOp op;
         op.what = std::move(what);
         op.collective = coll;
-        op.cost = collective_cost(cluster, coll, bytes, among);
+        op.cost = cost_of(coll, bytes, among);
         op.ready_s = ready;
         op.start_s = std::max(ready, stream);
         op.end_s = op.start_s + op.cost.time_s;
@@ -268,18 +569,18 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
         return op.end_s;
     };
 
+    const double param_bytes = static_cast<double>(g.parameter_bytes);
     double ready_for_update = earlier + backward_end;
     if (reducers > 1) {
         // With ZeRO every rank updates only its shard, so the parameters are all-gathered before
         // the forward that uses them, prefetched layer by layer and overlapped with it (ZeRO-1/2:
         // the updated parameters of the previous step, as Megatron's distributed optimizer with
         // overlap-param-gather runs it; ZeRO-3: gathered again for backward, from the end of forward).
-        if (opt.zero >= 1) issue("parameter all-gather (forward)", Collective::all_gather, static_cast<double>(param_bytes), 0.0, group);
+        if (opt.zero >= 1) issue("parameter all-gather (forward)", Collective::all_gather, param_bytes, 0.0, group);
         // ZeRO-3 gathers again for every micro-batch's backward (and forward, after the first).
         for (int k = 0; opt.zero == 3 && k < K; ++k) {
-            if (k > 0) issue("parameter all-gather (forward)", Collective::all_gather, static_cast<double>(param_bytes), k * pass_s, group);
-            issue("parameter all-gather (backward)", Collective::all_gather, static_cast<double>(param_bytes), k * pass_s + forward_end,
-                  group);
+            if (k > 0) issue("parameter all-gather (forward)", Collective::all_gather, param_bytes, k * pass_s, group);
+            issue("parameter all-gather (backward)", Collective::all_gather, param_bytes, k * pass_s + forward_end, group);
         }
         // Buckets of gradients, each reduced once its last gradient exists: all-reduce, or
         // reduce-scatter when ZeRO shards what the optimizer updates.
@@ -311,66 +612,41 @@ ParallelAnalysis analyze_parallel(const Graph& g, const Analysis& a, const Clust
     // The optimizer updates (its shard of) the parameters once every gradient is reduced; with
     // ZeRO its work shrinks with the shard too.
     const double optimizer_share = opt.zero >= 1 ? 1.0 / reducers : 1.0;
-    const double step = ready_for_update + optimizer_s * optimizer_share;
-    r.compute_s = K * pass_s + optimizer_s * optimizer_share;
+    const double step = ready_for_update + g.optimizer_s * optimizer_share;
+    r.compute_s = K * pass_s + g.optimizer_s * optimizer_share;
     r.pass_s = pass_s;
     r.forward_s = forward_end;
-    r.optimizer_s = optimizer_s * optimizer_share;
+    r.optimizer_s = g.optimizer_s * optimizer_share;
     r.step_time_s = std::max(step, r.compute_s);
     r.exposed_comm_s = r.step_time_s - r.compute_s;
 
     // Memory per rank: the same liveness, each category scaled by its ZeRO share; ZeRO-3 also holds
     // the gathered parameters of the layers in flight, counted as twice the largest parameter.
-    std::int64_t accumulated = 0;
-    for (const Gradient& gr : grads) accumulated += gr.bytes;
-    accumulated = static_cast<std::int64_t>(static_cast<double>(accumulated) * shard_of(MemoryCategory::gradients, opt.zero, reducers));
-    for (const MemoryStep& s : a.memory.steps) {
-        CategoryBytes scaled{};
-        std::int64_t total = 0;
-        for (std::size_t c = 0; c < kMemoryCategories; ++c) {
-            scaled[c] =
-                static_cast<std::int64_t>(static_cast<double>(s.bytes[c]) * shard_of(static_cast<MemoryCategory>(c), opt.zero, reducers));
-            total += scaled[c];
-        }
-        if (opt.zero == 3 && reducers > 1) {
-            scaled[static_cast<std::size_t>(MemoryCategory::weights)] += 2 * largest_param;
-            total += 2 * largest_param;
-        }
-        // Accumulated gradients stay allocated through every later micro-batch.
-        if (K > 1) {
-            const auto gi = static_cast<std::size_t>(MemoryCategory::gradients);
-            const std::int64_t held = accumulated - scaled[gi];
-            if (held > 0) scaled[gi] += held, total += held;
-        }
-        if (total > r.peak_bytes) r.peak_bytes = total, r.peak_bytes_by_category = scaled;
-    }
+    std::tie(r.peak_bytes, r.peak_bytes_by_category) = peak_of(g, opt.zero, reducers, K);
 
-    const double optimizer_flops = static_cast<double>(a.by_phase[static_cast<int>(Phase::optimizer)].work.flops());
-    r.flops_per_rank = K * (static_cast<double>(a.total.flops()) - optimizer_flops) + optimizer_flops;
-    const double peak = matrix_ceiling(cluster.hardware, g.compute_dtype).flop_per_s;
-    r.mfu = peak > 0 && r.step_time_s > 0 ? r.flops_per_rank / r.step_time_s / peak : 0;
-    const auto seq = g.dims.find("seq");
-    if (batch_dim != g.dims.end() && r.step_time_s > 0)
-        r.tokens_per_s = static_cast<double>(batch_dim->second) * (seq != g.dims.end() ? static_cast<double>(seq->second) : 1.0) * opt.dp *
-                         r.cp * K / r.step_time_s;  // a context-parallel rank's seq is its share
+    r.flops_per_rank = K * (g.flops - g.optimizer_flops) + g.optimizer_flops;
+    const double chip_peak = matrix_ceiling(cluster.hardware, g.compute_dtype).flop_per_s;
+    r.mfu = chip_peak > 0 && r.step_time_s > 0 ? r.flops_per_rank / r.step_time_s / chip_peak : 0;
+    if (g.batch > 0 && r.step_time_s > 0)
+        r.tokens_per_s = static_cast<double>(g.batch) * (g.seq > 0 ? static_cast<double>(g.seq) : 1.0) * opt.dp * r.cp * K /
+                         r.step_time_s;  // a context-parallel rank's seq is its share
     return r;
 }
 
-ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cluster& cluster, const ParallelOptions& opt) {
+ParallelAnalysis analyze_pipeline(const std::vector<const StageProfile*>& stages, const Cluster& cluster, const ParallelOptions& opt) {
     if (stages.empty()) throw InputError("a pipeline needs at least one stage");
     const int p = static_cast<int>(stages.size());
     std::vector<ParallelAnalysis> per;
     for (int s = 0; s < p; ++s) {
-        const Graph& g = *stages[static_cast<std::size_t>(s)].graph;
+        const StageProfile& g = *stages[static_cast<std::size_t>(s)];
         // A middle stage may stand for another (they differ only in their layers' names: `search`).
-        const bool middle = s > 0 && s < p - 1 && g.pipeline.stage > 0 && g.pipeline.stage < p - 1;
-        if (g.pipeline.stages != p || (g.pipeline.stage != s && !middle))
-            throw InputError(
-                fmt::format("pipeline: stage {} of {} expected, got stage {} of {}", s + 1, p, g.pipeline.stage + 1, g.pipeline.stages));
+        const bool middle = s > 0 && s < p - 1 && g.stage > 0 && g.stage < p - 1;
+        if (g.stages != p || (g.stage != s && !middle))
+            throw InputError(fmt::format("pipeline: stage {} of {} expected, got stage {} of {}", s + 1, p, g.stage + 1, g.stages));
         // A middle stage standing for the previous one (`search`) has the same parallel analysis.
         const auto su = static_cast<std::size_t>(s);
-        const bool repeat = s > 0 && stages[su].graph == stages[su - 1].graph && stages[su].analysis == stages[su - 1].analysis;
-        per.push_back(repeat ? per.back() : analyze_parallel(g, *stages[su].analysis, cluster, opt));
+        const bool repeat = s > 0 && stages[su] == stages[su - 1];
+        per.push_back(repeat ? per.back() : analyze_parallel(g, cluster, opt));
     }
     ParallelAnalysis r = per.front();  // the first stage's ranks and collectives; the timing is the pipeline's
     const int m = r.micro_batches;
@@ -380,22 +656,17 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
         if (p < 2) throw InputError(fmt::format("--interleave {}: needs pipeline stages (--pp > 1)", v));
         if (m % p != 0)
             throw InputError(fmt::format("--interleave {}: the {} micro-batches a rank runs must be a multiple of the {} stages", v, m, p));
-        for (const StageStep& st : stages)
-            if (st.graph->pipeline.layers % v != 0)
-                throw InputError(
-                    fmt::format("--interleave {}: a stage's {} layers do not split into {} chunks", v, st.graph->pipeline.layers, v));
+        for (const StageProfile* st : stages)
+            if (st->layers % v != 0)
+                throw InputError(fmt::format("--interleave {}: a stage's {} layers do not split into {} chunks", v, st->layers, v));
     }
     // A tied word embedding held by the first and the last stage: its two copies' gradients are
     // all-reduced between them after backward, before the update (Megatron-LM's embedding group;
     // the gradients in the parameter's dtype), on those two stages' critical path.
-    const Graph& g_first = *stages.front().graph;
-    if (p > 1 && !g_first.pipeline.shared_embedding.empty()) {
-        const TensorId w = g_first.find_tensor(g_first.pipeline.shared_embedding);
-        if (w >= 0) {
-            const CommGroup ends{2, r.tp * r.cp * opt.dp * (p - 1) >= cluster.gpus_per_node() ? 1 : 2};
-            r.embedding_all_reduce_s =
-                collective_cost(cluster, Collective::all_reduce, static_cast<double>(g_first.tensor(w).desc.bytes()), ends).time_s;
-        }
+    if (p > 1 && stages.front()->shared_embedding_bytes > 0) {
+        const CommGroup ends{2, r.tp * r.cp * opt.dp * (p - 1) >= cluster.gpus_per_node() ? 1 : 2};
+        r.embedding_all_reduce_s =
+            collective_cost(cluster, Collective::all_reduce, static_cast<double>(stages.front()->shared_embedding_bytes), ends).time_s;
     }
     double sum = 0, slowest = 0, tail = 0, update = 0, flops = 0;
     for (int s = 0; s < p; ++s) {
@@ -411,9 +682,7 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
     // and drain they are on the critical path. Megatron orders ranks tensor-parallel innermost, then
     // data-parallel, then pipeline: adjacent stages share a node only when tp x dp is under a node.
     if (p > 1) {
-        std::int64_t act = 0;  // what stage 2 receives: its [batch, seq, d_model] input
-        for (const Tensor& t : stages[1].graph->tensors())
-            if (t.role == TensorRole::input && t.name == "hidden") act = t.desc.bytes();
+        const std::int64_t act = stages[1]->hidden_bytes;  // what stage 2 receives: its [batch, seq, d_model] input
         const CommGroup pair{2, r.tp * r.cp * opt.dp >= cluster.gpus_per_node() ? 1 : 2};
         // Megatron's scatter/gather optimisation: each tensor-parallel rank sends 1/tp of it.
         // Interleaved: a micro-batch crosses p x v - 1 chunk boundaries each way.
@@ -450,7 +719,7 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
         r.comm_s = std::max(r.comm_s, q.comm_s + (s == 0 || s == p - 1 ? r.embedding_all_reduce_s : 0.0));
         ParallelAnalysis::Stage st;
         st.stage = s;
-        st.layers = stages[static_cast<std::size_t>(s)].graph->pipeline.layers;
+        st.layers = stages[static_cast<std::size_t>(s)]->layers;
         st.in_flight = std::min(p - s, m);
         // Micro-batches' activations held at once, in whole micro-batches. Interleaved, Megatron-LM
         // warms up 2 (p - s - 1) + (v - 1) p chunks before its first backward, each 1/v of the
@@ -465,9 +734,8 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
         st.forward_s = q.forward_s;
         st.optimizer_s = q.optimizer_s;
         st.exposed_comm_s = q.exposed_comm_s;
-        st.peak_bytes = q.peak_bytes +
-                        static_cast<std::int64_t>(std::llround(
-                            (held - 1) * static_cast<double>(stages[static_cast<std::size_t>(s)].analysis->memory.saved_activation_bytes)));
+        st.peak_bytes = q.peak_bytes + static_cast<std::int64_t>(std::llround(
+                                           (held - 1) * static_cast<double>(stages[static_cast<std::size_t>(s)]->saved_activation_bytes)));
         if (st.peak_bytes > r.peak_bytes) r.peak_bytes = st.peak_bytes, worst = static_cast<std::size_t>(s);
         r.stages.push_back(st);
     }
@@ -475,7 +743,7 @@ ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cl
     r.peak_bytes_by_category = per[worst].peak_bytes_by_category;
     r.peak_bytes_by_category[static_cast<std::size_t>(MemoryCategory::activations)] += r.peak_bytes - per[worst].peak_bytes;
     r.flops_per_rank = flops / p;
-    const double peak = matrix_ceiling(cluster.hardware, stages.front().graph->compute_dtype).flop_per_s;
+    const double peak = matrix_ceiling(cluster.hardware, stages.front()->compute_dtype).flop_per_s;
     r.mfu = peak > 0 && r.step_time_s > 0 ? r.flops_per_rank / r.step_time_s / peak : 0;
     r.tokens_per_s = r.step_time_s > 0 ? per.front().tokens_per_s * per.front().step_time_s / r.step_time_s : 0;
     return r;

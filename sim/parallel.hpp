@@ -9,13 +9,14 @@
 // (Graph::tensor_parallel, Megatron's splits); its all-reduces run on the compute stream's critical
 // path, as Megatron-LM issues them, inside a node. Pipeline parallelism: analyze_pipeline below;
 // sim/search.hpp searches the configurations. Sequence parallelism: the graph's own split
-// (TensorParallel::all_gather / reduce_scatter). Context and expert parallelism are the next steps
-// of issue #16 and not modelled yet.
+// (TensorParallel::all_gather / reduce_scatter). Context parallelism: the keys' and values'
+// all-gathers; expert parallelism: the tokens' all-to-alls (both blocking, Graph's own splits).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "model/graph.hpp"
+#include "sim/memory.hpp"
 #include "sim/analysis.hpp"
 #include "sim/cluster.hpp"
 #include "sim/collectives.hpp"
@@ -89,9 +90,84 @@ struct ParallelAnalysis {
     double tokens_per_s = 0;                 // batch x seq x dp / step (0 when the model has no batch or seq dimension)
 };
 
+// What the multi-device model needs of one rank's step (training or inference), taken from its
+// graph and its single-device analysis: the compute stream's phases, the blocking collectives and
+// when they are issued, when each gradient is ready, the memory timeline, the work. A profile does
+// not refer to the graph, so a stage of many identical layers can be composed from two small
+// probes (compose_layers), which is how `search` analyses a 96-layer stage in the time of three.
+struct StageProfile {
+    int tp = 1, cp = 1, ep = 1;             // the rank's splits (Graph::tensor_parallel, ...)
+    int stages = 1, stage = 0, layers = 0;  // Graph::pipeline
+    DType compute_dtype = DType::f32;
+    std::int64_t batch = 0, seq = 0;               // the graph's batch and seq dimensions (0: none)
+    std::int64_t hidden_bytes = 0;                 // the [batch, seq, d_model] activation a later stage receives
+    std::int64_t shared_embedding_bytes = 0;       // the tied embedding's copy a first or last stage holds (0: none)
+    double forward_end_s = 0, backward_end_s = 0;  // on the single-device schedule
+    double optimizer_s = 0;                        // the optimizer phase as scheduled
+    bool has_optimizer = false;
+    // The schedule, one op per node in execution order: what compose_layers replays for a stage of
+    // more layers. `replayable`: one stream in program order, so that replaying these ops (each
+    // kernel starts when the previous one ended and the host has issued it) gives the schedule.
+    struct Op {
+        double kernel_s = 0, issue_s = 0, end_s = 0;
+        Phase phase = Phase::forward;
+        int layer = -1;    // index among the stage's layers (Graph::pipeline.layer_prefix; -1: outside them)
+        int view_of = -1;  // an op without a kernel ends when this earlier op did (-1: at 0)
+    };
+    std::vector<Op> ops;
+    bool replayable = false;
+    enum class Group { tp, cp, ep };
+    // A collective on the compute stream's critical path, issued when its tensor exists (the end of
+    // op `op`: a node forward or the last op of its gradient backward), in the order
+    // analyze_parallel documents.
+    struct Blocking {
+        double at_s = 0;
+        Collective collective = Collective::all_reduce;
+        double bytes = 0;
+        Group group = Group::tp;
+        int op = -1;
+    };
+    std::vector<Blocking> blocking;
+    struct Gradient {
+        double ready_s = 0;
+        std::int64_t bytes = 0;
+        bool expert = false;  // of an expert's weight: reduced over the ranks that hold that expert
+        int op = -1;          // the op whose end makes it ready
+    };
+    std::vector<Gradient> gradients;  // the gradients data-parallel ranks reduce, in tensor order
+    std::int64_t parameter_bytes = 0, largest_parameter = 0;
+    // Memory: the liveness steps (each with the phase and layer of its node) and the gradient
+    // bytes they accumulate. A composed profile holds the steps where its peak can be (compose_layers).
+    struct MemoryAt {
+        CategoryBytes bytes{};
+        Phase phase = Phase::forward;
+        int layer = -1;
+    };
+    std::vector<MemoryAt> memory;
+    std::int64_t gradient_bytes = 0;
+    std::int64_t saved_activation_bytes = 0;
+    double flops = 0, optimizer_flops = 0;
+};
+StageProfile stage_profile(const Graph& step, const Analysis& single);
+
+// A stage of `layers` identical layers from probes of the same stage built with one and two of
+// them (Graph::pipeline.layer_prefix names the layers): the two-layer probe's schedule unrolled, its
+// second layer's ops repeated for every added layer (forward in increasing, backward in decreasing
+// order) and replayed, so that every time, collective and gradient is where the whole stage has it,
+// host-bound stretches included; the work grows by the probes' difference a layer. Memory: a step
+// outside the repeating layer grows by the probes' difference at that step per added layer; a step
+// of the repeating layer at layer r is linear in r (the layers before it hold what the probe's second
+// layer adds over its first, those after it what its first holds over the one-layer probe's), so the
+// stage's peak is at r = 1 or r = L - 1, and those two are kept. Exact for the templates' identical
+// layers up to rounding (tests/unit/compose_test.cpp checks it against whole stages). InputError
+// when the probes are not of one and two layers, do not name their layers, cannot be replayed (more
+// than one stream, fusion), or do not repeat layer by layer: build the whole stage then.
+StageProfile compose_layers(const StageProfile& one, const StageProfile& two, int layers);
+
 // The step graph (training or inference) of one rank, analysed on the cluster's chip, run data
 // parallel. InputError when the ranks do not fit the cluster, dp < 1, zero outside 0..3, or ZeRO
 // on a graph without optimizer (there is nothing to shard then but the parameters).
+ParallelAnalysis analyze_parallel(const StageProfile& step, const Cluster& cluster, const ParallelOptions& opt);
 ParallelAnalysis analyze_parallel(const Graph& step, const Analysis& single, const Cluster& cluster, const ParallelOptions& opt);
 
 // Pipeline parallelism, 1F1B (Narayanan et al., SC21, section 2.2): every stage's step graph
@@ -102,10 +178,6 @@ ParallelAnalysis analyze_parallel(const Graph& step, const Analysis& single, con
 // virtual stages, ParallelOptions::interleave); each stage then reduces its gradients across
 // the data-parallel ranks (overlapping its last backward) and updates. Memory: stage s holds the
 // activations of min(p - s, m) micro-batches in flight. InputError for stages out of order.
-struct StageStep {
-    const Graph* graph = nullptr;
-    const Analysis* analysis = nullptr;
-};
-ParallelAnalysis analyze_pipeline(const std::vector<StageStep>& stages, const Cluster& cluster, const ParallelOptions& opt);
+ParallelAnalysis analyze_pipeline(const std::vector<const StageProfile*>& stages, const Cluster& cluster, const ParallelOptions& opt);
 
 }  // namespace roofline

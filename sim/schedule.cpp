@@ -101,12 +101,12 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
         }
         double start = ready, end = ready;
         int stream = 0;
+        if (d > 0) ++issued;
+        const double issue = opt.host_s != nullptr ? host_clock : static_cast<double>(issued) * opt.launch_overhead_s;
         if (d > 0) {  // views and other free ops take no stream time
             Slot slot = free.top();
             free.pop();
             stream = slot.second;
-            ++issued;
-            const double issue = opt.host_s != nullptr ? host_clock : static_cast<double>(issued) * opt.launch_overhead_s;
             start = std::max({ready, slot.first, issue});
             end = start + d;
             free.push({end, slot.second});
@@ -120,6 +120,7 @@ Schedule schedule_graph(const Graph& g, const std::vector<double>& durations, co
             op.start_s = start;
             op.end_s = end;
             op.kernel_s = durations[k];
+            op.issue_s = issue;
             finish[k] = end;
             longest[k] = chain + d;
             via[k] = i == b ? pred : flat[i - 1];

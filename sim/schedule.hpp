@@ -36,6 +36,7 @@ struct ScheduledOp {
     double start_s = 0;
     double end_s = 0;
     double kernel_s = 0;  // the node's own duration (0 for views and for fused nodes other than the group's kernel)
+    double issue_s = 0;   // when the host has issued it (dispatched, for the eager runtime): it cannot start before
 };
 
 struct Schedule {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -32,7 +34,7 @@ using Key = std::tuple<int, int, int, int, int, int, std::string, bool>;  // tp,
 Key key_of(const StageRequest& r) { return {r.tp, r.cp, r.ep, r.pp, r.stage, r.micro_batch, r.recompute, r.sp}; }
 
 struct Built {
-    std::optional<BuiltStage> stage;
+    std::optional<StageProfile> stage;
     std::string error;
 };
 
@@ -40,25 +42,53 @@ struct Built {
 
 StageBuilder template_stage_builder(const std::string& model, const ModelOverrides& base, const TrainingOptions& training,
                                     const Hardware& hw, const AnalysisOptions& aopt) {
+    // Kernel costs are shared by every stage a thread builds (same chip and options; the caches
+    // are not thread-safe, so one a thread).
+    struct Caches {
+        std::mutex lock;
+        std::map<std::thread::id, std::shared_ptr<KernelCostCache>> of;
+    };
+    const auto caches = std::make_shared<Caches>();
     return [=](const StageRequest& r) {
-        ModelOverrides ov = base;
-        ov.batch = r.micro_batch;
-        ov.tp = r.tp;
-        ov.pp = r.pp;
-        ov.stage = r.stage;
-        ov.sp = r.sp;
-        ov.cp = r.cp;
-        ov.ep = r.ep;
-        BuiltStage b;
-        b.graph = std::make_unique<Graph>(build_training_step(load_model_arg(model, ov), training));
-        std::optional<RecomputePlan> plan;
-        if (r.recompute != "none") {
-            const auto s = parse_strategy(r.recompute);
-            if (!s) throw InputError("recompute strategy '" + r.recompute + "': unknown");
-            plan = plan_strategy(*b.graph, *s);
+        AnalysisOptions options = aopt;
+        if (options.cost_cache == nullptr) {
+            const std::lock_guard<std::mutex> hold(caches->lock);
+            std::shared_ptr<KernelCostCache>& mine = caches->of[std::this_thread::get_id()];
+            if (!mine) mine = make_kernel_cost_cache();
+            options.cost_cache = mine.get();
         }
-        b.evaluated = evaluate_option(*b.graph, hw, plan, false, aopt);
-        return b;
+        // The stage as a training step transformed by the recompute strategy, analysed; with
+        // `probe`, only that many of its layers (a template that splits: Graph::pipeline.model_layers).
+        const auto build = [&](std::optional<int> probe, int* model_layers) {
+            ModelOverrides ov = base;
+            ov.batch = r.micro_batch;
+            ov.tp = r.tp;
+            ov.pp = r.pp;
+            ov.stage = r.stage;
+            ov.sp = r.sp;
+            ov.cp = r.cp;
+            ov.ep = r.ep;
+            ov.stage_layers = probe;
+            const Graph g = build_training_step(load_model_arg(model, ov), training);
+            *model_layers = g.pipeline.model_layers;
+            std::optional<RecomputePlan> plan;
+            if (r.recompute != "none") {
+                const auto s = parse_strategy(r.recompute);
+                if (!s) throw InputError("recompute strategy '" + r.recompute + "': unknown");
+                plan = plan_strategy(g, *s);
+            }
+            const Evaluated e = evaluate_option(g, hw, plan, false, options);
+            return stage_profile(*e.graph, e.analysis);
+        };
+        // A stage of L identical layers from probes of one and two (sim/parallel.hpp compose_layers):
+        // the search's cost no longer grows with the layers.
+        int model_layers = 0;
+        StageProfile one = build(1, &model_layers);
+        if (model_layers == 0) return one;  // the model built its whole stage
+        const int layers = model_layers / r.pp;
+        if (layers == 1) return one;
+        StageProfile two = build(2, &model_layers);
+        return layers == 2 ? two : compose_layers(one, two, layers);
     };
 }
 
@@ -158,14 +188,14 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     // as pruned. Each round builds its stages once, on `jobs` threads.
     std::map<Key, Built> built;
     auto evaluate = [&](const Tuple& t) {
-        std::vector<StageStep> stages;
+        std::vector<const StageProfile*> stages;
         std::string error;
         for (int s = 0; s < t.pp && error.empty(); ++s) {
             const Built& b = built.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc, t.sp, t.cp, t.ep}));
             if (!b.stage) {
                 error = b.error;
             } else {
-                stages.push_back({b.stage->evaluated.graph, &b.stage->evaluated.analysis});
+                stages.push_back(&*b.stage);
             }
         }
         bool any_fits = false;
@@ -190,8 +220,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                 o.global_batch = space.global_batch;
                 o.interleave = v;
                 try {
-                    const ParallelAnalysis p = t.pp > 1 ? analyze_pipeline(stages, cluster, o)
-                                                        : analyze_parallel(*stages[0].graph, *stages[0].analysis, cluster, o);
+                    const ParallelAnalysis p = t.pp > 1 ? analyze_pipeline(stages, cluster, o) : analyze_parallel(*stages[0], cluster, o);
                     SearchCandidate c;
                     c.tp = t.tp, c.pp = t.pp, c.dp = t.dp, c.micro_batch = t.mb, c.zero = z, c.interleave = v, c.recompute = t.rc;
                     c.cp = t.cp, c.ep = t.ep;

@@ -5,12 +5,15 @@
 // models as `analyze --cluster`, ranked by iteration time among those that fit the memory budget,
 // with the Pareto frontier of (peak memory per rank, iteration time).
 //
-// Cost: a configuration is the composition of its stages' analyses (analyze_pipeline /
-// analyze_parallel, microseconds); a stage's analysis depends only on (tp, pp, stage, micro-batch,
-// recompute), so each is built once and shared by every dp and ZeRO stage that uses it, and the
-// middle stages of a pipeline, identical but for their layers' names, share stage 1's. Stages are
-// analysed on `jobs` threads. Interleaved 1F1B reuses the same stages. Sequence parallelism is
-// searched with tp > 1, context and expert parallelism over the degrees asked for (default 1).
+// Cost: a configuration is the composition of its stages' profiles (analyze_pipeline /
+// analyze_parallel, microseconds); a stage's profile depends only on (tp, cp, ep, pp, stage,
+// micro-batch, recompute, sp), so each is built once and shared by every dp, ZeRO stage and
+// interleaving that uses it, and the middle stages of a pipeline, identical but for their layers'
+// names, share stage 1's. A stage of many layers is composed from probes of one and two layers
+// (sim/parallel.hpp compose_layers; exact for the templates' identical layers), so its cost does not
+// grow with the layers. Stages are built on `jobs` threads, each with its own kernel-cost cache.
+// Sequence parallelism is searched with tp > 1, context and expert parallelism over the degrees
+// asked for (default 1).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -52,14 +55,9 @@ struct StageRequest {
     int cp = 1;
     int ep = 1;
 };
-// The built stage: the graph (kept alive for the evaluation that may point to it) and its analysis.
-struct BuiltStage {
-    std::unique_ptr<Graph> graph;
-    Evaluated evaluated;
-};
 // Builds and analyses a stage; InputError when the model cannot be split so (e.g. tp does not
 // divide the heads): every configuration that needs it is then invalid.
-using StageBuilder = std::function<BuiltStage(const StageRequest&)>;
+using StageBuilder = std::function<StageProfile(const StageRequest&)>;
 
 // A built-in template (or any model `load_model_arg` splits) as a training step with `training`.
 StageBuilder template_stage_builder(const std::string& model, const ModelOverrides& base, const TrainingOptions& training,

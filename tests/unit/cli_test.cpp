@@ -239,12 +239,13 @@ TEST_CASE("analyze shows the 25 slowest ops by default, every op with --top all"
     }
 }
 
-TEST_CASE("--help lists every model source and the exit codes; an unknown command names them all", "[cli]") {
+TEST_CASE("--help lists every model source and the exit codes, an unknown command names them all", "[cli]") {
     const auto h = test::run_cli("--help");
     CHECK(h.code == 0);
     for (const char* s : {"built-in template", "roofline-model/1 JSON", "Hugging Face config.json", "ONNX file", "Exit codes"})
         CHECK_THAT(h.out, Catch::Contains(s));
     const auto u = test::run_cli("frobnicate");
     CHECK(u.code == 2);
-    CHECK_THAT(u.out, Catch::Contains("commands: analyze, plan, hw, model, measure, compare, calibrate, validate"));
+    CHECK_THAT(u.out,
+               Catch::Contains("commands: analyze, plan, search, generate, serve, hw, model, measure, compare, calibrate, validate"));
 }

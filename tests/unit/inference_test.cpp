@@ -121,7 +121,7 @@ TEST_CASE("decode reads the weights and the KV cache: bytes, cache size and the 
     }
 }
 
-TEST_CASE("grouped-query attention reads each KV head once; the sliding window caps the cache read", "[inference]") {
+TEST_CASE("grouped-query attention reads each KV head once, the sliding window caps the cache read", "[inference]") {
     // llama-3-8b has 8 KV heads for 32 query heads: its cache is a quarter of llama-2-7b's per token
     // (layers and head_dim equal), and its attention reads that quarter, not the heads repeated.
     const Hardware hw = builtin_hardware("h100-sxm");

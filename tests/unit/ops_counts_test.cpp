@@ -42,7 +42,7 @@ TEST_CASE("matmul: plain, transposed, batched with broadcasting", "[ops][matmul]
         CHECK(r.work.bytes_read == (2 * 4 * 5 + 3 * 5 * 6) * 2);  // each operand read once
         CHECK(r.work.bytes_written == 2 * 3 * 4 * 6 * 2);
     }
-    SECTION("int8 accumulates into int32; fp8 is written as bf16") {
+    SECTION("int8 accumulates into int32, fp8 is written as bf16") {
         CHECK(run(OpKind::matmul, {t({8, 16}, DType::int8), t({16, 4}, DType::int8)}).out[0] == t({8, 4}, DType::int32));
         CHECK(run(OpKind::matmul, {t({8, 16}, DType::fp8_e4m3), t({16, 4}, DType::fp8_e4m3)}).out[0] == t({8, 4}, DType::bf16));
     }

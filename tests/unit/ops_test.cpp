@@ -631,7 +631,7 @@ TEST_CASE("ops_test: reductions over axes", "[ops]") {
         CHECK(descs(r.out) == "f32[2,3]");
         check_counts(r.work, {.vf = 24, .br = 96, .bw = 24}, "max axis -1");  // one compare per input
     }
-    SECTION("keepdim and unsorted axes; mean adds one divide per output") {
+    SECTION("keepdim and unsorted axes, mean adds one divide per output") {
         const Ran r = run_op(OpKind::reduce_mean, {x}, A({{"axes", Ints{2, 0}}, {"keepdim", true}}));
         CHECK(descs(r.out) == "f32[1,3,1]");
         check_counts(r.work, {.vf = 24 + 3, .br = 96, .bw = 12}, "mean axes {0,2} keepdim");
@@ -777,7 +777,7 @@ TEST_CASE("ops_test: cross_entropy shapes and counts", "[ops]") {
         check_counts(r.work, {.vf = 385, .tr = 132, .br = 336, .bw = 4}, "mean");
         CHECK(descs(run_op(OpKind::cross_entropy, {logits, targets}, A({{"reduction", str("mean")}})).out) == "f32[]");
     }
-    SECTION("none: one f32 loss per row; sum: an f32 scalar") {
+    SECTION("none: one f32 loss per row, sum: an f32 scalar") {
         CHECK(descs(run_op(OpKind::cross_entropy, {logits, targets}, A({{"reduction", str("none")}})).out) == "f32[3,4]");
         CHECK(descs(run_op(OpKind::cross_entropy, {logits, targets}, A({{"reduction", str("sum")}})).out) == "f32[]");
         const Ran i32 = run_op(OpKind::cross_entropy, {T({4, 10}), T({4}, DType::int32)}, A({{"reduction", str("none")}}));
@@ -947,7 +947,7 @@ TEST_CASE("ops_test: maximum, softmax, dropout and reduce_max gradients", "[ops]
 TEST_CASE("ops_test: layernorm_grad and rmsnorm_grad by affine", "[ops]") {
     // dy, x f32[4,5]: n = 20, rows = 4; each 80 bytes; weight f32[5] 20 bytes
     const TensorDesc dy = T({4, 5}), x = T({4, 5}), w = T({5});
-    SECTION("layernorm_grad: 10 per element, +2 for dweight, +1 for dbias; 3 per row; one rsqrt per row") {
+    SECTION("layernorm_grad: 10 per element, +2 for dweight, +1 for dbias, 3 per row, one rsqrt per row") {
         const Ran a0 = run_op(OpKind::layernorm_grad, {dy, x});
         CHECK(descs(a0.out) == "f32[4,5]");
         check_counts(a0.work, {.vf = 20 * 10 + 4 * 3, .tr = 4, .br = 160, .bw = 80}, "affine 0");  // 212
@@ -961,7 +961,7 @@ TEST_CASE("ops_test: layernorm_grad and rmsnorm_grad by affine", "[ops]") {
         CHECK_INPUT_ERROR(run_op(OpKind::layernorm_grad, {dy, x}, A({{"affine", i64(1)}})), "need the weight as third input");
         CHECK_INPUT_ERROR(run_op(OpKind::layernorm_grad, {dy, T({4, 6})}), "dy and x");
     }
-    SECTION("rmsnorm_grad: 7 per element, +2 for dweight; 2 per row; one rsqrt per row") {
+    SECTION("rmsnorm_grad: 7 per element, +2 for dweight, 2 per row, one rsqrt per row") {
         const Ran a0 = run_op(OpKind::rmsnorm_grad, {dy, x});
         CHECK(descs(a0.out) == "f32[4,5]");
         check_counts(a0.work, {.vf = 20 * 7 + 4 * 2, .tr = 4, .br = 160, .bw = 80}, "affine 0");  // 148

@@ -83,7 +83,7 @@ TEST_CASE("outputs: links written through, special files in place, permissions k
     for (const auto& e : fs::directory_iterator(d)) CHECK(e.path().filename().string().rfind(".keep.json.", 0) != 0);  // no temporary left
 }
 
-TEST_CASE("outputs: '-' is standard output; a failed write of standard output is an error", "[output]") {
+TEST_CASE("outputs: '-' is standard output, a failed write of standard output is an error", "[output]") {
     const auto out = test::run_cli("analyze mlp -q -o -");
     CHECK(out.code == 0);
     CHECK(out.out.find("\"schema\": \"roofline-report/1\"") != std::string::npos);

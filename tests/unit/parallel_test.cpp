@@ -343,14 +343,16 @@ TEST_CASE("pipeline parallelism: 1F1B fill, drain and bubble", "[parallel][pp]")
     std::vector<Analysis> analyses;
     graphs.reserve(4);
     analyses.reserve(4);
-    std::vector<StageStep> stages;
+    std::vector<StageProfile> profiles;
     for (int s = 0; s < 4; ++s) {
         ov.stage = s;
         graphs.push_back(build_training_step(load_model_arg("gpt2-small", ov), TrainingOptions{}));
         analyses.push_back(analyze(graphs.back(), c.hardware));
-        stages.push_back({&graphs.back(), &analyses.back()});
+        profiles.push_back(stage_profile(graphs.back(), analyses.back()));
         CHECK(graphs.back().pipeline.layers == 3);
     }
+    std::vector<const StageProfile*> stages;
+    for (const StageProfile& q : profiles) stages.push_back(&q);
     // The first stage embeds, the last holds the head and loss; the middle ones neither.
     CHECK(graphs[0].find_node("tok_emb") != kNoNode);
     CHECK(graphs[1].find_node("tok_emb") == kNoNode);

@@ -75,7 +75,7 @@ TEST_CASE("fp8 as a compute dtype works on the GPT and llama presets on an H100"
     }
 }
 
-TEST_CASE("fp8 GEMMs need fp8 tensor cores: an A100 says so; weight-only fp8 runs there", "[quantization]") {
+TEST_CASE("fp8 GEMMs need fp8 tensor cores: an A100 says so, weight-only fp8 runs there", "[quantization]") {
     ModelOverrides ov;
     ov.dtype = DType::fp8_e4m3;
     const Graph g = load_model_arg("gpt2-small", ov);
@@ -89,7 +89,7 @@ TEST_CASE("fp8 GEMMs need fp8 tensor cores: an A100 says so; weight-only fp8 run
     CHECK(a.schedule.step_time_s > 0);
 }
 
-TEST_CASE("int4 weights cut a decode step's weight traffic about 4x; int8 and fp8 2x", "[quantization]") {
+TEST_CASE("int4 weights cut a decode step's weight traffic about 4x, int8 and fp8 2x", "[quantization]") {
     // Expected, per weight: 2 bytes in fp16; int4 packs 0.5 bytes plus a 2-byte scale per group of
     // 128 (1/64 byte): 2 / (0.5 + 1/64) = 3.88x. int8 with the same groups: 2 / (1 + 1/64) = 1.97x;
     // fp8 with one scale per output channel: ~2x. At batch 1 the activations are a few KB a layer

@@ -92,7 +92,7 @@ TEST_CASE("search: a configuration is what analyze_pipeline gives with every sta
     std::vector<roofline::Analysis> analyses;
     graphs.reserve(4);
     analyses.reserve(4);
-    std::vector<roofline::StageStep> stages;
+    std::vector<roofline::StageProfile> profiles;
     roofline::TrainingOptions t;
     t.master_weights = true;
     for (int st = 0; st < 4; ++st) {
@@ -104,8 +104,10 @@ TEST_CASE("search: a configuration is what analyze_pipeline gives with every sta
         ov.sp = true;  // search's default with tensor parallelism
         graphs.push_back(roofline::build_training_step(roofline::load_model_arg("gpt2-small", ov), t));
         analyses.push_back(roofline::analyze(graphs.back(), c.hardware));
-        stages.push_back({&graphs.back(), &analyses.back()});
+        profiles.push_back(roofline::stage_profile(graphs.back(), analyses.back()));
     }
+    std::vector<const roofline::StageProfile*> stages;
+    for (const auto& q : profiles) stages.push_back(&q);
     roofline::ParallelOptions o;
     o.dp = 2;
     o.zero = 1;

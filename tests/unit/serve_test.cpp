@@ -107,7 +107,7 @@ TEST_CASE("serve: throughput saturates at the batch the KV cache allows", "[serv
     CHECK(simulate_serving(cn, narrow).output_throughput < 0.6 * sat.output_throughput);
 }
 
-TEST_CASE("serve: preemption under a tight cache; chunked prefill shortens the decode stalls", "[serve]") {
+TEST_CASE("serve: preemption under a tight cache, chunked prefill shortens the decode stalls", "[serve]") {
     // A burst into a cache of 3,000 blocks (48k tokens; requests up to 4,607 tokens) preempts
     // sequences by recomputation and still completes every request with its outputs (TTFT before
     // the end, TPOT positive). Below saturation (3 requests/s, the default cache) both schedulers
@@ -140,7 +140,7 @@ TEST_CASE("serve: preemption under a tight cache; chunked prefill shortens the d
     CHECK(chunked.tpot.p99 < plain.tpot.p99);
 }
 
-TEST_CASE("serve: same seed, same report; another seed, other requests", "[serve]") {
+TEST_CASE("serve: same seed, same report, another seed, other requests", "[serve]") {
     const Hardware hw = builtin_hardware("h100-sxm");
     ServeOptions o = options("normal:600:200", "exp:150", 8.0, 500);
     o.seed = 3;
