@@ -15,6 +15,28 @@
 #include "sim/parallel.hpp"
 
 namespace roofline {
+
+std::string bound_label(const Bound& b) {
+    switch (b.kind) {
+        case BoundKind::compute:
+            return "compute (" + std::string(unit_name(b.unit)) +
+                   (b.unit == ComputeUnit::transcendental ? "" : " " + std::string(dtype_name(b.dtype))) + ")";
+        case BoundKind::memory: return "memory (" + b.level + ")";
+        case BoundKind::none: return "none";
+    }
+    return "?";
+}
+
+std::map<std::string, BoundShare> shares_by_label(const std::map<Bound, BoundShare>& by_bound) {
+    std::map<std::string, BoundShare> out;
+    for (const auto& [b, share] : by_bound) {
+        BoundShare& o = out[bound_label(b)];
+        o.time_s += share.time_s;
+        o.ops += share.ops;
+    }
+    return out;
+}
+
 namespace {
 
 // The words for a kernel's bound in reports ("" for a fused member without a kernel of its own).
@@ -111,7 +133,7 @@ ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
         lj["time_s"] = l.time_s;
         j["levels"].push_back(lj);
     }
-    j["bound"] = r.bound.label();
+    j["bound"] = bound_label(r.bound);
     j["time_s"] = r.time_s;
     if (op.modelled) {
         const KernelCost& m = *op.modelled;
@@ -390,7 +412,7 @@ ojson report_json(const ReportContext& ctx) {
         t["efficiency"] = a.modelled_time_s > 0 ? a.time_s / a.modelled_time_s : 1.0;
     }
     t["achieved_flop_per_s"] = a.time_s > 0 ? static_cast<double>(a.total.flops()) / a.time_s : 0.0;
-    t["by_bound"] = shares_json(a.by_bound, a.time_s);
+    t["by_bound"] = shares_json(shares_by_label(a.by_bound), a.time_s);
     t["by_family"] = shares_json(a.by_family, a.time_s);
     ojson phases = ojson::object();
     for (Phase p : {Phase::forward, Phase::backward, Phase::optimizer}) {
@@ -473,7 +495,7 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                    human_si(static_cast<double>(r.work.flops()), ""),
                    human_bytes(static_cast<double>(r.work.bytes())),
                    hbm.intensity ? human_intensity(*hbm.intensity) : "-",
-                   r.bound.label(),
+                   bound_label(r.bound),
                    human_time(r.time_s),
                    fmt::format("{:.1f}", a.time_s > 0 ? 100.0 * r.time_s / a.time_s : 0.0)};
         if (model) {
@@ -536,7 +558,7 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                     a.schedule.streams, a.schedule.streams == 1 ? "" : "s", a.has_kernel_model ? "modelled kernel times" : "lower bounds",
                     human_time(a.schedule.critical_path_s), a.schedule.critical_path.size());
     out += "time by bound:";
-    for (const auto& [k, v] : a.by_bound) {
+    for (const auto& [k, v] : shares_by_label(a.by_bound)) {
         out += fmt::format("  {} {:.1f}% ({} ops)", k, a.time_s > 0 ? 100.0 * v.time_s / a.time_s : 0.0, v.ops);
     }
     out += "\n";

@@ -2,6 +2,7 @@
 // The analyze report: JSON ("schema": "roofline-report/1", documented in docs/report-schema.md)
 // and the terminal table. Same input, same bytes out: no timestamps, fixed key order.
 #include <cstddef>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -28,6 +29,11 @@ struct ReportContext {
     const EagerHost* host = nullptr;             // the eager runtime's measured host (analyze --host)
     const ParallelAnalysis* parallel = nullptr;  // data parallel on a cluster (analyze --cluster, --dp)
 };
+
+// "compute (matrix bf16)", "compute (transcendental)", "memory (hbm)", "none".
+std::string bound_label(const Bound& b);
+// Time by bound, keyed and ordered by bound_label.
+std::map<std::string, BoundShare> shares_by_label(const std::map<Bound, BoundShare>& by_bound);
 
 nlohmann::ordered_json report_json(const ReportContext& ctx);
 // The report's `model` object: name, origin, dims, compute dtype, graph size, parameters.

@@ -234,7 +234,7 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
         a.total += op.roofline.work;
         a.time_s += op.roofline.time_s;
         if (carrier) {
-            BoundShare& b = a.by_bound[op.roofline.bound.label()];
+            BoundShare& b = a.by_bound[op.roofline.bound];
             b.time_s += op.roofline.time_s;
             ++b.ops;
         }

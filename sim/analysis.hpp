@@ -41,7 +41,7 @@ struct Analysis {
     double time_s = 0;           // sum of op lower bounds: ops run one after another on one stream
     double modelled_time_s = 0;  // sum of L1 kernel-model times (GPU specs), one stream
     bool has_kernel_model = false;
-    std::map<std::string, BoundShare> by_bound;   // Bound::label()
+    std::map<Bound, BoundShare> by_bound;
     std::map<std::string, BoundShare> by_family;  // OpFamily name
     PhaseTotals by_phase[3];                      // indexed by Phase: forward, backward, optimizer
     std::int64_t parameter_count = 0;

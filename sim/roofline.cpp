@@ -13,15 +13,6 @@ std::string_view unit_name(ComputeUnit u) {
     return "?";
 }
 
-std::string Bound::label() const {
-    switch (kind) {
-        case BoundKind::compute: return "compute (" + what + ")";
-        case BoundKind::memory: return "memory (" + what + ")";
-        case BoundKind::none: return "none";
-    }
-    return "?";
-}
-
 namespace {
 
 // tf32 is stored as f32: its non-matrix arithmetic runs at the f32 rate.
@@ -73,8 +64,7 @@ OpRoofline op_roofline(const Work& w, DType dtype, const Hardware& hw) {
 
     r.time_s = r.compute_time_s;
     if (r.compute_time_s > 0) {
-        r.bound = {BoundKind::compute, std::string(unit_name(main->unit)) +
-                                           (main->unit == ComputeUnit::transcendental ? "" : " " + std::string(dtype_name(main->dtype)))};
+        r.bound = {BoundKind::compute, main->unit, main->dtype, {}};
     }
     const std::int64_t bytes = w.bytes();
     for (const MemoryLevel& level : hw.memory) {
@@ -92,7 +82,7 @@ OpRoofline op_roofline(const Work& w, DType dtype, const Hardware& hw) {
         }
         if (l.time_s > r.time_s) {
             r.time_s = l.time_s;
-            r.bound = {BoundKind::memory, level.name};
+            r.bound = {BoundKind::memory, ComputeUnit::vector, DType::f32, level.name};
         }
         r.levels.push_back(std::move(l));
     }

@@ -43,10 +43,14 @@ struct LevelRoofline {
 
 enum class BoundKind { compute, memory, none };
 
+// What bounds an op: the compute unit (and its dtype) with the longest time, or the memory level
+// whose traffic takes longest. Data; reports/ words it (bound_label).
 struct Bound {
     BoundKind kind = BoundKind::none;
-    std::string what;           // "matrix bf16", "vector f32", "transcendental", "hbm", "l2", ...
-    std::string label() const;  // "compute (matrix bf16)", "memory (hbm)", "none"
+    ComputeUnit unit = ComputeUnit::vector;  // compute: the unit
+    DType dtype = DType::f32;                // compute: the unit's dtype (not for transcendental)
+    std::string level;                       // memory: the level, named as the spec names it
+    auto operator<=>(const Bound&) const = default;
 };
 
 struct OpRoofline {
