@@ -11,11 +11,11 @@ namespace {
 
 using nlohmann::ordered_json;
 
-std::string sourced_line(const std::string& label, const std::string& value, const Sourced& s) {
+std::string sourced_line(const std::string& label, const std::string& value, const SourcedValue& s) {
     return fmt::format("  {:<24} {:<14} [{}]{}\n", label, value, s.source, s.note.empty() ? "" : " " + s.note);
 }
 
-ordered_json sourced_json(const Sourced& s) {
+ordered_json sourced_json(const SourcedValue& s) {
     ordered_json j = {{"value", s.value}, {"source", s.source}};
     if (!s.note.empty()) j["note"] = s.note;
     return j;

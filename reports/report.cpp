@@ -52,7 +52,7 @@ std::string_view kernel_bound_name(KernelBound b) {
 
 using ojson = nlohmann::ordered_json;
 
-ojson sourced_json(const Sourced& s) {
+ojson sourced_json(const SourcedValue& s) {
     ojson j;
     j["value"] = s.value;
     j["source"] = s.source;
@@ -249,7 +249,7 @@ ojson hardware_json(const Hardware& hw) {
         j["memory"].push_back(lj);
     }
     j["ridge_points"] = ojson::array();
-    auto add_ridges = [&](const char* unit, const std::map<DType, Sourced>& peaks) {
+    auto add_ridges = [&](const char* unit, const std::map<DType, Sourced<unit::flop_per_s>>& peaks) {
         for (const auto& [d, s] : peaks) {
             for (const MemoryLevel& l : hw.memory) {
                 ojson r;
@@ -604,7 +604,7 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
 
 std::string render_hardware(const Hardware& hw) {
     std::string out = fmt::format("{} ({}, {}) — {}\n", hw.display_name, hw.name, kind_name(hw.kind), hw.origin);
-    auto line = [&](const std::string& what, const std::string& value, const Sourced& s) {
+    auto line = [&](const std::string& what, const std::string& value, const SourcedValue& s) {
         out += fmt::format("  {:<28} {:>14}  [{}]{}\n", what, value, s.source, s.note.empty() ? "" : "  " + s.note);
     };
     line("clock", human_si(hw.clock_hz.value, "Hz"), hw.clock_hz);
@@ -646,7 +646,7 @@ std::string render_hardware(const Hardware& hw) {
             line("  matrix bf16 (best GEMM)", human_si(hw.achieved.matrix_flop_per_s->value, "FLOP/s"), *hw.achieved.matrix_flop_per_s);
     }
     out += "  ridge points (FLOP/byte):\n";
-    auto ridges = [&](const char* unit, const std::map<DType, Sourced>& peaks) {
+    auto ridges = [&](const char* unit, const std::map<DType, Sourced<unit::flop_per_s>>& peaks) {
         for (const auto& [d, s] : peaks) {
             std::string row = fmt::format("    {:<22}", fmt::format("{} {}", unit, dtype_name(d)));
             for (const MemoryLevel& l : hw.memory) row += fmt::format("  {} {:>8.1f}", l.name, ridge_point(s.value, l));

@@ -8,7 +8,7 @@ namespace roofline {
 
 namespace {
 
-bool calibrated(const Sourced& s) { return s.source == "calibrated"; }
+bool calibrated(const SourcedValue& s) { return s.source == "calibrated"; }
 
 }  // namespace
 

@@ -25,7 +25,7 @@ Fabric parse_fabric(const SpecReader& r, const std::string& s, const std::string
 
 // A measured bus bandwidth may not exceed what the links carry by more than a few percent, and
 // is no measurement under a hundredth of it (a unit slip: GB/s written as bytes/s).
-void check_below(const SpecReader& r, const Sourced& measured, double ceiling, const std::string& ceiling_path, const std::string& p,
+void check_below(const SpecReader& r, const SourcedValue& measured, double ceiling, const std::string& ceiling_path, const std::string& p,
                  double slack) {
     if (measured.value > slack * ceiling)
         r.fail(p + "/value", "exceeds " + ceiling_path + " (" + json(ceiling).dump() + ") x " + json(slack).dump() +

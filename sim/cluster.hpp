@@ -16,21 +16,22 @@ enum class Fabric { nvswitch, nvlink_direct, pcie, ici_torus };
 struct IntraNode {
     Fabric fabric = Fabric::nvswitch;
     std::string name;                             // e.g. "NVLink 3 via 6 NVSwitch (2nd gen)"
-    Sourced link_bytes_per_s;                     // per GPU per direction, line rate
-    std::optional<Sourced> ring_busbw;            // GPU nodes: nccl-tests bus bandwidth of ring collectives on a full node (large messages)
-    std::optional<Sourced> nvls_allreduce_busbw;  // NVLink SHARP (NVSwitch gen 3) all-reduce, where the switch has it
+    Sourced<unit::bytes_per_s> link_bytes_per_s;  // per GPU per direction, line rate
+    std::optional<Sourced<unit::bytes_per_s>>
+        ring_busbw;  // GPU nodes: nccl-tests bus bandwidth of ring collectives on a full node (large messages)
+    std::optional<Sourced<unit::bytes_per_s>> nvls_allreduce_busbw;  // NVLink SHARP (NVSwitch gen 3) all-reduce, where the switch has it
 };
 
 struct InterNode {
-    std::string name;        // e.g. "8x ConnectX-6 HDR InfiniBand, rail-optimised"
-    Sourced nics_per_node;   // one per GPU on a rail-optimised node
-    Sourced nic_bits_per_s;  // line rate of one NIC
-    Sourced nic_busbw;       // bus bandwidth one NIC reaches in nccl-tests (bytes/s)
+    std::string name;                          // e.g. "8x ConnectX-6 HDR InfiniBand, rail-optimised"
+    Sourced<unit::count> nics_per_node;        // one per GPU on a rail-optimised node
+    Sourced<unit::bits_per_s> nic_bits_per_s;  // line rate of one NIC
+    Sourced<unit::bytes_per_s> nic_busbw;      // bus bandwidth one NIC reaches in nccl-tests
 };
 
 struct Torus {
-    std::vector<int> max_dims;  // the largest slice, e.g. 16x16x16
-    Sourced allreduce_busbw;    // per chip, as published for the pod
+    std::vector<int> max_dims;                   // the largest slice, e.g. 16x16x16
+    Sourced<unit::bytes_per_s> allreduce_busbw;  // per chip, as published for the pod
 };
 
 struct Cluster {
@@ -38,10 +39,10 @@ struct Cluster {
     std::string display_name;  // e.g. "NVIDIA DGX A100"
     std::string origin;        // the file it came from
     std::map<std::string, std::string> sources;
-    std::string chip;                  // a built-in hardware spec name
-    Hardware hardware;                 // that spec, loaded
-    Sourced devices_per_node;          // GPUs per node (TPU pods: chips per host)
-    std::optional<Sourced> max_nodes;  // nodes in the largest system of this kind (absent: no limit)
+    std::string chip;                               // a built-in hardware spec name
+    Hardware hardware;                              // that spec, loaded
+    Sourced<unit::count> devices_per_node;          // GPUs per node (TPU pods: chips per host)
+    std::optional<Sourced<unit::count>> max_nodes;  // nodes in the largest system of this kind (absent: no limit)
     IntraNode intra;
     std::optional<InterNode> inter;  // GPU clusters
     std::optional<Torus> torus;      // TPU pods

@@ -75,7 +75,7 @@ std::string read_technology(const SpecReader& r, const json& level, const std::s
 // and anything under a tenth of it is a unit slip (GB/s written as B/s), not a measurement. A peak
 // that `roofline calibrate` measured on the user's own chip (source "calibrated") is no datasheet
 // figure: a published measurement may well exceed it, so it is not compared.
-void check_against_peak(const SpecReader& r, const Sourced& achieved, const Sourced& peak_value, const std::string& peak_path,
+void check_against_peak(const SpecReader& r, const SourcedValue& achieved, const SourcedValue& peak_value, const std::string& peak_path,
                         const std::string& p) {
     if (peak_value.source == "calibrated") return;
     const double peak = peak_value.value;

@@ -12,10 +12,62 @@
 
 namespace roofline {
 
-struct Sourced {
+// The units of a spec's numbers, in the types: a field's unit is part of its type (Sourced<unit::hertz>),
+// so a clock cannot be stored where a bandwidth is expected (a compile error), and the unit's symbol
+// is there for whoever prints it. Values are SI doubles; arithmetic reads .value.
+namespace unit {
+struct bytes {
+    static constexpr std::string_view symbol = "B";
+};
+struct bytes_per_s {
+    static constexpr std::string_view symbol = "B/s";
+};
+struct bits_per_s {
+    static constexpr std::string_view symbol = "bit/s";
+};
+struct hertz {
+    static constexpr std::string_view symbol = "Hz";
+};
+struct flop_per_s {
+    static constexpr std::string_view symbol = "FLOP/s";
+};
+struct ops_per_s {  // transcendental operations
+    static constexpr std::string_view symbol = "op/s";
+};
+struct seconds {
+    static constexpr std::string_view symbol = "s";
+};
+struct watts {
+    static constexpr std::string_view symbol = "W";
+};
+struct nanometres {
+    static constexpr std::string_view symbol = "nm";
+};
+struct count {  // SMs, threads, registers, NICs, nodes
+    static constexpr std::string_view symbol = "";
+};
+}  // namespace unit
+
+// A number with its source (a key into Hardware::sources) and an optional note. Code that only
+// reads or prints the number takes this untyped base; fields are Sourced<Unit>.
+struct SourcedValue {
     double value = 0;
-    std::string source;  // key into Hardware::sources
+    std::string source;
     std::string note;
+};
+
+// What the spec reader returns: converted once into a typed field, whose type fixes the unit. A
+// Sourced<A> never converts to a Sourced<B>.
+struct ReadSourced {
+    SourcedValue read;
+};
+
+template <class Unit>
+struct Sourced : SourcedValue {
+    using unit = Unit;
+    Sourced() = default;
+    Sourced(double v, std::string src, std::string n = {}) : SourcedValue{v, std::move(src), std::move(n)} {}
+    Sourced(ReadSourced r) : SourcedValue(std::move(r.read)) {}  // NOLINT(google-explicit-constructor): the loader's one entry
 };
 
 // What a memory level is for the cost model, fixed at load from its name (the spec's names:
@@ -32,8 +84,8 @@ std::string_view role_name(MemoryRole r);
 struct MemoryLevel {
     MemoryRole role = MemoryRole::device;
     std::string name;  // as the spec writes it: "hbm", "gddr", "dram", "l2", "smem", "vmem", "cmem"
-    Sourced capacity_bytes;
-    Sourced bytes_per_s;
+    Sourced<unit::bytes> capacity_bytes;
+    Sourced<unit::bytes_per_s> bytes_per_s;
     // Device memory only ("memory_technology"): hbm2, hbm2e, hbm3, hbm3e, gddr5, gddr5x, gddr6,
     // gddr6x. Empty on the other levels, and on a user spec that leaves it out.
     std::string technology;
@@ -46,15 +98,15 @@ const std::vector<std::string>& memory_technologies();
 // is optional: absent means nothing was measured for this chip (the cost model then falls back,
 // e.g. to a per-technology fraction of the DRAM peak).
 struct Achieved {
-    std::optional<Sourced> dram_bytes_per_s;    // a streaming copy/triad kernel, read + write bytes
-    std::optional<Sourced> sustained_clock_hz;  // SM clock under sustained full load
-    std::optional<Sourced> l2_bytes_per_s;      // an L2-resident streaming read
-    std::optional<Sourced> matrix_flop_per_s;   // bf16 tensor-core GEMM at its best shape (cuBLAS)
+    std::optional<Sourced<unit::bytes_per_s>> dram_bytes_per_s;  // a streaming copy/triad kernel, read + write bytes
+    std::optional<Sourced<unit::hertz>> sustained_clock_hz;      // SM clock under sustained full load
+    std::optional<Sourced<unit::bytes_per_s>> l2_bytes_per_s;    // an L2-resident streaming read
+    std::optional<Sourced<unit::flop_per_s>> matrix_flop_per_s;  // bf16 tensor-core GEMM at its best shape (cuBLAS)
 };
 
 struct Link {
     std::string name;
-    Sourced bytes_per_s;
+    Sourced<unit::bytes_per_s> bytes_per_s;
 };
 
 // A CUDA compute capability, parsed once at load ("9.0" -> 9, 0).
@@ -66,13 +118,13 @@ struct ComputeCapability {
 
 struct GpuLimits {
     ComputeCapability compute_capability;
-    Sourced sm_count, warp_size, max_threads_per_sm, max_threads_per_block, max_warps_per_sm, max_blocks_per_sm, registers_per_sm,
-        max_registers_per_thread, register_allocation_unit, shared_memory_per_sm_bytes, max_shared_memory_per_block_bytes,
-        shared_memory_allocation_unit_bytes;
+    Sourced<unit::count> sm_count, warp_size, max_threads_per_sm, max_threads_per_block, max_warps_per_sm, max_blocks_per_sm,
+        registers_per_sm, max_registers_per_thread, register_allocation_unit;
+    Sourced<unit::bytes> shared_memory_per_sm_bytes, max_shared_memory_per_block_bytes, shared_memory_allocation_unit_bytes;
 };
 
 struct TpuLayout {
-    Sourced tensor_cores, mxus_per_core, mxu_rows, mxu_cols;
+    Sourced<unit::count> tensor_cores, mxus_per_core, mxu_rows, mxu_cols;
 };
 
 enum class HardwareKind { gpu, tpu };
@@ -83,17 +135,17 @@ struct Hardware {
     std::string origin;  // file the spec came from
     HardwareKind kind = HardwareKind::gpu;
     std::map<std::string, std::string> sources;
-    Sourced clock_hz;                      // boost clock
-    std::optional<Sourced> base_clock_hz;  // where the vendor gives one
-    std::optional<Sourced> power_w;        // board power limit (TDP / TGP), W
-    std::optional<Sourced> process_nm;     // process node, nm (TSMC 4N = 4)
-    std::map<DType, Sourced> matrix_flop_per_s;
-    std::map<DType, Sourced> vector_flop_per_s;
-    Sourced transcendental_per_s;
+    Sourced<unit::hertz> clock_hz;                        // boost clock
+    std::optional<Sourced<unit::hertz>> base_clock_hz;    // where the vendor gives one
+    std::optional<Sourced<unit::watts>> power_w;          // board power limit (TDP / TGP)
+    std::optional<Sourced<unit::nanometres>> process_nm;  // process node (TSMC 4N = 4)
+    std::map<DType, Sourced<unit::flop_per_s>> matrix_flop_per_s;
+    std::map<DType, Sourced<unit::flop_per_s>> vector_flop_per_s;
+    Sourced<unit::ops_per_s> transcendental_per_s;
     std::vector<MemoryLevel> memory;  // outermost (device memory) first
     std::optional<GpuLimits> gpu;
     std::optional<TpuLayout> tpu;
-    Sourced launch_overhead_s;
+    Sourced<unit::seconds> launch_overhead_s;
     Link host_link;
     Link interconnect;
     Achieved achieved;

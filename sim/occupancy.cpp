@@ -19,7 +19,7 @@ std::string_view limit_name(OccupancyLimit l) {
 
 namespace {
 
-std::int64_t as_int(const Sourced& s) { return static_cast<std::int64_t>(s.value); }
+std::int64_t as_int(const SourcedValue& s) { return static_cast<std::int64_t>(s.value); }
 std::int64_t round_up(std::int64_t v, std::int64_t unit) { return (v + unit - 1) / unit * unit; }
 
 }  // namespace

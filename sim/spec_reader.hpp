@@ -45,18 +45,18 @@ public:
     }
 
     // {"value": x > 0, "source": key of sources, "note"?}
-    Sourced sourced(const json& obj, const std::string& key, const std::string& path, bool integer = false) const {
+    ReadSourced sourced(const json& obj, const std::string& key, const std::string& path, bool integer = false) const {
         const std::string p = path + "/" + key;
         const json& v = member(obj, key, path);
         return sourced_value(v, p, integer);
     }
 
-    Sourced sourced_value(const json& v, const std::string& p, bool integer) const {
+    ReadSourced sourced_value(const json& v, const std::string& p, bool integer) const {
         if (!v.is_object()) fail(p, "expected {\"value\": number, \"source\": key}, got " + std::string(v.type_name()));
         only_keys(v, {"value", "source", "note"}, p);
         const json& val = member(v, "value", p);
         if (!val.is_number()) fail(p + "/value", std::string("expected a number, got ") + val.type_name());
-        Sourced s;
+        SourcedValue s;
         s.value = val.get<double>();
         if (!std::isfinite(s.value) || s.value <= 0) fail(p + "/value", "must be positive, got " + val.dump());
         if (integer && std::floor(s.value) != s.value) fail(p + "/value", "must be an integer, got " + val.dump());
@@ -66,13 +66,15 @@ public:
             if (!v["note"].is_string()) fail(p + "/note", "expected a string");
             s.note = v["note"].get<std::string>();
         }
-        return s;
+        return ReadSourced{std::move(s)};
     }
 
     // allow_empty: a chip without matrix units (P100, P4) states so with an empty object.
-    std::map<DType, Sourced> per_dtype(const json& obj, const std::string& key, const std::string& path, bool allow_empty = false) const {
+    // FLOP/s by dtype.
+    std::map<DType, Sourced<unit::flop_per_s>> per_dtype(const json& obj, const std::string& key, const std::string& path,
+                                                         bool allow_empty = false) const {
         const json& m = object(obj, key, path);
-        std::map<DType, Sourced> out;
+        std::map<DType, Sourced<unit::flop_per_s>> out;
         for (const auto& [k, v] : m.items()) {
             auto d = parse_dtype(k);
             if (!d || !(is_floating(*d) || *d == DType::int8)) {

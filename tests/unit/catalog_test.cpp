@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <type_traits>
 
 #include "model/graph.hpp"
 #include "sim/achieved.hpp"
@@ -31,7 +32,9 @@ json builtin_json(const std::string& name) {
     return {};
 }
 
-const Sourced& peak(const Hardware& hw, char unit, DType d) { return (unit == 'm' ? hw.matrix_flop_per_s : hw.vector_flop_per_s).at(d); }
+const SourcedValue& peak(const Hardware& hw, char unit, DType d) {
+    return (unit == 'm' ? hw.matrix_flop_per_s : hw.vector_flop_per_s).at(d);
+}
 
 }  // namespace
 
@@ -267,7 +270,7 @@ TEST_CASE("published measurements are where a chip has one, under its peaks", "[
     CHECK_FALSE(h200.achieved.sustained_clock_hz.has_value());
     CHECK(achieved_rates(h200, gopt).clock_ratio == achieved_rates(builtin_hardware("h100-sxm"), gopt).clock_ratio);
     // A spec that names one (a user's measurement) runs its SIMT and on-chip work at it.
-    h200.achieved.sustained_clock_hz = Sourced{1.485e9, "h200-ds", ""};
+    h200.achieved.sustained_clock_hz = Sourced<unit::hertz>{1.485e9, "h200-ds", ""};
     CHECK(achieved_rates(h200, gopt).clock_ratio == Approx(1.485 / 1.98).epsilon(1e-12));
     // Base clocks where a vendor figure exists, below the boost clock.
     CHECK(builtin_hardware("rtx-4090").base_clock_hz->value == 2.235e9);
@@ -443,4 +446,25 @@ TEST_CASE("the CLI exits 2 on a bad memory technology or achieved value, naming 
     const auto achieved = test::run_cli("hw show '" + dir + "bad-achieved.json'");
     CHECK(achieved.code == 2);
     CHECK_THAT(achieved.out, Catch::Contains("bad-achieved.json: /achieved/dram_bytes_per_s/value: exceeds /memory/0/bytes_per_s"));
+}
+
+// Units are in the types (issue #19): a field's type names its unit, one unit's field cannot be
+// stored in another's, and the spec reader's value goes into any field once. Checked by the
+// compiler; the test states it.
+static_assert(!std::is_constructible_v<Sourced<unit::hertz>, Sourced<unit::bytes_per_s>>);
+static_assert(!std::is_assignable_v<Sourced<unit::bytes_per_s>&, Sourced<unit::flop_per_s>>);
+static_assert(std::is_constructible_v<Sourced<unit::bytes>, ReadSourced>);
+static_assert(std::is_same_v<decltype(Hardware::clock_hz)::unit, unit::hertz>);
+static_assert(std::is_same_v<decltype(MemoryLevel::bytes_per_s)::unit, unit::bytes_per_s>);
+static_assert(std::is_same_v<decltype(GpuLimits::shared_memory_per_sm_bytes)::unit, unit::bytes>);
+
+TEST_CASE("spec numbers carry their unit in their type", "[hardware][units]") {
+    // Expected: the h100-sxm spec's boost clock is a hertz field and its HBM a bytes-per-second
+    // field whose values are SI (1.98 GHz and 3.352 TB/s, the figures the spec cites).
+    const Hardware hw = builtin_hardware("h100-sxm");
+    CHECK(decltype(hw.clock_hz)::unit::symbol == "Hz");
+    CHECK(hw.clock_hz.value == Approx(1.98e9));
+    const MemoryLevel& hbm = hw.device_memory();
+    CHECK(decltype(hbm.bytes_per_s)::unit::symbol == "B/s");
+    CHECK(hbm.bytes_per_s.value == Approx(3.352e12));
 }
