@@ -12,7 +12,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 300
-.PHONY: run test deps configure build test-asan bench fuzz clean
+FUZZ_TARGETS ?= fuzz_onnx fuzz_model_json fuzz_hf_config fuzz_hardware fuzz_cluster fuzz_measurements fuzz_compare
+PROPERTY_GRAPHS ?= 1000000
+.PHONY: run test deps configure build test-asan bench fuzz property clean
 
 run: build
 	./$(BUILD)/roofline analyze gpt2-small --hw h100-sxm --mode training -o report.json --html report.html
@@ -45,14 +47,19 @@ test-asan: deps
 	# cases) test the model, not memory safety; the normal build runs them.
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE accuracy
 
-# libFuzzer targets of the ONNX and JSON model loaders under ASan + UBSan (clang; fuzz/README.md).
-# Not part of `make test`: each target runs FUZZ_SECONDS on its corpus, new inputs go to build-fuzz.
+# The property test on PROPERTY_GRAPHS random graphs (10^6, minutes; `make test` runs 10^4):
+# tests/unit/property_test.cpp.
+property: build
+	ROOFLINE_PROPERTY_GRAPHS=$(PROPERTY_GRAPHS) ./$(BUILD)/tests/roofline_unit_tests "random graphs keep the invariants"
+
+# libFuzzer targets of every loader under ASan + UBSan (clang; fuzz/README.md). Not part of
+# `make test`: each target runs FUZZ_SECONDS on its corpus, new inputs go to build-fuzz.
 fuzz: deps
 	@command -v clang++ >/dev/null || { echo "installing: clang"; $(SUDO) apt-get install -y --no-install-recommends clang; }
 	@[ -f $(FUZZ_BUILD)/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G "$(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo 'Unix Makefiles')" \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROOFLINE_FUZZ=ON -DROOFLINE_WITH_CUDA=OFF -DROOFLINE_BUILD_TESTS=OFF -DROOFLINE_BUILD_BENCH=OFF -DROOFLINE_WERROR=OFF
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx fuzz_model_json
-	for t in fuzz_onnx fuzz_model_json; do \
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+	for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t && \
 	  ./$(FUZZ_BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=4096 -timeout=10 \
 	    -dict=fuzz/$$t.dict $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t || exit 1; \

@@ -4,19 +4,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "fuzz/fuzz_json.hpp"
 #include "model/model_json.hpp"
 #include "ops/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const std::string text(reinterpret_cast<const char*>(data), size);
-    nlohmann::json doc;
-    try {
-        doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception&) {
-        return 0;  // read_json_file turns this into an InputError
-    }
+    const std::optional<nlohmann::json> parsed = fuzz_json(data, size);
+    if (!parsed) return 0;
+    const nlohmann::json& doc = *parsed;
     // Template references expand to graphs as large as their config asks (n_layer 10^6 is a valid,
     // slow request, not a bug): the templates are covered by the unit tests, the graph loader here.
     if (doc.is_object() && doc.contains("template")) return 0;

@@ -93,7 +93,14 @@ Grads matmul_grad(GradBuilder& b, const GradArgs& a) {
 Grads linear_grad(GradBuilder& b, const GradArgs& a) {
     Grads g = none(a);
     const TensorRef x = a.inputs[0], w = a.inputs[1], dY = gemm_output_grad(b, a);
-    if (a.needs[0]) g[0] = b.one(OpKind::matmul, {dY, w});  // [..., out] x [out, in]
+    if (a.needs[0]) {
+        if (b.desc(dY).shape.size() >= 2) {
+            g[0] = b.one(OpKind::matmul, {dY, w});  // [..., out] x [out, in]
+        } else {                                    // one row x[in]: a [1, out] x [out, in] GEMM, back to [in]
+            const TensorRef r = b.one(OpKind::matmul, {rows2d(b, dY), w});
+            g[0] = b.one(OpKind::reshape, {r}, attr("shape", b.desc(x).shape));
+        }
+    }
     if (a.needs[1]) g[1] = b.one(OpKind::matmul, {rows2d(b, dY), rows2d(b, x)}, attr("transpose_a", true));
     if (a.inputs.size() == 3 && a.needs[2]) g[2] = b.sum_to(dy(a), b.desc(a.inputs[2]).shape);
     return g;

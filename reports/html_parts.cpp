@@ -277,7 +277,8 @@ void add_hardware(RooflineChart& c, const ojson& hw) {
         peaks.emplace_back("transcendental (op/s)", num_at(hw["transcendental_per_s"], "value"));
     }
     for (const auto& [label, v] : peaks) {
-        auto same = std::find_if(c.compute.begin(), c.compute.end(), [&](const auto& e) { return e.second == v; });
+        const double rate = v;  // a copy: clang before 16 cannot capture a structured binding
+        auto same = std::find_if(c.compute.begin(), c.compute.end(), [rate](const auto& e) { return e.second == rate; });
         if (same == c.compute.end()) {
             c.compute.emplace_back(label, v);
         } else if (label.compare(0, same->first.find(' '), same->first.substr(0, same->first.find(' '))) == 0) {

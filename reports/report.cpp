@@ -93,7 +93,8 @@ ojson tensor_json(const Tensor& t) {
 ojson attrs_json(const Attrs& a) {
     ojson j = ojson::object();
     for (const auto& [k, v] : a.all()) {
-        std::visit([&](const auto& x) { j[k] = x; }, v);
+        const std::string& key = k;  // clang before 16 cannot capture a structured binding
+        std::visit([&](const auto& x) { j[key] = x; }, v);
     }
     return j;
 }

@@ -34,6 +34,8 @@ void check_below(const SpecReader& r, const SourcedValue& measured, double ceili
         r.fail(p + "/value", "is under a hundredth of " + ceiling_path + " (" + json(ceiling).dump() + "): check the unit (bytes/s)");
 }
 
+}  // namespace
+
 Cluster parse_cluster(const json& doc, const std::string& origin) {
     if (!doc.is_object()) json_fail(origin, "", "expected a roofline-cluster/1 object");
     SpecReader r(doc, origin);
@@ -109,8 +111,6 @@ Cluster parse_cluster(const json& doc, const std::string& origin) {
     }
     return c;
 }
-
-}  // namespace
 
 std::string_view fabric_name(Fabric f) {
     switch (f) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "sim/hardware.hpp"
 
 namespace roofline {
@@ -54,6 +56,8 @@ struct Cluster {
 
 std::string_view fabric_name(Fabric f);
 
+// Validates and converts a parsed roofline-cluster/1 document; errors name origin and JSON path.
+Cluster parse_cluster(const nlohmann::json& doc, const std::string& origin);
 Cluster load_cluster_file(const std::string& path);
 std::vector<std::string> builtin_cluster_names();
 Cluster builtin_cluster(const std::string& name);

@@ -5,7 +5,9 @@
 #include <set>
 
 #include "ops/checked.hpp"
+#include "ops/error.hpp"
 #include "ops/op_rule.hpp"
+#include "sim/schedule.hpp"
 
 namespace roofline {
 
@@ -57,16 +59,25 @@ struct Builder {
         : g(graph), opt(o), group_of(graph.nodes().size(), -1), seen(graph.nodes().size(), 0) {}
 
     // Whether node q (outside group gi) depends on a member of gi: then gi -> q -> gi would be a
-    // cycle once a consumer of q joins gi. Only nodes after the group's first member can.
+    // cycle once a consumer of q joins gi. Dependencies are those of the contracted graph: a node
+    // in another group waits for every input of that group, so the walk enters all its members.
+    // Nodes before the group's first member are not expanded: exact for most graphs and fast; a
+    // plan that is still cyclic (a path through an earlier node of a third group) is redone strictly.
+    bool strict = false;  // no pruning by program position (find_fusion_groups' second try)
     bool reaches(NodeId q, int gi) {
         ++stamp;
         std::vector<NodeId> stack{q};
         while (!stack.empty()) {
             const NodeId x = stack.back();
             stack.pop_back();
-            if (x < first[static_cast<std::size_t>(gi)] || seen[static_cast<std::size_t>(x)] == stamp) continue;
+            if (seen[static_cast<std::size_t>(x)] == stamp) continue;
             seen[static_cast<std::size_t>(x)] = stamp;
-            if (group_of[static_cast<std::size_t>(x)] == gi) return true;
+            const int h = group_of[static_cast<std::size_t>(x)];
+            if (h == gi) return true;
+            if (h >= 0)
+                for (NodeId m : groups[static_cast<std::size_t>(h)].nodes)
+                    if (seen[static_cast<std::size_t>(m)] != stamp) stack.push_back(m);
+            if (!strict && x < first[static_cast<std::size_t>(gi)]) continue;
             for (TensorId t : g.node(x).inputs) {
                 const NodeId p = g.tensor(t).producer;
                 if (p != kNoNode) stack.push_back(p);
@@ -252,11 +263,15 @@ std::int64_t flash_forward_bytes(std::int64_t heads, std::int64_t sq, std::int64
     // streams every Q_i and reads and writes O_i and the row statistics (l_i, m_i, fp32) once per
     // outer iteration: Theta(N^2 d^2 / M) accesses. With a causal mask the blocks above the
     // diagonal are skipped, about half of the inner iterations.
+    // The first outer iteration reads no O, l or m (they start on chip; Algorithm 1 initialises them
+    // in HBM only to read them back): one O read and one l, m read fewer, so that a one-pass kernel
+    // moves Q, K, V in and O, l, m out, never more than the materialised attention.
     const double passes = flash_passes(sk, d, elt, sram_bytes, causal);
     const double e = static_cast<double>(elt);
     const double per_head =
-        static_cast<double>(sk * (d + dv)) * e                                              // K, V
-        + passes * static_cast<double>(sq) * (static_cast<double>(d + 2 * dv) * e + 16.0);  // Q; O read+write; l, m read+write
+        static_cast<double>(sk * (d + dv)) * e                                             // K, V
+        + passes * static_cast<double>(sq) * (static_cast<double>(d + 2 * dv) * e + 16.0)  // Q; O read+write; l, m read+write
+        - static_cast<double>(sq) * (static_cast<double>(dv) * e + 8.0);                   // but the first reads of O, l, m
     return static_cast<std::int64_t>(static_cast<double>(heads) * per_head);
 }
 
@@ -267,8 +282,9 @@ std::int64_t flash_backward_bytes(std::int64_t heads, std::int64_t sq, std::int6
     // and l_i, m_i and writes dQ_i once per outer iteration, recomputing the probabilities.
     const double passes = flash_passes(sk, d, elt, sram_bytes, causal);
     const double e = static_cast<double>(elt);
-    const double per_head = 2.0 * static_cast<double>(sk * (d + dv)) * e                                           // K, V in; dK, dV out
-                            + passes * static_cast<double>(sq) * (static_cast<double>(3 * d + 2 * dv) * e + 8.0);  // Q, dQ r/w; O, dO; l, m
+    const double per_head = 2.0 * static_cast<double>(sk * (d + dv)) * e                                          // K, V in; dK, dV out
+                            + passes * static_cast<double>(sq) * (static_cast<double>(3 * d + 2 * dv) * e + 8.0)  // Q, dQ r/w; O, dO; l, m
+                            - static_cast<double>(sq * d) * e;  // dQ starts on chip: the first iteration reads none
     return static_cast<std::int64_t>(static_cast<double>(heads) * per_head);
 }
 
@@ -279,7 +295,14 @@ std::vector<NodeId> attention_core(const Graph& g, NodeId softmax) {
         up.push_back(p);
         p = g.tensor(g.node(p).inputs[0]).producer;
     }
-    if (p == kNoNode || fusion_role(g, p) != FusionRole::gemm || g.node(p).phase != Phase::forward) return {};
+    // Attention's keys and values are per sequence (batched like the queries); a GEMM against a
+    // weight shared across the batch is a linear layer, whose operand a flash kernel does not stream.
+    const auto batched_like_a = [&](NodeId mm) {
+        const Shape& a = g.tensor(g.node(mm).inputs[0]).desc.shape;
+        const Shape& b = g.tensor(g.node(mm).inputs[1]).desc.shape;
+        return a.size() >= 3 && b.size() == a.size() && std::equal(a.begin(), a.end() - 2, b.begin());
+    };
+    if (p == kNoNode || fusion_role(g, p) != FusionRole::gemm || g.node(p).phase != Phase::forward || !batched_like_a(p)) return {};
     up.push_back(p);
     std::vector<NodeId> chain(up.rbegin(), up.rend());
     chain.push_back(softmax);
@@ -298,7 +321,7 @@ std::vector<NodeId> attention_core(const Graph& g, NodeId softmax) {
         fc = forward_consumers(probs);
     }
     if (fc.size() != 1 || fusion_role(g, fc[0]) != FusionRole::gemm || g.node(fc[0]).inputs[0] != probs) return {};
-    if (g.node(fc[0]).attrs.get_bool("transpose_a", false)) return {};
+    if (g.node(fc[0]).attrs.get_bool("transpose_a", false) || !batched_like_a(fc[0])) return {};
     chain.push_back(fc[0]);
     for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
         for (TensorId t : g.node(chain[i]).outputs) {
@@ -310,8 +333,29 @@ std::vector<NodeId> attention_core(const Graph& g, NodeId softmax) {
     return chain;
 }
 
+namespace {
+
+FusionPlan find_groups(const Graph& g, const Hardware& hw, const FusionOptions& opt, bool strict);
+
+}  // namespace
+
 FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOptions& opt) {
+    FusionPlan plan = find_groups(g, hw, opt, false);
+    try {
+        std::vector<NodeId> flat;
+        std::vector<std::size_t> offsets;
+        contracted_order(g, &plan.group_of, flat, offsets);
+    } catch (const InputError&) {  // the contracted graph has a cycle: group again, walking every dependency
+        plan = find_groups(g, hw, opt, true);
+    }
+    return plan;
+}
+
+namespace {
+
+FusionPlan find_groups(const Graph& g, const Hardware& hw, const FusionOptions& opt, bool strict) {
     Builder b(g, opt);
+    b.strict = strict;
     std::vector<std::pair<int, int>> flash_pairs;  // forward group, backward group (-1: none)
     if (opt.flash_attention) {
         for (NodeId n : g.topological_order()) {
@@ -323,6 +367,16 @@ FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOp
             else if (fusion_role(g, n) == FusionRole::softmax)
                 core = attention_core(g, n);
             if (core.empty()) continue;
+            // A flash kernel only where it moves fewer bytes than the materialised attention: with
+            // few keys and a wide head its re-reads of Q and O cost more than the scores it saves.
+            FusionGroup probe;
+            probe.nodes = core;
+            const AttentionShape shape = attention_shape(g, probe);
+            std::int64_t materialised = 0;
+            for (NodeId c : core) materialised += g.work(c).bytes();
+            if (flash_forward_bytes(shape.heads, shape.sq, shape.sk, shape.d, shape.dv, shape.elt, sram_of(hw, opt), shape.causal) >
+                materialised)
+                continue;
             const int fi = b.start(core.front(), FusionKind::flash_attention, core.back());
             for (std::size_t i = 1; i < core.size(); ++i) b.join(core[i], fi);
             b.groups[static_cast<std::size_t>(fi)].name = g.node(core.back()).name;
@@ -346,6 +400,13 @@ FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOp
                 if (ok) b.join(members[i], gi);
             }
             b.groups[static_cast<std::size_t>(gi)].name = b.groups[static_cast<std::size_t>(fi)].name + ".backward";
+            if (ok) {  // and the backward kernel only where it moves fewer bytes than its members
+                const AttentionShape shape = attention_shape(g, b.groups[static_cast<std::size_t>(fi)]);
+                std::int64_t materialised = 0;
+                for (NodeId n : b.groups[static_cast<std::size_t>(gi)].nodes) materialised += g.work(n).bytes();
+                ok = flash_backward_bytes(shape.heads, shape.sq, shape.sk, shape.d, shape.dv, shape.elt, sram_of(hw, opt), shape.causal) <=
+                     materialised;
+            }
             if (!ok) {
                 for (NodeId n : b.groups[static_cast<std::size_t>(gi)].nodes) b.group_of[static_cast<std::size_t>(n)] = -1;
                 b.groups[static_cast<std::size_t>(gi)].nodes.clear();
@@ -421,6 +482,8 @@ FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOp
     }
     return plan;
 }
+
+}  // namespace
 
 Kernel fused_kernel(const Graph& g, const FusionGroup& grp, const Hardware& hw, const GpuModelOptions& opt) {
     if (grp.kind == FusionKind::flash_attention || grp.kind == FusionKind::flash_attention_backward) {
