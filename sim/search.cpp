@@ -88,7 +88,12 @@ StageBuilder template_stage_builder(const std::string& model, const ModelOverrid
         const int layers = model_layers / r.pp;
         if (layers == 1) return one;
         StageProfile two = build(2, &model_layers);
-        return layers == 2 ? two : compose_layers(one, two, layers);
+        if (layers == 2) return two;
+        try {
+            return compose_layers(one, two, layers);
+        } catch (const InputError&) {  // the probes do not compose (e.g. more than one stream): the whole stage
+            return build(std::nullopt, &model_layers);
+        }
     };
 }
 
