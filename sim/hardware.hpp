@@ -16,6 +16,7 @@ namespace roofline {
 // so a clock cannot be stored where a bandwidth is expected (a compile error), and the unit's symbol
 // is there for whoever prints it. Values are SI doubles; arithmetic reads .value.
 namespace unit {
+// clang-format off: one tag a line
 struct bytes {
     static constexpr std::string_view symbol = "B";
 };
@@ -31,9 +32,9 @@ struct hertz {
 struct flop_per_s {
     static constexpr std::string_view symbol = "FLOP/s";
 };
-struct ops_per_s {  // transcendental operations
+struct ops_per_s {
     static constexpr std::string_view symbol = "op/s";
-};
+};  // transcendental operations
 struct seconds {
     static constexpr std::string_view symbol = "s";
 };
@@ -43,9 +44,10 @@ struct watts {
 struct nanometres {
     static constexpr std::string_view symbol = "nm";
 };
-struct count {  // SMs, threads, registers, NICs, nodes
+struct count {
     static constexpr std::string_view symbol = "";
-};
+};  // SMs, threads, registers, NICs, nodes
+// clang-format on
 }  // namespace unit
 
 // A number with its source (a key into Hardware::sources) and an optional note. Code that only

@@ -94,6 +94,30 @@ void replay(std::vector<StageProfile::Op>& ops, double& step) {
     }
 }
 
+// A profile's ops ready to replay: each op without a kernel ends with the latest kernel among its
+// producers, the nearest earlier kernel that ended then (view_of). Empty when replaying them does
+// not give the schedule back (more than one stream, fusion).
+std::vector<StageProfile::Op> replayable_ops(const StageProfile& p) {
+    std::vector<StageProfile::Op> ops = p.ops;
+    if (p.streams != 1) return {};
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        StageProfile::Op& op = ops[i];
+        if (op.kernel_s > 0 || op.end_s <= 0) continue;
+        for (std::size_t j = i; j-- > 0;)
+            if (ops[j].kernel_s > 0 && ops[j].end_s == op.end_s) {
+                op.view_of = static_cast<int>(j);
+                break;
+            }
+    }
+    std::vector<StageProfile::Op> again = ops;
+    double step = 0;
+    replay(again, step);
+    if (step != p.schedule_end_s) return {};
+    for (std::size_t i = 0; i < ops.size(); ++i)
+        if (again[i].end_s != ops[i].end_s) return {};
+    return ops;
+}
+
 }  // namespace
 
 StageProfile stage_profile(const Graph& g, const Analysis& a) {
@@ -144,24 +168,8 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
     // The optimizer phase as scheduled: its kernels and the host's issue gaps between them (a
     // phase of many small updates is issue-bound).
     if (p.has_optimizer) p.optimizer_s = std::max(p.optimizer_s, a.schedule.step_time_s - backward_end);
-    // An op without a kernel ends with the latest kernel among its producers: the nearest earlier
-    // kernel that ended then. Replaying the ops must give the schedule back.
-    for (std::size_t i = 0; i < n; ++i) {
-        StageProfile::Op& op = p.ops[i];
-        if (op.kernel_s > 0 || op.end_s <= 0) continue;
-        for (std::size_t j = i; j-- > 0;)
-            if (p.ops[j].kernel_s > 0 && p.ops[j].end_s == op.end_s) {
-                op.view_of = static_cast<int>(j);
-                break;
-            }
-    }
-    if (a.schedule.streams == 1 && a.schedule.ops.size() == n) {
-        std::vector<StageProfile::Op> again = p.ops;
-        double step = 0;
-        replay(again, step);
-        p.replayable = step == a.schedule.step_time_s;
-        for (std::size_t i = 0; i < n && p.replayable; ++i) p.replayable = again[i].end_s == p.ops[i].end_s;
-    }
+    p.streams = a.schedule.streams;
+    p.schedule_end_s = a.schedule.step_time_s;
 
     // The op that ends each node's gradient (the last of those that differentiate it).
     std::vector<int> grad_op(n, -1);
@@ -322,7 +330,8 @@ StageProfile compose_layers(const StageProfile& one, const StageProfile& two, in
     if (one.layers != 1 || two.layers != 2)
         throw InputError(fmt::format("compose_layers: probes of {} and {} layers; expected 1 and 2", one.layers, two.layers));
     if (layers < 2) throw InputError(fmt::format("compose_layers: {} layers from probes of 2", layers));
-    if (!two.replayable) throw InputError("compose_layers: the probe's schedule cannot be replayed (more than one stream, or fusion)");
+    const std::vector<StageProfile::Op> probe = replayable_ops(two);
+    if (probe.empty()) throw InputError("compose_layers: the probe's schedule cannot be replayed (more than one stream, or fusion)");
     if (std::none_of(two.ops.begin(), two.ops.end(), [](const StageProfile::Op& o) { return o.layer == 1; }))
         throw InputError("compose_layers: the probes do not name their layers (Graph::pipeline.layer_prefix)");
     const auto fail = [] { throw InputError("compose_layers: the probe's second layer is not one run of ops a phase"); };
@@ -368,7 +377,7 @@ StageProfile compose_layers(const StageProfile& one, const StageProfile& two, in
     };
     double host = 0;
     const auto emit = [&](std::size_t i, int layer) {
-        StageProfile::Op o = two.ops[i];
+        StageProfile::Op o = probe[i];
         host += issue_gap[i];
         o.issue_s = host;
         o.layer = layer;

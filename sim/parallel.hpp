@@ -106,16 +106,17 @@ struct StageProfile {
     double optimizer_s = 0;                        // the optimizer phase as scheduled
     bool has_optimizer = false;
     // The schedule, one op per node in execution order: what compose_layers replays for a stage of
-    // more layers. `replayable`: one stream in program order, so that replaying these ops (each
-    // kernel starts when the previous one ended and the host has issued it) gives the schedule.
+    // more layers (each kernel starts when the previous one ended and the host has issued it), when
+    // that gives the schedule back: one stream in program order.
     struct Op {
         double kernel_s = 0, issue_s = 0, end_s = 0;
         Phase phase = Phase::forward;
         int layer = -1;    // index among the stage's layers (Graph::pipeline.layer_prefix; -1: outside them)
-        int view_of = -1;  // an op without a kernel ends when this earlier op did (-1: at 0)
+        int view_of = -1;  // compose_layers: an op without a kernel ends when this earlier op did (-1: at 0)
     };
     std::vector<Op> ops;
-    bool replayable = false;
+    int streams = 1;            // of the schedule
+    double schedule_end_s = 0;  // its step time
     enum class Group { tp, cp, ep };
     // A collective on the compute stream's critical path, issued when its tensor exists (the end of
     // op `op`: a node forward or the last op of its gradient backward), in the order
