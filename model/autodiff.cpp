@@ -113,6 +113,33 @@ Graph build_training_step(const Graph& forward, const TrainingOptions& opt) {
         for (TensorId t : n.outputs) needs_grad[static_cast<std::size_t>(t)] = any && is_floating(g.tensor(t).desc.dtype);
     }
 
+    // Sequence parallelism (Korthikanti et al. 2022, section 4.2.2): the all-gathered input of a
+    // column-parallel linear is not kept for its backward. Each rank keeps its shard, and the
+    // gradient rules read a copy gathered again in backward ("regather/<node>", marked as running
+    // that node again: sim/parallel.cpp charges its all-gather, overlapped with the input
+    // gradient's GEMM as Megatron-LM overlaps it).
+    std::vector<NodeId> regather_of(g.tensors().size(), kNoNode);
+    if (g.tensor_parallel.sequence_parallel) {
+        for (const std::string& name : g.tensor_parallel.all_gather) {
+            const NodeId n = g.find_node(name);
+            if (n != kNoNode && g.node(n).outputs.size() == 1) regather_of[static_cast<std::size_t>(g.node(n).outputs[0])] = n;
+        }
+    }
+    std::vector<TensorId> regathered(g.tensors().size(), -1);
+    const auto saved = [&](TensorId t) {
+        const auto i = static_cast<std::size_t>(t);
+        if (i >= regather_of.size() || regather_of[i] == kNoNode) return t;
+        if (regathered[i] < 0) {
+            const Node gather = g.node(regather_of[i]);  // copy: adding a node may reallocate
+            const NodeId c =
+                g.add_node("regather/" + gather.name, gather.kind, gather.inputs, gather.attrs, {"regather/" + g.tensor(t).name});
+            g.set_phase(c, Phase::backward);
+            g.set_recomputes(c, regather_of[i]);
+            regathered[i] = g.node(c).outputs[0];
+        }
+        return regathered[i];
+    };
+
     GraphGradBuilder builder(g);
     std::vector<TensorId> grad(g.tensors().size(), kNoGrad);
     {
@@ -143,8 +170,10 @@ Graph build_training_step(const Graph& forward, const TrainingOptions& opt) {
         if (!any_needed) continue;
         const GradFn rule = grad_rule_of(node.kind);
         if (!rule) throw InputError("node '" + node.name + "': " + std::string(op_name(node.kind)) + " has no gradient rule");
+        std::vector<TensorRef> inputs(node.inputs.begin(), node.inputs.end());
+        for (TensorRef& t : inputs) t = saved(t);
         builder.set_current(id);
-        const GradArgs args{node.kind, node.attrs, node.inputs, node.outputs, out_grads, std::span<const bool>(needs.get(), n_in)};
+        const GradArgs args{node.kind, node.attrs, inputs, node.outputs, out_grads, std::span<const bool>(needs.get(), n_in)};
         std::vector<TensorRef> in_grads;
         try {
             in_grads = rule(builder, args);

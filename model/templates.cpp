@@ -210,9 +210,8 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // blocks (layernorm, dropout, residual) each rank holds 1/t of the sequence; the input of a
     // column-parallel block is all-gathered (g: a concat of the rank's shard, standing for the
     // gathered buffer) and the output of a row-parallel block reduce-scattered (g-bar: the rank's
-    // shard of the sum), instead of Megatron's all-reduce. The gathered inputs are kept for the
-    // linears' backward (Megatron re-gathers them there instead: a layer holds 4 s b h (1 - 1/t)
-    // bytes more here).
+    // shard of the sum), instead of Megatron's all-reduce. As in Megatron, the gathered inputs are
+    // not kept for the linears' backward: model/autodiff.cpp gathers them again there.
     const bool sp = c.sp && t > 1;
     const std::int64_t ss = sp ? seq / t : 0;
     std::vector<std::string> gathers, scatters;

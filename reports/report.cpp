@@ -317,7 +317,9 @@ ojson parallel_json(const ParallelAnalysis& p) {
         cats[std::string(category_name(static_cast<MemoryCategory>(c)))] = p.peak_bytes_by_category[c];
     j["peak_by_category"] = cats;
     j["flops_per_rank"] = p.flops_per_rank;
+    j["model_flops_per_rank"] = p.model_flops_per_rank;
     j["mfu"] = p.mfu;
+    j["hfu"] = p.hfu;
     j["tokens_per_s"] = p.tokens_per_s;
     ojson comms = ojson::array();
     for (const CommOp& c : p.comms)

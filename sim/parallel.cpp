@@ -180,10 +180,81 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
         if (at < 0 || s.end_s >= p.ops[static_cast<std::size_t>(at)].end_s) at = s.node;
     }
     // A collective of a node's tensor forward and one of its gradient backward (none in inference).
+    // A node run again in backward (a recomputed clone, sequence parallelism's re-gather) runs its
+    // forward collective again.
+    struct Forward {
+        Collective collective;
+        double bytes;
+        StageProfile::Group group;
+        bool set = false;
+    };
+    std::vector<Forward> forward_collective(n);
+    // The kernel time of the ops of a node's gradient that read a tensor `from` gives (directly or
+    // through views) and of those that do not: a linear's weight-gradient GEMM reads its input, the
+    // input-gradient GEMM does not.
+    const auto split_gradient = [&](NodeId of, const auto& from) {
+        std::set<TensorId> derived;
+        std::pair<double, double> reads_other{0.0, 0.0};
+        for (const ScheduledOp& s : a.schedule.ops) {
+            const Node& op = g.node(s.node);
+            if (op.differentiates != of) continue;
+            const bool reads =
+                std::any_of(op.inputs.begin(), op.inputs.end(), [&](TensorId t) { return from(t) || derived.count(t) != 0; });
+            if (reads && s.kernel_s == 0) derived.insert(op.outputs.begin(), op.outputs.end());
+            (reads ? reads_other.first : reads_other.second) += s.kernel_s;
+        }
+        return reads_other;
+    };
+    // Sequence parallelism's re-gather (model/autodiff.cpp) of gather node i hides behind the ops
+    // of the reading linear's gradient that do not read it (the input gradient's GEMM); the
+    // reduce-scatter of the gathered tensor's gradient behind those that do (the weight gradient's).
+    std::vector<double> hide_gather(n, 0.0), hide_scatter(n, 0.0);
+    for (const Node& node : g.nodes()) {
+        if (node.recomputes == kNoNode || node.phase != Phase::backward || node.outputs.size() != 1) continue;
+        const TensorId again = node.outputs[0];
+        NodeId linear = kNoNode;
+        for (const NodeId c : g.consumers(again))
+            if (g.node(c).differentiates != kNoNode) linear = g.node(c).differentiates;
+        if (linear == kNoNode) continue;  // a recomputed clone: read by other clones
+        const auto gather = static_cast<std::size_t>(node.recomputes);
+        std::tie(hide_scatter[gather], hide_gather[gather]) = split_gradient(linear, [&](TensorId t) { return t == again; });
+    }
+    // Tensor parallelism without it: the backward all-reduce of a row-parallel block (node i, whose
+    // output is all-reduced forward) is, in Megatron-LM, that of the input gradient of the block's
+    // column-parallel linear, overlapped with that linear's weight gradient (Korthikanti et al.
+    // 2022, section 6.2): the ops of its gradient that read its input. The linear is the nearest
+    // one upstream of i that has a parameter.
+    if (!g.tensor_parallel.sequence_parallel) {
+        for (const std::string& name : g.tensor_parallel.all_reduce) {
+            const NodeId row = g.find_node(name);
+            if (row == kNoNode || g.node(row).inputs.empty()) continue;
+            NodeId column = kNoNode;
+            for (NodeId at = g.tensor(g.node(row).inputs[0]).producer; at != kNoNode && column == kNoNode;) {
+                const Node& node = g.node(at);
+                const bool weighted = std::any_of(node.inputs.begin() + 1, node.inputs.end(),
+                                                  [&](TensorId t) { return g.tensor(t).role == TensorRole::parameter; });
+                if (is_gemm(traits_of(node.kind).kernel) && weighted)
+                    column = at;
+                else
+                    at = node.inputs.empty() ? kNoNode : g.tensor(node.inputs[0]).producer;
+            }
+            if (column == kNoNode) continue;
+            // The linear's input, or its recomputed copy (full recomputation).
+            const TensorId input = g.node(column).inputs[0];
+            const NodeId from = g.tensor(input).producer;
+            const auto is_input = [&](TensorId t) {
+                const NodeId made = g.tensor(t).producer;
+                return t == input || (from != kNoNode && made != kNoNode && g.node(made).recomputes == from);
+            };
+            hide_scatter[static_cast<std::size_t>(row)] = split_gradient(column, is_input).first;
+        }
+    }
     const auto both = [&](NodeId node, double bytes, Collective forward, Collective backward, StageProfile::Group group) {
         const auto i = static_cast<std::size_t>(node);
         p.blocking.push_back({p.ops[i].end_s, forward, bytes, group, static_cast<int>(i)});
-        if (const int b = grad_op[i]; b >= 0) p.blocking.push_back({p.ops[static_cast<std::size_t>(b)].end_s, backward, bytes, group, b});
+        forward_collective[i] = {forward, bytes, group, true};
+        if (const int b = grad_op[i]; b >= 0)
+            p.blocking.push_back({p.ops[static_cast<std::size_t>(b)].end_s, backward, bytes, group, b, hide_scatter[i]});
     };
     //   context parallelism: the keys and values all-gathered forward, their gradients
     //     reduce-scattered backward (all-gather CP does not overlap them; Megatron's ring variant
@@ -217,6 +288,13 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
                 p.blocking.push_back({p.ops[static_cast<std::size_t>(node)].end_s, Collective::all_reduce, bytes, StageProfile::Group::tp,
                                       static_cast<int>(node)});
         }
+    }
+    for (const ScheduledOp& s : a.schedule.ops) {
+        const NodeId again = g.node(s.node).recomputes;
+        if (again == kNoNode || !forward_collective[static_cast<std::size_t>(again)].set) continue;
+        const Forward& f = forward_collective[static_cast<std::size_t>(again)];
+        p.blocking.push_back({p.ops[static_cast<std::size_t>(s.node)].end_s, f.collective, f.bytes, f.group, s.node,
+                              hide_gather[static_cast<std::size_t>(again)]});
     }
 
     // The gradients of the experts' weights (expert parallelism): what each optimizer update of an
@@ -274,6 +352,9 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
     p.saved_activation_bytes = a.memory.saved_activation_bytes;
     p.optimizer_flops = static_cast<double>(a.by_phase[static_cast<int>(Phase::optimizer)].work.flops());
     p.flops = static_cast<double>(a.total.flops());
+    for (const Node& node : g.nodes())
+        if (node.recomputes != kNoNode)
+            p.recompute_flops += static_cast<double>(g.work(static_cast<NodeId>(&node - g.nodes().data())).flops());
     return p;
 }
 
@@ -440,6 +521,7 @@ StageProfile compose_layers(const StageProfile& one, const StageProfile& two, in
     p.gradient_bytes = grow_bytes(one.gradient_bytes, two.gradient_bytes);
     p.saved_activation_bytes = grow_bytes(one.saved_activation_bytes, two.saved_activation_bytes);
     p.flops = grow(one.flops, two.flops);
+    p.recompute_flops = grow(one.recompute_flops, two.recompute_flops);
     p.optimizer_flops = grow(one.optimizer_flops, two.optimizer_flops);
     p.memory = compose_memory(one.memory, two.memory, layers);
     return p;
@@ -520,7 +602,7 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
         const CommGroup among = b.group == StageProfile::Group::tp ? tp_group : b.group == StageProfile::Group::cp ? cp_group : ep_group;
         if (among.ranks < 2) continue;
         const CollectiveCost& cost = cost_of(b.collective, b.bytes, among);
-        events.push_back({b.at_s, cost.time_s});
+        events.push_back({b.at_s, std::max(0.0, cost.time_s - b.hide_s)});
         switch (b.group) {
             case StageProfile::Group::tp:
                 if (r.tp_collectives == 0) r.tp_example = cost;
@@ -634,8 +716,12 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
     std::tie(r.peak_bytes, r.peak_bytes_by_category) = peak_of(g, opt.zero, reducers, K);
 
     r.flops_per_rank = K * (g.flops - g.optimizer_flops) + g.optimizer_flops;
+    r.model_flops_per_rank = K * (g.flops - g.optimizer_flops - g.recompute_flops);
     const double chip_peak = matrix_ceiling(cluster.hardware, g.compute_dtype).flop_per_s;
-    r.mfu = chip_peak > 0 && r.step_time_s > 0 ? r.flops_per_rank / r.step_time_s / chip_peak : 0;
+    if (chip_peak > 0 && r.step_time_s > 0) {
+        r.mfu = r.model_flops_per_rank / r.step_time_s / chip_peak;
+        r.hfu = (r.flops_per_rank - g.optimizer_flops) / r.step_time_s / chip_peak;
+    }
     if (g.batch > 0 && r.step_time_s > 0)
         r.tokens_per_s = static_cast<double>(g.batch) * (g.seq > 0 ? static_cast<double>(g.seq) : 1.0) * opt.dp * r.cp * K /
                          r.step_time_s;  // a context-parallel rank's seq is its share
@@ -677,7 +763,7 @@ ParallelAnalysis analyze_pipeline(const std::vector<const StageProfile*>& stages
         r.embedding_all_reduce_s =
             collective_cost(cluster, Collective::all_reduce, static_cast<double>(stages.front()->shared_embedding_bytes), ends).time_s;
     }
-    double sum = 0, slowest = 0, tail = 0, update = 0, flops = 0;
+    double sum = 0, slowest = 0, tail = 0, update = 0, flops = 0, model_flops = 0, run_flops = 0;
     for (int s = 0; s < p; ++s) {
         const ParallelAnalysis& q = per[static_cast<std::size_t>(s)];
         const double embedding = s == 0 || s == p - 1 ? r.embedding_all_reduce_s : 0.0;
@@ -686,6 +772,8 @@ ParallelAnalysis analyze_pipeline(const std::vector<const StageProfile*>& stages
         tail = std::max(tail, q.exposed_comm_s + embedding + q.optimizer_s);  // each stage reduces, then updates
         update = std::max(update, q.optimizer_s);
         flops += q.flops_per_rank;
+        model_flops += q.model_flops_per_rank;
+        run_flops += q.hfu * q.step_time_s;
     }
     // Activations (and their gradients) cross each stage boundary once a micro-batch; on the fill
     // and drain they are on the critical path. Megatron orders ranks tensor-parallel innermost, then
@@ -752,8 +840,12 @@ ParallelAnalysis analyze_pipeline(const std::vector<const StageProfile*>& stages
     r.peak_bytes_by_category = per[worst].peak_bytes_by_category;
     r.peak_bytes_by_category[static_cast<std::size_t>(MemoryCategory::activations)] += r.peak_bytes - per[worst].peak_bytes;
     r.flops_per_rank = flops / p;
+    r.model_flops_per_rank = model_flops / p;
     const double peak = matrix_ceiling(cluster.hardware, stages.front()->compute_dtype).flop_per_s;
-    r.mfu = peak > 0 && r.step_time_s > 0 ? r.flops_per_rank / r.step_time_s / peak : 0;
+    if (peak > 0 && r.step_time_s > 0) {
+        r.mfu = r.model_flops_per_rank / r.step_time_s / peak;
+        r.hfu = run_flops / p / r.step_time_s;  // run_flops: FLOPs over the chip's peak (q.hfu x its step)
+    }
     r.tokens_per_s = r.step_time_s > 0 ? per.front().tokens_per_s * per.front().step_time_s / r.step_time_s : 0;
     return r;
 }

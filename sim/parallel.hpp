@@ -86,8 +86,13 @@ struct ParallelAnalysis {
     CategoryBytes peak_bytes_by_category{};  // per rank, at its peak
     std::int64_t peak_bytes = 0;             // per rank
     double flops_per_rank = 0;               // what the step's graph executes on one rank
-    double mfu = 0;                          // flops_per_rank / step_time_s / the chip's peak for the compute dtype
-    double tokens_per_s = 0;                 // batch x seq x dp / step (0 when the model has no batch or seq dimension)
+    double model_flops_per_rank = 0;         // the model's forward and backward alone (no recomputation, no optimizer)
+    // Model FLOPs utilisation (Chowdhery et al. 2022, as Korthikanti et al. 2022 section 6.3 and
+    // Megatron-LM report it): the forward and backward FLOPs of the model, without recomputation
+    // or the optimizer, a second over the chip's peak for the compute dtype; hfu counts what runs
+    // (recomputation included, the optimizer not).
+    double mfu = 0, hfu = 0;
+    double tokens_per_s = 0;  // batch x seq x dp / step (0 when the model has no batch or seq dimension)
 };
 
 // What the multi-device model needs of one rank's step (training or inference), taken from its
@@ -127,6 +132,10 @@ struct StageProfile {
         double bytes = 0;
         Group group = Group::tp;
         int op = -1;
+        // Compute it runs beside on another stream: only what it takes beyond this is exposed
+        // (Megatron-LM overlaps sequence parallelism's backward all-gather with the input
+        // gradient's GEMM and the reduce-scatter of that gradient with the weight gradient's).
+        double hide_s = 0;
     };
     std::vector<Blocking> blocking;
     struct Gradient {
@@ -148,6 +157,7 @@ struct StageProfile {
     std::int64_t gradient_bytes = 0;
     std::int64_t saved_activation_bytes = 0;
     double flops = 0, optimizer_flops = 0;
+    double recompute_flops = 0;  // of nodes run again in backward (recomputation)
 };
 StageProfile stage_profile(const Graph& step, const Analysis& single);
 

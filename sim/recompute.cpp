@@ -272,6 +272,7 @@ RecomputeResult apply_recompute(const Graph& g, const RecomputePlan& plan) {
         const NodeId m = out.add_node(node.name, node.kind, inputs, node.attrs, names_of(node, ""));
         const NodeId diff = node.differentiates == kNoNode ? kNoNode : nmap[static_cast<std::size_t>(node.differentiates)];
         out.set_phase(m, node.phase, diff);
+        if (node.recomputes != kNoNode) out.set_recomputes(m, nmap[static_cast<std::size_t>(node.recomputes)]);
         nmap[static_cast<std::size_t>(n)] = m;
         r.origin.push_back(n);
         for (std::size_t i = 0; i < node.outputs.size(); ++i) tmap[static_cast<std::size_t>(node.outputs[i])] = out.node(m).outputs[i];
