@@ -21,9 +21,12 @@ void add_serve(CLI::App& app);     // serve_command.cpp: offline
 // escaped (\x1b...): names from a model file cannot drive the terminal.
 void print(const std::string& text);
 
-// Exit code and message of the subcommand that ran (set by its callback).
+// Exit code and message of the subcommand that ran (set by its callback), and the command line
+// main() was given (measure and calibrate hand it to the GPU executable).
 struct Outcome {
     int code = 0;
+    int argc = 0;
+    char** argv = nullptr;
 };
 Outcome& outcome();
 

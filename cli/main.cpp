@@ -10,6 +10,8 @@
 #include "reports/units.hpp"
 
 int main(int argc, char** argv) {
+    roofline::cli::outcome().argc = argc;
+    roofline::cli::outcome().argv = argv;
     CLI::App app{"roofline — hierarchical roofline analysis of deep-learning op graphs on GPUs and TPUs", "roofline"};
     app.set_version_flag("--version", std::string("roofline ") + ROOFLINE_VERSION);
     app.require_subcommand(1);

@@ -1,6 +1,12 @@
 // measure, compare, calibrate: the measuring half of the tool. measure and calibrate need a GPU
 // and this build's CUDA support; without them they exit 3 naming the reason. compare is offline.
+#include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
@@ -38,8 +44,25 @@ void require_device(int device) {
     }
 }
 #else
+// The commands that need a GPU run in roofline-gpu, the same command line linked with the CUDA
+// runtime, cuBLASLt and CUPTI, installed beside this executable: every other command starts
+// without loading those libraries (issue #20). Its options were checked here first.
 [[noreturn]] void no_cuda() {
-    throw DeviceUnavailable("this roofline was built without CUDA (ROOFLINE_WITH_CUDA=OFF): rebuild on a machine with the CUDA toolkit");
+    std::array<char, 4096> self{};
+    const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+    std::string gpu = n > 0 ? std::string(self.data(), static_cast<std::size_t>(n)) : std::string();
+    gpu = gpu.substr(0, gpu.find_last_of('/') + 1) + "roofline-gpu";
+    if (n > 0 && access(gpu.c_str(), X_OK) == 0 && outcome().argv != nullptr) {
+        std::fflush(stdout);
+        std::vector<char*> args(outcome().argv, outcome().argv + outcome().argc);
+        args[0] = gpu.data();
+        args.push_back(nullptr);
+        execv(gpu.c_str(), args.data());
+        throw DeviceUnavailable("cannot run " + gpu + ": " + std::strerror(errno));
+    }
+    throw DeviceUnavailable(
+        "this roofline has no GPU part (roofline-gpu, built with ROOFLINE_WITH_CUDA=ON on a machine with the CUDA "
+        "toolkit, beside this executable)");
 }
 #endif
 
