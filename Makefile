@@ -12,7 +12,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 300
-FUZZ_TARGETS ?= fuzz_onnx fuzz_model_json fuzz_hf_config fuzz_hardware fuzz_cluster fuzz_measurements fuzz_compare
+FUZZ_TARGETS ?= fuzz_onnx fuzz_model_json fuzz_hf_config fuzz_hardware fuzz_cluster fuzz_measurements fuzz_compare fuzz_cli fuzz_calibration
 PROPERTY_GRAPHS ?= 1000000
 .PHONY: run test deps configure build test-asan bench fuzz property clean
 
@@ -53,7 +53,8 @@ property: build
 	ROOFLINE_PROPERTY_GRAPHS=$(PROPERTY_GRAPHS) ./$(BUILD)/tests/roofline_unit_tests "random graphs keep the invariants"
 
 # libFuzzer targets of every loader under ASan + UBSan (clang; fuzz/README.md). Not part of
-# `make test`: each target runs FUZZ_SECONDS on its corpus, new inputs go to build-fuzz.
+# `make test`: each target runs FUZZ_SECONDS on its corpus, new inputs go to build-fuzz. Paths are
+# absolute: fuzz_cli works in a temporary directory.
 fuzz: deps
 	@command -v clang++ >/dev/null || { echo "installing: clang"; $(SUDO) apt-get install -y --no-install-recommends clang; }
 	@[ -f $(FUZZ_BUILD)/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G "$(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo 'Unix Makefiles')" \
@@ -62,7 +63,7 @@ fuzz: deps
 	for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t && \
 	  ./$(FUZZ_BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=4096 -timeout=10 \
-	    -dict=fuzz/$$t.dict $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t || exit 1; \
+	    -dict=$(CURDIR)/fuzz/$$t.dict $(abspath $(FUZZ_BUILD))/corpus/$$t $(CURDIR)/fuzz/corpus/$$t || exit 1; \
 	done
 
 bench: build

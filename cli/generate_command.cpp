@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/validators.hpp"
 #include "cli/commands.hpp"
 #include "cli/inference_args.hpp"
 #include "model/inference.hpp"
@@ -25,11 +26,9 @@ void add_generate(CLI::App& app) {
     };
     auto a = std::make_shared<Args>();
     a->in.add_to(cmd);
-    cmd->add_option("--prompt", a->prompt, "prompt tokens per sequence")->required()->check(CLI::PositiveNumber);
-    cmd->add_option("--output", a->output, "output tokens per sequence (the first comes from the prefill)")
-        ->required()
-        ->check(CLI::PositiveNumber);
-    cmd->add_option("--batch", a->batch, "sequences generated together")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--prompt", a->prompt, "prompt tokens per sequence")->required()->check(kPositive);
+    cmd->add_option("--output", a->output, "output tokens per sequence (the first comes from the prefill)")->required()->check(kPositive);
+    cmd->add_option("--batch", a->batch, "sequences generated together")->check(kPositive)->capture_default_str();
     cmd->add_option("--analysed", a->analysed, "decode steps analysed at most (evenly spaced, both ends; the others interpolated linearly)")
         ->check(CLI::Range(2, 100000))
         ->capture_default_str();

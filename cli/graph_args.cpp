@@ -1,3 +1,4 @@
+#include "cli/validators.hpp"
 #include "cli/graph_args.hpp"
 
 #include <cstdio>
@@ -27,8 +28,8 @@ void GraphArgs::add_to(CLI::App* cmd) {
         ->required();
     cmd->add_option("--dtype", dtype, "compute and parameter dtype policy: f64, f32, tf32, f16, bf16, fp8_e4m3 or fp8_e5m2");
     cmd->add_option("--batch,--microbatch", batch, "override the model's batch dimension (with --cluster: the micro-batch a rank runs)")
-        ->check(CLI::PositiveNumber);
-    cmd->add_option("--seq", seq, "override the model's sequence-length dimension")->check(CLI::PositiveNumber);
+        ->check(kPositive);
+    cmd->add_option("--seq", seq, "override the model's sequence-length dimension")->check(kPositive);
     cmd->add_option("--mode", mode, "inference: the model's graph as given; training: forward, backward and optimizer step")
         ->check(CLI::IsMember({"inference", "training"}))
         ->capture_default_str();
@@ -38,7 +39,7 @@ void GraphArgs::add_to(CLI::App* cmd) {
         ->check(CLI::IsMember({"sgd", "adam", "adamw", "none"}))
         ->capture_default_str();
     cmd->add_option("--loss-scale", loss_scale, "training: static loss scale (seed the loss gradient with S, unscale in the optimizer)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     cmd->add_option(
            "--master-weights", master,
            "training: on (fp32 master weights and optimizer state for 16-bit parameters) or off; default: the model's dtype_policy (on)")
@@ -47,7 +48,7 @@ void GraphArgs::add_to(CLI::App* cmd) {
                     "an LLM inference step as a serving engine runs it: prefill (--seq prompt tokens, K and V written to the "
                     "cache) or decode (one new token per sequence attending to --context cached tokens); decoder-only LLMs")
         ->check(CLI::IsMember({"prefill", "decode"}));
-    cmd->add_option("--context", context, "--phase decode: tokens already in each sequence's KV cache")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--context", context, "--phase decode: tokens already in each sequence's KV cache")->check(kNonNegative);
     add_quantization_options(cmd, quant);
     cmd->add_flag(
         "--allow-unknown", allow_unknown,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/validators.hpp"
 #include "cli/commands.hpp"
 #include "cli/graph_args.hpp"
 #include "cli/output_args.hpp"
@@ -177,8 +178,7 @@ void add_compare(CLI::App& app) {
     cmd->add_option("-o,--output", *out, "write the comparison (schema roofline-comparison/1) to this file");
     outputs->add_to(cmd);
     cmd->add_option("--top", *top, "worst offenders to list")->capture_default_str();
-    cmd->add_option("--min-us", *min_us, "leave kernels measured below this many microseconds out of the statistics")
-        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--min-us", *min_us, "leave kernels measured below this many microseconds out of the statistics")->check(kNonNegative);
     cmd->add_flag("-q,--quiet", *quiet, "print no summary");
     cmd->footer("Example: roofline compare predicted.json measured.json -o cmp.json\n");
     cmd->callback([=] {

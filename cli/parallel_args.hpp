@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/validators.hpp"
 #include "ops/error.hpp"
 #include "sim/cluster.hpp"
 #include "sim/parallel.hpp"
@@ -31,34 +32,34 @@ struct ParallelArgs {
                         "run on this cluster (a built-in name, see `roofline hw list`, or a roofline-cluster/1 file): its chip is the "
                         "hardware, its fabric and network carry the collectives");
         cmd->add_option("--dp", dp, "data-parallel ranks (needs --cluster): gradients reduced in buckets overlapped with backward")
-            ->check(CLI::PositiveNumber)
+            ->check(kPositive)
             ->capture_default_str();
         cmd->add_option("--tp", tp,
                         "tensor-parallel ranks (needs --cluster; GPT templates): Megatron's column/row splits, an all-reduce after "
                         "each attention and MLP block, forward and backward, inside a node")
-            ->check(CLI::PositiveNumber)
+            ->check(kPositive)
             ->capture_default_str();
         cmd->add_option("--cp", cp,
                         "context-parallel ranks (needs --cluster; GPT templates): each holds 1/cp of every sequence, attention "
                         "all-gathers the keys and values (their gradients reduce-scattered); gradients reduced over dp x cp ranks")
-            ->check(CLI::PositiveNumber)
+            ->check(kPositive)
             ->capture_default_str();
         cmd->add_option("--ep", ep,
                         "expert-parallel ranks (needs --cluster and --dp a multiple; GPT templates with \"experts\"): each holds "
                         "experts / ep of every MoE layer, tokens sent to their experts' ranks and back by all-to-alls")
-            ->check(CLI::PositiveNumber)
+            ->check(kPositive)
             ->capture_default_str();
         cmd->add_option("--pp", pp,
                         "pipeline stages (needs --cluster; GPT templates): an equal share of the layers a stage, 1F1B over the "
                         "micro-batches of --global-batch")
-            ->check(CLI::PositiveNumber)
+            ->check(kPositive)
             ->capture_default_str();
         cmd->add_flag("--sp", sp,
                       "sequence parallelism with --tp (GPT templates): layernorm, dropout and residual activations sharded by "
                       "sequence, each all-reduce replaced by an all-gather and a reduce-scatter");
         cmd->add_option("--interleave", interleave,
                         "virtual stages per device with --pp (interleaved 1F1B): the bubble shrinks by V, the sends grow by V")
-            ->check(CLI::PositiveNumber)
+            ->check(kPositive)
             ->capture_default_str();
         cmd->add_option("--zero", zero, "ZeRO stage with --dp: 1 shards optimizer state, 2 also gradients, 3 also parameters")
             ->check(CLI::Range(0, 3))
@@ -66,9 +67,9 @@ struct ParallelArgs {
         cmd->add_option("--global-batch", global_batch,
                         "samples per iteration over all data-parallel ranks: each rank accumulates gradients over global / (batch x "
                         "dp) micro-batches (--batch is the micro-batch) before one reduction and one optimizer step")
-            ->check(CLI::PositiveNumber);
+            ->check(kPositive);
         cmd->add_option("--bucket-mb", bucket_mb, "gradient bucket size in MiB (PyTorch DDP's default)")
-            ->check(CLI::PositiveNumber)
+            ->check(kPositive)
             ->capture_default_str();
     }
     bool wanted() const {

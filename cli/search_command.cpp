@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/validators.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_args.hpp"
 #include "cli/plan_args.hpp"
@@ -37,20 +38,18 @@ void add_search(CLI::App& app) {
     auto a = std::make_shared<Args>();
     cmd->add_option("MODEL", a->model, "a built-in template that splits for tensor and pipeline parallelism (the GPT templates)")
         ->required();
-    cmd->add_option("--gpus", a->gpus, "GPUs the job uses: tp x cp x pp x dp")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--gpus", a->gpus, "GPUs the job uses: tp x cp x pp x dp")->required()->check(kPositive);
     cmd->add_option("--cluster", a->cluster, "the cluster (a built-in name, see `roofline hw list`, or a roofline-cluster/1 file)")
         ->required();
-    cmd->add_option("--global-batch", a->global_batch, "samples per iteration over all data-parallel ranks")
-        ->required()
-        ->check(CLI::PositiveNumber);
-    cmd->add_option("--seq", a->seq, "override the model's sequence length")->check(CLI::PositiveNumber);
+    cmd->add_option("--global-batch", a->global_batch, "samples per iteration over all data-parallel ranks")->required()->check(kPositive);
+    cmd->add_option("--seq", a->seq, "override the model's sequence length")->check(kPositive);
     cmd->add_option("--dtype", a->dtype, "compute and parameter dtype policy (default: the model's)");
     cmd->add_option("--optimizer", a->optimizer, "sgd, adam or adamw")
         ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
         ->capture_default_str();
     cmd->add_option("--micro-batches", a->micro_batches, "candidate micro-batch sizes")
         ->delimiter(',')
-        ->check(CLI::PositiveNumber)
+        ->check(kPositive)
         ->capture_default_str();
     cmd->add_option("--recompute", a->recompute, "candidate recomputation strategies (none, selective, full, ...)")
         ->delimiter(',')
@@ -58,7 +57,7 @@ void add_search(CLI::App& app) {
     cmd->add_option("--zero", a->zero, "candidate ZeRO stages")->delimiter(',')->check(CLI::Range(0, 3))->capture_default_str();
     cmd->add_option("--interleave", a->interleave, "candidate virtual stages per device (interleaved 1F1B)")
         ->delimiter(',')
-        ->check(CLI::PositiveNumber)
+        ->check(kPositive)
         ->capture_default_str();
     cmd->add_option("--sp", a->sp, "sequence parallelism with tp > 1: on, off, or both as on,off")
         ->delimiter(',')
@@ -66,14 +65,14 @@ void add_search(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--cp", a->cp, "candidate context-parallel degrees (each rank holds 1/cp of every sequence), e.g. 1,2,4")
         ->delimiter(',')
-        ->check(CLI::PositiveNumber)
+        ->check(kPositive)
         ->capture_default_str();
     cmd->add_option("--ep", a->ep, "candidate expert-parallel degrees (models with experts; each divides dp and the experts), e.g. 1,8")
         ->delimiter(',')
-        ->check(CLI::PositiveNumber)
+        ->check(kPositive)
         ->capture_default_str();
     cmd->add_option("--memory-budget", a->budget, "peak memory per rank, e.g. 70GiB (default: the chip's memory)");
-    cmd->add_option("--jobs", a->jobs, "threads analysing stages (default: the machine's cores)")->check(CLI::PositiveNumber);
+    cmd->add_option("--jobs", a->jobs, "threads analysing stages (default: the machine's cores)")->check(kPositive);
     add_top_option(cmd, a->top, "rows of the table: the N best configurations, or 'all'", "configurations");
     cmd->add_option("-o,--output", a->out, "write every configuration as JSON (schema roofline-search/1)");
     cmd->add_option("--csv", a->csv, "write every configuration as CSV");

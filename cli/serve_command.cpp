@@ -6,6 +6,7 @@
 #include <memory>
 #include <tuple>
 
+#include "cli/validators.hpp"
 #include "cli/commands.hpp"
 #include "cli/inference_args.hpp"
 #include "ops/error.hpp"
@@ -38,26 +39,24 @@ void add_serve(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--prompt-len", a->prompt, "prompt tokens: N, uniform:A:B, normal:MEAN:STD or exp:MEAN")->required();
     cmd->add_option("--output-len", a->output, "output tokens: N, uniform:A:B, normal:MEAN:STD or exp:MEAN")->required();
-    cmd->add_option("--requests", a->requests, "requests simulated")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--requests", a->requests, "requests simulated")->check(kPositive)->capture_default_str();
     cmd->add_option("--seed", a->seed, "seed of the arrivals and lengths (same seed, same report)")->capture_default_str();
-    cmd->add_option("--max-batch", a->max_batch, "sequences running at most (vLLM max_num_seqs)")
-        ->check(CLI::PositiveNumber)
-        ->capture_default_str();
+    cmd->add_option("--max-batch", a->max_batch, "sequences running at most (vLLM max_num_seqs)")->check(kPositive)->capture_default_str();
     cmd->add_option("--max-tokens", a->max_tokens,
                     "tokens an iteration processes at most (vLLM max_num_batched_tokens; default 2048 with --chunked-prefill, else "
                     "max(2048, the model's positions))")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     cmd->add_flag("--chunked-prefill", a->chunked, "mix prompt chunks into the decode iterations (vLLM V1's scheduler)");
-    cmd->add_option("--block-size", a->block_size, "tokens per KV cache block")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--block-size", a->block_size, "tokens per KV cache block")->check(kPositive)->capture_default_str();
     cmd->add_option("--kv-blocks", a->kv_blocks,
                     "KV cache blocks (default: what --memory-utilization of the device holds after the weights and the largest "
                     "step's activations)")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     cmd->add_option("--memory-utilization", a->memory_utilization, "share of device memory planned with (vLLM gpu_memory_utilization)")
         ->check(CLI::Range(0.01, 1.0))
         ->capture_default_str();
-    cmd->add_option("--slo-ttft", a->slo_ttft, "TTFT target in seconds (with --find-rate)")->check(CLI::NonNegativeNumber);
-    cmd->add_option("--slo-tpot", a->slo_tpot, "TPOT target in seconds (with --find-rate)")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--slo-ttft", a->slo_ttft, "TTFT target in seconds (with --find-rate)")->check(kNonNegative);
+    cmd->add_option("--slo-tpot", a->slo_tpot, "TPOT target in seconds (with --find-rate)")->check(kNonNegative);
     cmd->add_option("--slo-quantile", a->slo_quantile, "the percentile the targets apply to: 50, 90 or 99")
         ->check(CLI::IsMember({50.0, 90.0, 99.0}))
         ->capture_default_str();

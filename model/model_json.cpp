@@ -567,6 +567,12 @@ void add_parallel_config(const std::string& name, json& config, ModelOverrides& 
     }
     if (ov.pp > 1) config["pp"] = ov.pp, config["stage"] = ov.stage;
     if (ov.stage_layers) config["stage_layers"] = *ov.stage_layers;
+    // Any other --seq goes to the template too, which checks it against the model's positions
+    // (a GPT's n_ctx: its learned position embedding has no row beyond them).
+    if (ov.seq) {
+        config["seq"] = *ov.seq;
+        ov.seq.reset();
+    }
 }
 
 }  // namespace

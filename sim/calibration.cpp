@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 
 #include "model/json_check.hpp"
@@ -106,12 +107,56 @@ json resolve_hardware_json(const std::string& arg) {
     return json::object();
 }
 
-json calibrated_spec(const json& base, const json& cal) {
+namespace {
+
+// Every field calibrated_spec and render_calibration read, with the type they read it as: a raw
+// file (`calibrate --raw`) is input like any other.
+void check_calibration(const json& cal) {
     const std::string origin = "calibration";
-    if (!cal.is_object() || cal.value("schema", "") != "roofline-calibration/1") {
+    if (!cal.is_object() || !cal.contains("schema") || cal["schema"] != "roofline-calibration/1") {
         json_fail(origin, "/schema", "expected \"roofline-calibration/1\"");
     }
     if (!cal.contains("points") || !cal["points"].is_array()) json_fail(origin, "/points", "expected an array");
+    const auto typed = [&](const json& obj, const std::string& path, const char* key, bool (json::*is)() const, const char* what) {
+        if (obj.contains(key) && !(obj[key].*is)()) json_fail(origin, path + "/" + key, std::string("expected ") + what);
+    };
+    typed(cal, "", "date_utc", &json::is_string, "a string");
+    typed(cal, "", "device", &json::is_object, "an object");
+    if (cal.contains("device")) {
+        typed(cal["device"], "/device", "name", &json::is_string, "a string");
+        typed(cal["device"], "/device", "compute_capability", &json::is_string, "a string");
+        for (const char* k : {"sm_count", "driver_version", "runtime_version"})
+            typed(cal["device"], "/device", k, &json::is_number_integer, "an integer");
+    }
+    for (std::size_t i = 0; i < cal["points"].size(); ++i) {
+        const json& p = cal["points"][i];
+        const std::string at = "/points/" + std::to_string(i);
+        if (!p.is_object()) json_fail(origin, at, "expected an object");
+        for (const char* k : {"quantity", "method", "unit"}) typed(p, at, k, &json::is_string, "a string");
+        typed(p, at, "spread", &json::is_number, "a number");
+        if (!p.contains("value") || !p["value"].is_number() || !(p["value"].get<double>() > 0) ||
+            !std::isfinite(p["value"].get<double>())) {
+            json_fail(origin, at + "/value", "expected a positive number");
+        }
+    }
+    typed(cal, "", "gemm_efficiency", &json::is_array, "an array");
+    if (cal.contains("gemm_efficiency")) {
+        for (std::size_t i = 0; i < cal["gemm_efficiency"].size(); ++i) {
+            const json& g = cal["gemm_efficiency"][i];
+            const std::string at = "/gemm_efficiency/" + std::to_string(i);
+            if (!g.is_object()) json_fail(origin, at, "expected an object");
+            typed(g, at, "dtype", &json::is_string, "a string");
+            for (const char* k : {"m", "n", "k"}) typed(g, at, k, &json::is_number_integer, "an integer");
+            for (const char* k : {"flop_per_s", "efficiency"}) typed(g, at, k, &json::is_number, "a number");
+        }
+    }
+}
+
+}  // namespace
+
+json calibrated_spec(const json& base, const json& cal) {
+    const std::string origin = "calibration";
+    check_calibration(cal);
     const json device = cal.value("device", json::object());
     const std::string device_name = device.value("name", "unknown GPU");
     const std::string date = cal.value("date_utc", "");
@@ -127,9 +172,6 @@ json calibrated_spec(const json& base, const json& cal) {
     for (std::size_t i = 0; i < cal["points"].size(); ++i) {
         const json& p = cal["points"][i];
         const std::string q = p.value("quantity", "");
-        if (!p.contains("value") || !p["value"].is_number() || !(p["value"].get<double>() > 0)) {
-            json_fail(origin, "/points/" + std::to_string(i) + "/value", "expected a positive number");
-        }
         for (const Target& t : kTargets) {
             if (q != t.quantity) continue;
             json* e = entry_of(spec, t);
@@ -146,6 +188,7 @@ json calibrated_spec(const json& base, const json& cal) {
 }
 
 std::string render_calibration(const json& cal, const std::string& base_name) {
+    check_calibration(cal);
     const json base = resolve_hardware_json(base_name);
     const json measured = calibrated_spec(base, cal);
     std::string o = fmt::format("calibrated {} at {} (base spec: {})\n\n{:<26} {:>14} {:>14} {:>8} {:>7}\n",

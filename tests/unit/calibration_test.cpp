@@ -2,9 +2,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "model/model_json.hpp"
 #include "ops/error.hpp"
 #include "sim/calibration.hpp"
 #include "sim/hardware.hpp"
+#include "support.hpp"
 
 using nlohmann::json;
 using namespace roofline;
@@ -69,4 +71,25 @@ TEST_CASE("calibration documents and device names are checked", "[calibration][e
     CHECK(builtin_for_device("NVIDIA H200") == "h200");
     CHECK(builtin_for_device("NVIDIA A100-SXM4-80GB") == "a100-sxm-80gb");
     CHECK_THROWS_WITH(builtin_for_device("Imaginary GPU 9000"), Catch::Contains("--base"));
+}
+
+TEST_CASE("raw calibration files: the committed one loads, wrong types name their JSON path", "[calibration]") {
+    // tests/data/measured/h100-sxm-2026-11-23/calibration.json, written by `calibrate --raw` on an
+    // H100: merged into h100-sxm it must load as a spec. A field of the wrong type is an InputError
+    // naming its path, never nlohmann's type_error (found by fuzz/fuzz_calibration.cpp's contract).
+    const json raw = read_json_file(test::source_path("tests/data/measured/h100-sxm-2026-11-23/calibration.json"));
+    const json base = resolve_hardware_json("h100-sxm");
+    CHECK_NOTHROW(parse_hardware(calibrated_spec(base, raw), "calibrated.json"));
+    CHECK_NOTHROW(render_calibration(raw, "h100-sxm"));
+    const std::pair<const char*, json> bad[] = {{"/device", json::array()},
+                                                {"/date_utc", 20261123},
+                                                {"/points/0/quantity", 7},
+                                                {"/points/0/spread", "wide"},
+                                                {"/gemm_efficiency/0/m", 2.5}};
+    for (const auto& [path, value] : bad) {
+        INFO(path);
+        json doc = raw;
+        doc[json::json_pointer(path)] = value;
+        CHECK_THROWS_WITH(calibrated_spec(base, doc), Catch::Contains(std::string("calibration: ") + path));
+    }
 }
