@@ -70,6 +70,93 @@ const std::map<std::string, json>& presets() {
                            {"tie_word_embeddings", false},
                            {"torch_dtype", "bfloat16"},
                            {"vocab_size", 32000}};
+        // huggingface.co/mistralai/Mixtral-8x7B-v0.1, config.json
+        m["mixtral-8x7b"] = {{"architectures", {"MixtralForCausalLM"}},
+                             {"model_type", "mixtral"},
+                             {"hidden_size", 4096},
+                             {"intermediate_size", 14336},
+                             {"max_position_embeddings", 32768},
+                             {"num_attention_heads", 32},
+                             {"num_experts_per_tok", 2},
+                             {"num_hidden_layers", 32},
+                             {"num_key_value_heads", 8},
+                             {"num_local_experts", 8},
+                             {"rms_norm_eps", 1e-5},
+                             {"tie_word_embeddings", false},
+                             {"torch_dtype", "bfloat16"},
+                             {"vocab_size", 32000}};
+        // huggingface.co/Qwen/Qwen1.5-MoE-A2.7B-Chat, config.json (tests/data/hf/README.md)
+        m["qwen1.5-moe-a2.7b"] = {{"architectures", {"Qwen2MoeForCausalLM"}},
+                                  {"model_type", "qwen2_moe"},
+                                  {"decoder_sparse_step", 1},
+                                  {"hidden_size", 2048},
+                                  {"intermediate_size", 5632},
+                                  {"max_position_embeddings", 32768},
+                                  {"moe_intermediate_size", 1408},
+                                  {"num_attention_heads", 16},
+                                  {"num_experts", 60},
+                                  {"num_experts_per_tok", 4},
+                                  {"num_hidden_layers", 24},
+                                  {"num_key_value_heads", 16},
+                                  {"shared_expert_intermediate_size", 5632},
+                                  {"tie_word_embeddings", false},
+                                  {"vocab_size", 151936}};
+        // huggingface.co/Qwen/Qwen2.5-1.5B-Instruct, config.json
+        m["qwen2.5-1.5b"] = {{"architectures", {"Qwen2ForCausalLM"}},
+                             {"model_type", "qwen2"},
+                             {"hidden_size", 1536},
+                             {"intermediate_size", 8960},
+                             {"max_position_embeddings", 32768},
+                             {"num_attention_heads", 12},
+                             {"num_hidden_layers", 28},
+                             {"num_key_value_heads", 2},
+                             {"rms_norm_eps", 1e-6},
+                             {"tie_word_embeddings", true},
+                             {"torch_dtype", "bfloat16"},
+                             {"vocab_size", 151936}};
+        // google/gemma-7b as transformers 4.40's GemmaConfig defaults (tests/data/hf/README.md)
+        m["gemma-7b"] = {{"architectures", {"GemmaForCausalLM"}},
+                         {"model_type", "gemma"},
+                         {"head_dim", 256},
+                         {"hidden_size", 3072},
+                         {"intermediate_size", 24576},
+                         {"max_position_embeddings", 8192},
+                         {"num_attention_heads", 16},
+                         {"num_hidden_layers", 28},
+                         {"num_key_value_heads", 16},
+                         {"rms_norm_eps", 1e-6},
+                         {"tie_word_embeddings", true},
+                         {"vocab_size", 256000}};
+        // tiiuae/falcon-7b: transformers' FalconConfig defaults (tests/data/hf/README.md)
+        m["falcon-7b"] = {{"architectures", {"FalconForCausalLM"}},
+                          {"model_type", "falcon"},
+                          {"alibi", false},
+                          {"bias", false},
+                          {"hidden_size", 4544},
+                          {"layer_norm_epsilon", 1e-5},
+                          {"multi_query", true},
+                          {"new_decoder_architecture", false},
+                          {"num_attention_heads", 71},
+                          {"num_hidden_layers", 32},
+                          {"parallel_attn", true},
+                          {"torch_dtype", "bfloat16"},
+                          {"vocab_size", 65024}};
+        // huggingface.co/microsoft/phi-2, config.json
+        m["phi-2"] = {{"architectures", {"PhiForCausalLM"}},
+                      {"model_type", "phi"},
+                      {"hidden_act", "gelu_new"},
+                      {"hidden_size", 2560},
+                      {"intermediate_size", 10240},
+                      {"layer_norm_eps", 1e-5},
+                      {"max_position_embeddings", 2048},
+                      {"num_attention_heads", 32},
+                      {"num_hidden_layers", 32},
+                      {"num_key_value_heads", 32},
+                      {"partial_rotary_factor", 0.4},
+                      {"resid_pdrop", 0.1},
+                      {"tie_word_embeddings", false},
+                      {"torch_dtype", "float16"},
+                      {"vocab_size", 51200}};
         // huggingface.co/bert-base-uncased, config.json
         m["bert-base-uncased"] = {{"architectures", {"BertForMaskedLM"}},
                                   {"model_type", "bert"},
@@ -122,13 +209,17 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
             r.fail(key, "at most " + std::to_string(kMaxLayers) + " layers, got " + std::to_string(r.positive(key)));
     }
     if (model_type == "gpt2") return hf::build_gpt2(r, cfg, name);
-    if (model_type == "llama" || model_type == "mistral") return hf::build_llama(r, cfg, model_type, name);
+    for (const char* t : {"llama", "mistral", "qwen2", "gemma", "mixtral", "qwen2_moe"})
+        if (model_type == t) return hf::build_llama(r, cfg, model_type, name);
     if (model_type == "bert") return hf::build_bert(r, cfg, name);
     if (model_type == "vit") return hf::build_vit(r, cfg, name);
     if (model_type == "opt") return hf::build_opt(r, cfg, name);
+    if (model_type == "falcon") return hf::build_falcon(r, cfg, name);
+    if (model_type == "phi") return hf::build_phi(r, cfg, name);
     if (model_type == "switch_transformers") return hf::build_switch_transformers(r, cfg, name);
     r.fail("model_type",
-           "unsupported model_type '" + model_type + "' (supported: gpt2, llama, mistral, bert, vit, opt, switch_transformers)");
+           "unsupported model_type '" + model_type +
+               "' (supported: gpt2, llama, mistral, qwen2, gemma, mixtral, qwen2_moe, falcon, phi, bert, vit, opt, switch_transformers)");
 }
 
 bool is_hf_preset(const std::string& name) { return presets().count(name) != 0; }

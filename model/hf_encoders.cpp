@@ -57,10 +57,7 @@ EncoderDims encoder_dims(const ConfigReader& r, double drop_default, bool qkv_bi
     e.d = r.positive("hidden_size");
     e.heads = r.positive("num_attention_heads");
     e.inter = r.positive("intermediate_size");
-    if (e.d % e.heads != 0) {
-        r.fail("num_attention_heads",
-               "num_attention_heads " + std::to_string(e.heads) + " does not divide hidden_size " + std::to_string(e.d));
-    }
+    r.require_divides("num_attention_heads", e.heads, "hidden_size", e.d);
     e.eps = r.positive_number_or("layer_norm_eps", 1e-12);
     e.hidden_drop = r.probability_or("hidden_dropout_prob", drop_default);
     e.attn_drop = r.probability_or("attention_probs_dropout_prob", drop_default);
