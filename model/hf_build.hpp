@@ -2,7 +2,7 @@
 // Internals of the Hugging Face config loader (model/hf_config.hpp): reading config keys with
 // file + JSON path in every message, accumulating a roofline-model/1 document, and the pieces the
 // model builders share. hf_decoders.cpp builds gpt2, opt and the llama family (llama, mistral, qwen2,
-// mixtral, qwen2_moe); hf_encoders.cpp bert and vit; hf_seq2seq.cpp switch_transformers.
+// mixtral, qwen2_moe); hf_encoders.cpp bert, roberta and vit; hf_seq2seq.cpp switch_transformers.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -166,7 +166,7 @@ void causal_lm_head(DocBuilder& b, const Head& head, const std::string& x, const
 // The model builders: a config (model_type already read) -> a roofline-model/1 document.
 json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name);
 json build_llama(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);
-json build_bert(const ConfigReader& r, const json& cfg, const std::string& name);
+json build_bert(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);  // bert, roberta
 json build_vit(const ConfigReader& r, const json& cfg, const std::string& name);
 json build_opt(const ConfigReader& r, const json& cfg, const std::string& name);
 json build_falcon(const ConfigReader& r, const json& cfg, const std::string& name);

@@ -171,6 +171,21 @@ const std::map<std::string, json>& presets() {
                                   {"num_hidden_layers", 12},
                                   {"type_vocab_size", 2},
                                   {"vocab_size", 30522}};
+        // huggingface.co/FacebookAI/roberta-base, config.json
+        m["roberta-base"] = {{"architectures", {"RobertaForMaskedLM"}},
+                             {"model_type", "roberta"},
+                             {"attention_probs_dropout_prob", 0.1},
+                             {"hidden_act", "gelu"},
+                             {"hidden_dropout_prob", 0.1},
+                             {"hidden_size", 768},
+                             {"intermediate_size", 3072},
+                             {"layer_norm_eps", 1e-5},
+                             {"max_position_embeddings", 514},
+                             {"num_attention_heads", 12},
+                             {"num_hidden_layers", 12},
+                             {"pad_token_id", 1},
+                             {"type_vocab_size", 1},
+                             {"vocab_size", 50265}};
         // huggingface.co/google/vit-base-patch16-224, config.json (id2label has the 1000 ImageNet classes)
         m["vit-b16"] = {{"architectures", {"ViTForImageClassification"}},
                         {"model_type", "vit"},
@@ -211,15 +226,15 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
     if (model_type == "gpt2") return hf::build_gpt2(r, cfg, name);
     for (const char* t : {"llama", "mistral", "qwen2", "gemma", "mixtral", "qwen2_moe"})
         if (model_type == t) return hf::build_llama(r, cfg, model_type, name);
-    if (model_type == "bert") return hf::build_bert(r, cfg, name);
+    if (model_type == "bert" || model_type == "roberta") return hf::build_bert(r, cfg, model_type, name);
     if (model_type == "vit") return hf::build_vit(r, cfg, name);
     if (model_type == "opt") return hf::build_opt(r, cfg, name);
     if (model_type == "falcon") return hf::build_falcon(r, cfg, name);
     if (model_type == "phi") return hf::build_phi(r, cfg, name);
     if (model_type == "switch_transformers") return hf::build_switch_transformers(r, cfg, name);
-    r.fail("model_type",
-           "unsupported model_type '" + model_type +
-               "' (supported: gpt2, llama, mistral, qwen2, gemma, mixtral, qwen2_moe, falcon, phi, bert, vit, opt, switch_transformers)");
+    r.fail("model_type", "unsupported model_type '" + model_type +
+                             "' (supported: gpt2, llama, mistral, qwen2, gemma, mixtral, qwen2_moe, falcon, phi, bert, roberta, vit, opt, "
+                             "switch_transformers)");
 }
 
 bool is_hf_preset(const std::string& name) { return presets().count(name) != 0; }

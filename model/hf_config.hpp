@@ -11,6 +11,7 @@
 //   qwen2_moe  Qwen2MoeForCausalLM (default), Qwen2MoeModel — as qwen2, top-k experts + shared expert
 //   bert     BertForMaskedLM (default), BertModel, BertForSequenceClassification, BertLMHeadModel,
 //            BertForPreTraining
+//   roberta  RobertaForMaskedLM (default), RobertaModel, RobertaForSequenceClassification, RobertaForCausalLM
 //   vit      ViTForImageClassification (default), ViTModel
 //   opt      OPTForCausalLM (default), OPTModel
 //   switch_transformers  SwitchTransformersForConditionalGeneration (encoder-decoder, top-1 MoE)
@@ -23,7 +24,7 @@
 // ops eager PyTorch launches for them (hf_build.cpp).
 // Files: hf_config.cpp (this interface, presets), hf_build.hpp/.cpp (config reader, document
 // builder, shared pieces, the top-k experts), hf_decoders.cpp (gpt2, opt, the llama family),
-// hf_encoders.cpp (bert, vit),
+// hf_encoders.cpp (bert, roberta, vit),
 // hf_seq2seq.cpp (switch_transformers).
 #include <nlohmann/json_fwd.hpp>
 #include <string>

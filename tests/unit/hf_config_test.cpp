@@ -133,7 +133,8 @@ TEST_CASE("HF configs: the built-in presets match the published config files", "
                                                          {"qwen2.5-1.5b", "Qwen2.5-1.5B-Instruct"},
                                                          {"gemma-7b", "gemma-7b"},
                                                          {"falcon-7b", "falcon-7b"},
-                                                         {"phi-2", "phi-2"}};
+                                                         {"phi-2", "phi-2"},
+                                                         {"roberta-base", "roberta-base"}};
     for (const auto& [preset, folder] : pairs) {
         INFO(preset);
         REQUIRE(is_hf_preset(preset));
@@ -343,7 +344,7 @@ TEST_CASE("bad HF configs: one message naming the file and the key, exit code 2"
         {"analyze '" + bad + "wrong-type.json'", "wrong-type.json: /num_hidden_layers: expected a positive integer, got \"12\""},
         {"analyze '" + bad + "unknown-model-type.json'",
          "unknown-model-type.json: /model_type: unsupported model_type 'gpt_neox' (supported: gpt2, llama, mistral, qwen2, gemma, mixtral, "
-         "qwen2_moe, falcon, phi, bert, vit, opt, switch_transformers)"},
+         "qwen2_moe, falcon, phi, bert, roberta, vit, opt, switch_transformers)"},
         {"analyze '" + unsupported_arch + "'",
          "hf-bad-arch.json: /config/architectures/0: unsupported architecture 'LlamaForSequenceClassification' for model_type 'llama'"},
         {"analyze '" + hf("vit-base-patch16-224") + "' --seq 128", "--seq given, but the model has no 'seq' entry in /dims"},
@@ -363,6 +364,8 @@ TEST_CASE("bad HF configs: one message naming the file and the key, exit code 2"
          "/intermediate_size: expected a positive integer, got null"},
         {"analyze '" + patched("phi-2", "phi-qk", "qk_layernorm", true) + "' -q",
          "/qk_layernorm: not supported: LayerNorm on queries and keys"},
+        {"analyze '" + patched("roberta-base", "roberta-positions", "max_position_embeddings", 2) + "' -q",
+         "/max_position_embeddings: max_position_embeddings 2 leaves no position after pad_token_id 1 + 1"},
         {"analyze '" + patched("falcon-7b", "falcon-heads", "num_attention_heads", 70) + "' -q",
          "/num_attention_heads: num_attention_heads 70 does not divide hidden_size 4544"},
     };
@@ -415,6 +418,11 @@ TEST_CASE("HF qwen2, gemma, mixtral and qwen2_moe: parameter counts, exactly", "
         // LayerNorm 5120, q/k/v/dense 4*(2560^2+2560), fc1 2560*10240+10240, fc2 10240*2560+2560:
         // 78,671,360; 32 layers; final_layernorm 5120; lm_head with bias 51200*2560+51200.
         {"phi-2", 2'779'683'840},
+        // RobertaForMaskedLM (card: "125M"): embeddings 50265*768 + 514*768 (positions) + 1*768
+        // (one token type) + LayerNorm 1536 = 39,037,440; 12 BERT layers * 7,087,872; lm_head dense
+        // 768*768+768, layer_norm 1536, bias 50265 (decoder tied): 124,697,433 (counted on the real
+        // device: the meta device unties the decoder bias).
+        {"roberta-base", 124'697'433},
     };
     for (const Case& c : cases) {
         INFO(c.folder);
@@ -424,6 +432,16 @@ TEST_CASE("HF qwen2, gemma, mixtral and qwen2_moe: parameter counts, exactly", "
     const Graph bare = load_model_arg(patched("Qwen1.5-MoE-A2.7B-Chat", "qwen-moe-bare", "architectures", json::array({"Qwen2MoeModel"})),
                                       ModelOverrides{1, 64, {}});
     CHECK(parameter_count(bare) == 14'315'784'192 - 151936 * 2048);
+    // RobertaModel (transformers: 124,645,632): the pooler (768*768+768) instead of lm_head;
+    // RobertaForSequenceClassification (124,647,170 for 2 labels): no pooler, classifier dense
+    // 768*768+768 and out_proj 768*2+2.
+    const auto roberta = [&](const char* arch) {
+        return parameter_count(
+            load_model_arg(patched("roberta-base", arch, "architectures", json::array({arch})), ModelOverrides{1, 64, {}}));
+    };
+    CHECK(roberta("RobertaModel") == 124'645'632);
+    CHECK(roberta("RobertaForSequenceClassification") == 124'647'170);
+    CHECK(roberta("RobertaForCausalLM") == 124'697'433);  // the same lm_head as the MLM
 }
 
 TEST_CASE("HF mixtral and qwen2_moe: top-k routing, experts and shared expert", "[hf][moe]") {
@@ -533,6 +551,9 @@ TEST_CASE("HF mixture-of-experts forward FLOPs: 2 x active parameters x tokens p
     // falcon: one fused projection of 71 query + 1 key + 1 value heads of 64
     check("falcon-7b", 1, 1024, dense(32, 4544, 4544, 64, 2 * 4544 * 18176.0, 65024), 4544, 32);
     check("phi-2", 1, 1024, dense(32, 2560, 2560, 2560, 2 * 2560 * 10240.0, 51200), 2560, 32);
+    // roberta-base (bidirectional: the full s x s scores, as any attention here): q, k, v, o d x d,
+    // MLP 2 d I, lm_head's dense d x d and decoder d V
+    check("roberta-base", 2, 512, dense(12, 768, 768, 768, 2 * 768 * 3072.0, 50265) + 768 * 768, 768, 12);
 }
 
 TEST_CASE("HF mixtral, qwen2_moe, qwen2, gemma, falcon and phi train through autodiff", "[hf][moe][autodiff]") {
@@ -545,6 +566,21 @@ TEST_CASE("HF mixtral, qwen2_moe, qwen2, gemma, falcon and phi train through aut
         for (const Tensor& t : fwd.tensors()) params += t.role == TensorRole::parameter ? 1 : 0;
         CHECK(count_kind(train, OpKind::adam_update) == params);
     }
+}
+
+TEST_CASE("HF roberta: embeddings, heads and the default sequence", "[hf][moe]") {
+    const Graph mlm = load_model_arg(hf("roberta-base"));
+    CHECK(mlm.dims.at("seq") == 512);  // 514 position rows less pad_token_id 1 and one
+    CHECK(output_of(mlm, "roberta.embeddings.position_embeddings").shape == Shape{1, 512, 768});
+    CHECK(output_of(mlm, "lm_head.logits").shape == Shape{1, 512, 50265});
+    CHECK(mlm.find_tensor("roberta.pooler.dense.weight") < 0);
+    CHECK(count_kind(mlm, OpKind::gelu) == 12 + 1);  // 12 layers, lm_head's gelu
+    const Graph seq =
+        load_model_arg(patched("roberta-base", "roberta-seq", "architectures", json::array({"RobertaForSequenceClassification"})),
+                       ModelOverrides{4, 128, {}});
+    CHECK(output_of(seq, "classifier.out_proj").shape == Shape{4, 2});
+    CHECK(count_kind(seq, OpKind::tanh) == 1);  // the classification head's dense + tanh, no pooler
+    CHECK(seq.find_tensor("roberta.pooler.dense.weight") < 0);
 }
 
 TEST_CASE("HF falcon and phi: op structure", "[hf][moe]") {

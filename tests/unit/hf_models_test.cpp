@@ -466,7 +466,7 @@ TEST_CASE("bad OPT and Switch configs: one message naming the file and the JSON 
     }
 }
 
-TEST_CASE("tiny mixtral, qwen2_moe, qwen2, falcon, phi and gemma configs pass the finite-difference gradient check",
+TEST_CASE("tiny mixtral, qwen2_moe, qwen2, falcon, phi, roberta and gemma configs pass the finite-difference gradient check",
           "[hf][moe][gradcheck]") {
     // Batch 2, seq 5: 10 tokens; with top-2 of 3 experts 20 routed rows, 7, 7 and 6 per expert (the
     // strided gathers, the routing-weight slices, the concat and the sum over the k copies are
@@ -548,6 +548,14 @@ TEST_CASE("tiny mixtral, qwen2_moe, qwen2, falcon, phi and gemma configs pass th
         const Graph g = load_model(cfg, "tiny-phi.json", ov);
         CHECK(g.find_node("model.layers.0.self_attn.q_rope.parts") != kNoNode);
         CHECK(gradient_check(g) > 20);
+    }
+    SECTION("roberta: sequence classification head (first token, dense, tanh, out_proj), 3 labels") {
+        const json cfg = {{"model_type", "roberta"},  {"architectures", {"RobertaForSequenceClassification"}},
+                          {"vocab_size", 11},         {"hidden_size", 8},
+                          {"intermediate_size", 12},  {"num_hidden_layers", 1},
+                          {"num_attention_heads", 2}, {"max_position_embeddings", 7},
+                          {"type_vocab_size", 1},     {"num_labels", 3}};
+        CHECK(gradient_check(load_model(cfg, "tiny-roberta.json", ov)) > 20);
     }
     SECTION("gemma: head_dim 6, scaled embedding, (1 + weight) norms, tanh gelu") {
         json cfg = llama_like;
