@@ -163,14 +163,14 @@ std::string first_token(DocBuilder& b, const std::string& name, const std::strin
 void causal_lm_head(DocBuilder& b, const Head& head, const std::string& x, const std::string& tied, std::int64_t d, std::int64_t vocab,
                     bool bias = false);
 
-// The model builders: a config (model_type already read) -> a roofline-model/1 document.
-json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name);
+// The model builders: a config (model_type already read, passed on) -> a roofline-model/1 document.
+json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
 json build_llama(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);
 json build_bert(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);  // bert, roberta
-json build_vit(const ConfigReader& r, const json& cfg, const std::string& name);
-json build_opt(const ConfigReader& r, const json& cfg, const std::string& name);
-json build_falcon(const ConfigReader& r, const json& cfg, const std::string& name);
-json build_phi(const ConfigReader& r, const json& cfg, const std::string& name);
-json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& name);
+json build_vit(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
+json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
+json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
+json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
+json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
 
 }  // namespace roofline::hf

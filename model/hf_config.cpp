@@ -171,6 +171,21 @@ const std::map<std::string, json>& presets() {
                                   {"num_hidden_layers", 12},
                                   {"type_vocab_size", 2},
                                   {"vocab_size", 30522}};
+        // huggingface.co/microsoft/Phi-3-mini-4k-instruct, config.json
+        m["phi-3-mini-4k"] = {{"architectures", {"Phi3ForCausalLM"}},
+                              {"model_type", "phi3"},
+                              {"hidden_act", "silu"},
+                              {"hidden_size", 3072},
+                              {"intermediate_size", 8192},
+                              {"max_position_embeddings", 4096},
+                              {"num_attention_heads", 32},
+                              {"num_hidden_layers", 32},
+                              {"num_key_value_heads", 32},
+                              {"rms_norm_eps", 1e-5},
+                              {"sliding_window", 2047},
+                              {"tie_word_embeddings", false},
+                              {"torch_dtype", "bfloat16"},
+                              {"vocab_size", 32064}};
         // huggingface.co/FacebookAI/roberta-base, config.json
         m["roberta-base"] = {{"architectures", {"RobertaForMaskedLM"}},
                              {"model_type", "roberta"},
@@ -223,18 +238,21 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
         if (r.has(key) && r.positive(key) > kMaxLayers)
             r.fail(key, "at most " + std::to_string(kMaxLayers) + " layers, got " + std::to_string(r.positive(key)));
     }
-    if (model_type == "gpt2") return hf::build_gpt2(r, cfg, name);
-    for (const char* t : {"llama", "mistral", "qwen2", "gemma", "mixtral", "qwen2_moe"})
-        if (model_type == t) return hf::build_llama(r, cfg, model_type, name);
-    if (model_type == "bert" || model_type == "roberta") return hf::build_bert(r, cfg, model_type, name);
-    if (model_type == "vit") return hf::build_vit(r, cfg, name);
-    if (model_type == "opt") return hf::build_opt(r, cfg, name);
-    if (model_type == "falcon") return hf::build_falcon(r, cfg, name);
-    if (model_type == "phi") return hf::build_phi(r, cfg, name);
-    if (model_type == "switch_transformers") return hf::build_switch_transformers(r, cfg, name);
-    r.fail("model_type", "unsupported model_type '" + model_type +
-                             "' (supported: gpt2, llama, mistral, qwen2, gemma, mixtral, qwen2_moe, falcon, phi, bert, roberta, vit, opt, "
-                             "switch_transformers)");
+    // model_type -> builder, in the order the error message lists them
+    using Builder = json (*)(const ConfigReader&, const json& cfg, const std::string& model_type, const std::string& name);
+    static const std::pair<const char*, Builder> builders[] = {
+        {"gpt2", hf::build_gpt2},       {"llama", hf::build_llama}, {"mistral", hf::build_llama},
+        {"qwen2", hf::build_llama},     {"gemma", hf::build_llama}, {"mixtral", hf::build_llama},
+        {"qwen2_moe", hf::build_llama}, {"phi3", hf::build_llama},  {"falcon", hf::build_falcon},
+        {"phi", hf::build_phi},         {"bert", hf::build_bert},   {"roberta", hf::build_bert},
+        {"vit", hf::build_vit},         {"opt", hf::build_opt},     {"switch_transformers", hf::build_switch_transformers},
+    };
+    std::string supported;
+    for (const auto& [type, build] : builders) {
+        if (model_type == type) return build(r, cfg, model_type, name);
+        supported += (supported.empty() ? "" : ", ") + std::string(type);
+    }
+    r.fail("model_type", "unsupported model_type '" + model_type + "' (supported: " + supported + ")");
 }
 
 bool is_hf_preset(const std::string& name) { return presets().count(name) != 0; }

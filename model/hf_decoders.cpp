@@ -10,7 +10,7 @@ namespace roofline::hf {
 // gpt2: transformers/models/gpt2/modeling_gpt2.py (GPT2LMHeadModel). Defaults from
 // configuration_gpt2.py: n_inner None (4 n_embd), activation_function "gelu_new", resid/embd/attn
 // pdrop 0.1, layer_norm_epsilon 1e-5; tie_word_embeddings True (PretrainedConfig).
-json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name) {
+json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "gpt2", {"GPT2LMHeadModel", "GPT2Model"}, "GPT2Model");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("n_embd"), layers = r.positive("n_layer");
     const std::int64_t heads = r.positive("n_head"), positions = r.positive("n_positions");
@@ -59,7 +59,7 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name)
 }
 
 // The llama family: transformers' modeling_<type>.py of llama (LlamaForCausalLM), mistral, qwen2,
-// gemma, mixtral and qwen2_moe are one graph: embedding, then per layer RMSNorm, attention with
+// gemma, mixtral, qwen2_moe and phi3 are one graph: embedding, then per layer RMSNorm, attention with
 // rotary embeddings and grouped key/value heads, residual, RMSNorm, MLP, residual; final RMSNorm
 // and lm_head. What differs, each from its configuration_<type>.py / modeling_<type>.py (4.40):
 //   llama, mistral  attention_bias and mlp_bias (False) on every projection; tie_word_embeddings False
@@ -74,10 +74,14 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name)
 //                   experts of moe_intermediate_size (weights normalised only with norm_topk_prob)
 //                   plus a shared expert of shared_expert_intermediate_size gated by
 //                   sigmoid(shared_expert_gate(x)); other layers a dense MLP of intermediate_size
+//   phi3            (4.41) one qkv_proj sliced into q, k, v; Phi3MLP's gate_up_proj chunked into gate
+//                   and up; no biases (attention_bias is ignored); resid_pdrop dropout on the
+//                   attention and MLP outputs, embd_pdrop on the embeddings; rms_norm_eps 1e-5;
+//                   sliding_window as mistral's
 // Common defaults: num_key_value_heads = num_attention_heads, head_dim = hidden_size /
 // num_attention_heads, hidden_act "silu", rms_norm_eps 1e-6 (llama, mistral, qwen2, gemma,
-// qwen2_moe; mixtral 1e-5), attention_dropout 0.0. Sliding windows (mistral, mixtral
-// sliding_window; qwen2's use_sliding_window) are not modelled: attention is full causal, and the
+// qwen2_moe; mixtral and phi3 1e-5), attention_dropout 0.0. Sliding windows (mistral, mixtral,
+// phi3 sliding_window; qwen2's use_sliding_window) are not modelled: attention is full causal, and the
 // default sequence stays within the window, where both agree.
 namespace {
 
@@ -88,6 +92,7 @@ struct LlamaFamily {
     bool window = false;  // sliding_window bounds the default sequence
     double eps = 1e-6;
     bool tied = false;
+    bool phi3 = false;  // fused qkv_proj and gate_up_proj, residual and embedding dropout, no biases
 };
 
 LlamaFamily llama_family(const std::string& model_type) {
@@ -96,6 +101,7 @@ LlamaFamily llama_family(const std::string& model_type) {
     if (model_type == "gemma") return {"GemmaForCausalLM", "GemmaModel", false, true, false, 1e-6, true};
     if (model_type == "mixtral") return {"MixtralForCausalLM", "MixtralModel", false, false, true, 1e-5, false};
     if (model_type == "qwen2_moe") return {"Qwen2MoeForCausalLM", "Qwen2MoeModel", true, false, false, 1e-6, false};
+    if (model_type == "phi3") return {"Phi3ForCausalLM", "Phi3Model", false, false, true, 1e-5, false, true};
     return {"LlamaForCausalLM", "LlamaModel", false, false, false, 1e-6, false};
 }
 
@@ -130,7 +136,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     const std::string act = r.string_or(act_key, f.gemma ? "gelu_pytorch_tanh" : "silu");
     const double eps = r.positive_number_or("rms_norm_eps", f.eps), attn_drop = r.probability_or("attention_dropout", 0.0);
     const bool attn_bias = r.bool_or("attention_bias", false), mlp_bias = r.bool_or("mlp_bias", false);
-    const bool qkv_bias = f.qkv_bias_always || attn_bias, o_bias = !f.qkv_bias_always && attn_bias;
+    const bool qkv_bias = !f.phi3 && (f.qkv_bias_always || attn_bias), o_bias = !f.phi3 && !f.qkv_bias_always && attn_bias;
+    const double resid = f.phi3 ? r.probability_or("resid_pdrop", 0.0) : 0.0, embd = f.phi3 ? r.probability_or("embd_pdrop", 0.0) : 0.0;
     const bool tied = r.bool_or("tie_word_embeddings", f.tied);
     const std::int64_t window = f.window ? r.positive_or("sliding_window", 0) : 0;
     const std::int64_t seq = window > 0 ? std::min(positions, window) : positions;
@@ -189,6 +196,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     const std::string embed = b.param("model.embed_tokens.weight", {vocab, d});
     std::string x = b.node("model.embed_tokens", "embedding", {embed, "input_ids"});
     if (f.gemma) x = b.node("model.embed_scale", "scale", {x}, {{"factor", std::sqrt(static_cast<double>(d))}});
+    x = b.dropout("model.embed_dropout", x, embd);
     // GemmaRMSNorm: normalised x times (1 + weight).
     const auto norm = [&](const std::string& n, const std::string& in) {
         if (!f.gemma) return b.rmsnorm(n, in, d, eps);
@@ -200,15 +208,24 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const std::string a = norm(p + "input_layernorm", x);
         const std::string at = p + "self_attn.";
-        std::string q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, heads * dh, qkv_bias), "seq", heads, dh);
-        std::string k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, kv_heads * dh, qkv_bias), "seq", kv_heads, dh);
-        std::string v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, kv_heads * dh, qkv_bias), "seq", kv_heads, dh);
+        std::string q, k, v;
+        if (f.phi3) {  // one qkv_proj, sliced into q, k, v
+            const std::string qkv = b.linear(at + "qkv_proj", a, d, (heads + 2 * kv_heads) * dh, false);
+            b.node(at + "qkv_split", "split", {qkv}, {{"axis", -1}, {"sizes", {heads * dh, kv_heads * dh, kv_heads * dh}}});
+            q = to_heads(b, at + "q", at + "qkv_split:0", "seq", heads, dh);
+            k = to_heads(b, at + "k", at + "qkv_split:1", "seq", kv_heads, dh);
+            v = to_heads(b, at + "v", at + "qkv_split:2", "seq", kv_heads, dh);
+        } else {
+            q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, heads * dh, qkv_bias), "seq", heads, dh);
+            k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, kv_heads * dh, qkv_bias), "seq", kv_heads, dh);
+            v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, kv_heads * dh, qkv_bias), "seq", kv_heads, dh);
+        }
         q = rotary(b, at + "q_rope", q, dh);
         k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", kv_heads, n_rep, dh);
         v = repeat_kv(b, at + "v_repeat", v, "seq", kv_heads, n_rep, dh);
         const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
         const std::string o = b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", heads * dh), heads * dh, d, o_bias);
-        x = b.node(p + "attn_residual", "add", {x, o});
+        x = b.node(p + "attn_residual", "add", {x, b.dropout(p + "resid_attn_dropout", o, resid)});
         const std::string m = norm(p + "post_attention_layernorm", x);
         std::string mlp;
         if (model_type == "mixtral") {
@@ -220,10 +237,17 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
             const std::string gate =
                 b.node(mp + "shared_expert_gate.sigmoid", "sigmoid", {b.linear(mp + "shared_expert_gate", m, d, 1, false)});
             mlp = b.node(mp + "add_shared", "add", {routed, b.node(mp + "shared_expert.scaled", "mul", {gate, shared})});
+        } else if (f.phi3) {  // Phi3MLP: gate_up_proj chunked into gate and up, up * act(gate), down_proj
+            const std::string mp = p + "mlp.";
+            b.node(mp + "chunk", "split", {b.linear(mp + "gate_up_proj", m, d, 2 * inter, false)},
+                   {{"axis", -1}, {"sizes", {inter, inter}}});
+            const std::string gated =
+                b.node(mp + "gated", "mul", {mp + "chunk:1", activation(b, r, act_key, act, mp + "act_fn", mp + "chunk:0")});
+            mlp = b.linear(mp + "down_proj", gated, inter, d, false);
         } else {
             mlp = gated_mlp(b, r, p + "mlp.", m, d, inter, act_key, act, mlp_bias);
         }
-        x = b.node(p + "mlp_residual", "add", {x, mlp});
+        x = b.node(p + "mlp_residual", "add", {x, b.dropout(p + "resid_mlp_dropout", mlp, resid)});
     }
     causal_lm_head(b, head, norm("model.norm", x), tied ? embed : "", d, vocab);
     return b.doc();
@@ -240,7 +264,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
 // configuration_opt.py: word_embed_proj_dim = hidden_size, do_layer_norm_before True, dropout 0.1,
 // attention_dropout 0.0, activation_function "relu", enable_bias True, layer_norm_elementwise_affine
 // True, _remove_final_layer_norm False; tie_word_embeddings True (PretrainedConfig).
-json build_opt(const ConfigReader& r, const json& cfg, const std::string& name) {
+json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "opt", {"OPTForCausalLM", "OPTModel"}, "OPTModel");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), layers = r.positive("num_hidden_layers");
     const std::int64_t heads = r.positive("num_attention_heads"), ffn = r.positive("ffn_dim");
@@ -328,7 +352,7 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& name) 
 // (falcon-7b): x + attention(LN(x)) + MLP(LN(x)) with one input_layernorm;
 // new_decoder_architecture (falcon-40b, -180b): the same with ln_attn and ln_mlp; else sequential:
 // post_attention_layernorm before the MLP. transformers ignores apply_residual_connection_post_layernorm.
-json build_falcon(const ConfigReader& r, const json& cfg, const std::string& name) {
+json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "falcon", {"FalconForCausalLM", "FalconModel"}, "FalconModel");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), layers = r.positive("num_hidden_layers");
     const std::int64_t heads = r.positive("num_attention_heads"), positions = r.positive_or("max_position_embeddings", 2048);
@@ -430,7 +454,7 @@ std::string partial_rotary(DocBuilder& b, const std::string& name, const std::st
 // x + dropout(dense(attention(LN(x)))) + dropout(fc2(act(fc1(LN(x))))) with one input_layernorm;
 // q, k, v and dense with biases; rotary embeddings on the first partial_rotary_factor * head_dim
 // features of q and k; final_layernorm; lm_head with a bias.
-json build_phi(const ConfigReader& r, const json& cfg, const std::string& name) {
+json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "phi", {"PhiForCausalLM", "PhiModel"}, "PhiModel");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), inter = r.positive("intermediate_size");
     const std::int64_t layers = r.positive("num_hidden_layers"), heads = r.positive("num_attention_heads");

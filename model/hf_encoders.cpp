@@ -198,7 +198,7 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& model
 // qkv_bias True, hidden_act "gelu", hidden and attention dropout 0.0, layer_norm_eps 1e-12.
 // ViTModel has the pooler; ViTForImageClassification builds ViTModel without it
 // (add_pooling_layer=False) and classifies the final layernorm's class token.
-json build_vit(const ConfigReader& r, const json& cfg, const std::string& name) {
+json build_vit(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "vit", {"ViTForImageClassification", "ViTModel"}, "ViTModel");
     const std::int64_t layers = r.positive("num_hidden_layers"), image = r.positive("image_size"), patch = r.positive("patch_size");
     const std::int64_t channels = r.positive_or("num_channels", 3);

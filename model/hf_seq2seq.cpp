@@ -125,7 +125,7 @@ std::int64_t sparse_step(const ConfigReader& r, const std::string& key, const st
 // router logits when labels are given) are not modelled. Masks are inputs: attention_mask and
 // decoder_attention_mask [batch, 1, 1, seq] are the additive padding masks (zeros without padding),
 // cross_attention_zeros [1, heads, seq, seq] the torch.zeros the cross-attention bias starts from.
-json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& name) {
+json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head =
         read_architecture(r, cfg, "switch_transformers", {"SwitchTransformersForConditionalGeneration", "SwitchTransformersModel"},
                           "SwitchTransformersModel");

@@ -13,7 +13,8 @@ model.num_parameters() (tied weights once). Not run by ctest; rerun by hand:
 --real builds the models with real (random) weights on the CPU instead: for small models, and for
 BERT's MLM head, whose decoder bias the meta device unties (counting it twice).
 
-transformers 4.40.2 is the first release that knows qwen2_moe and still runs on torch 1.13.
+transformers 4.40.2 is the first release that knows qwen2_moe and still runs on torch 1.13; phi3
+needs 4.41.2 (same command with transformers==4.41.2; it gives the same counts for the others).
 """
 import json
 import os

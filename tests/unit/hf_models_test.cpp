@@ -466,7 +466,7 @@ TEST_CASE("bad OPT and Switch configs: one message naming the file and the JSON 
     }
 }
 
-TEST_CASE("tiny mixtral, qwen2_moe, qwen2, falcon, phi, roberta and gemma configs pass the finite-difference gradient check",
+TEST_CASE("tiny mixtral, qwen2_moe, qwen2, phi3, falcon, phi, roberta and gemma configs pass the finite-difference gradient check",
           "[hf][moe][gradcheck]") {
     // Batch 2, seq 5: 10 tokens; with top-2 of 3 experts 20 routed rows, 7, 7 and 6 per expert (the
     // strided gathers, the routing-weight slices, the concat and the sum over the k copies are
@@ -556,6 +556,13 @@ TEST_CASE("tiny mixtral, qwen2_moe, qwen2, falcon, phi, roberta and gemma config
                           {"num_attention_heads", 2}, {"max_position_embeddings", 7},
                           {"type_vocab_size", 1},     {"num_labels", 3}};
         CHECK(gradient_check(load_model(cfg, "tiny-roberta.json", ov)) > 20);
+    }
+    SECTION("phi3: fused qkv_proj and gate_up_proj, GQA, residual dropout") {
+        json cfg = llama_like;
+        cfg.update({{"model_type", "phi3"}, {"resid_pdrop", 0.1}, {"embd_pdrop", 0.1}});
+        const Graph g = load_model(cfg, "tiny-phi3.json", ov);
+        CHECK(g.find_node("model.layers.0.mlp.chunk") != kNoNode);
+        CHECK(gradient_check(g) > 20);
     }
     SECTION("gemma: head_dim 6, scaled embedding, (1 + weight) norms, tanh gelu") {
         json cfg = llama_like;
