@@ -171,6 +171,19 @@ const std::map<std::string, json>& presets() {
                                   {"num_hidden_layers", 12},
                                   {"type_vocab_size", 2},
                                   {"vocab_size", 30522}};
+        // huggingface.co/google-t5/t5-small, config.json
+        m["t5-small"] = {{"architectures", {"T5WithLMHeadModel"}},
+                         {"model_type", "t5"},
+                         {"d_ff", 2048},
+                         {"d_kv", 64},
+                         {"d_model", 512},
+                         {"dropout_rate", 0.1},
+                         {"is_encoder_decoder", true},
+                         {"layer_norm_epsilon", 1e-6},
+                         {"num_heads", 8},
+                         {"num_layers", 6},
+                         {"relative_attention_num_buckets", 32},
+                         {"vocab_size", 32128}};
         // huggingface.co/microsoft/Phi-3-mini-4k-instruct, config.json
         m["phi-3-mini-4k"] = {{"architectures", {"Phi3ForCausalLM"}},
                               {"model_type", "phi3"},
@@ -241,11 +254,22 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
     // model_type -> builder, in the order the error message lists them
     using Builder = json (*)(const ConfigReader&, const json& cfg, const std::string& model_type, const std::string& name);
     static const std::pair<const char*, Builder> builders[] = {
-        {"gpt2", hf::build_gpt2},       {"llama", hf::build_llama}, {"mistral", hf::build_llama},
-        {"qwen2", hf::build_llama},     {"gemma", hf::build_llama}, {"mixtral", hf::build_llama},
-        {"qwen2_moe", hf::build_llama}, {"phi3", hf::build_llama},  {"falcon", hf::build_falcon},
-        {"phi", hf::build_phi},         {"bert", hf::build_bert},   {"roberta", hf::build_bert},
-        {"vit", hf::build_vit},         {"opt", hf::build_opt},     {"switch_transformers", hf::build_switch_transformers},
+        {"gpt2", hf::build_gpt2},
+        {"llama", hf::build_llama},
+        {"mistral", hf::build_llama},
+        {"qwen2", hf::build_llama},
+        {"gemma", hf::build_llama},
+        {"mixtral", hf::build_llama},
+        {"qwen2_moe", hf::build_llama},
+        {"phi3", hf::build_llama},
+        {"falcon", hf::build_falcon},
+        {"phi", hf::build_phi},
+        {"bert", hf::build_bert},
+        {"roberta", hf::build_bert},
+        {"vit", hf::build_vit},
+        {"opt", hf::build_opt},
+        {"switch_transformers", hf::build_switch_transformers},
+        {"t5", hf::build_switch_transformers},
     };
     std::string supported;
     for (const auto& [type, build] : builders) {

@@ -32,6 +32,7 @@ def count(folder, real=False):
         cfg_dict = json.load(f)
     cfg = transformers.AutoConfig.for_model(**cfg_dict)
     arch = (cfg_dict.get("architectures") or [None])[0]
+    arch = {"T5WithLMHeadModel": "T5ForConditionalGeneration"}.get(arch, arch)  # the old name of the class
     cls = getattr(transformers, arch) if arch else transformers.AutoModelForCausalLM
     if real:
         model = cls(cfg) if arch else cls.from_config(cfg)

@@ -135,7 +135,8 @@ TEST_CASE("HF configs: the built-in presets match the published config files", "
                                                          {"falcon-7b", "falcon-7b"},
                                                          {"phi-2", "phi-2"},
                                                          {"roberta-base", "roberta-base"},
-                                                         {"phi-3-mini-4k", "Phi-3-mini-4k-instruct"}};
+                                                         {"phi-3-mini-4k", "Phi-3-mini-4k-instruct"},
+                                                         {"t5-small", "t5-small"}};
     for (const auto& [preset, folder] : pairs) {
         INFO(preset);
         REQUIRE(is_hf_preset(preset));
@@ -220,9 +221,9 @@ TEST_CASE("HF llama forward FLOPs: 2 x parameters x tokens plus attention", "[hf
 }
 
 TEST_CASE("HF configs train through autodiff", "[hf][autodiff]") {
-    for (const char* folder :
-         {"gpt2", "Meta-Llama-3-8B", "Mistral-7B-v0.1", "bert-base-uncased", "vit-base-patch16-224", "Mixtral-8x7B-v0.1",
-          "Qwen1.5-MoE-A2.7B-Chat", "Qwen2.5-1.5B-Instruct", "gemma-7b", "Phi-3-mini-4k-instruct", "falcon-7b", "phi-2", "roberta-base"}) {
+    for (const char* folder : {"gpt2", "Meta-Llama-3-8B", "Mistral-7B-v0.1", "bert-base-uncased", "vit-base-patch16-224",
+                               "Mixtral-8x7B-v0.1", "Qwen1.5-MoE-A2.7B-Chat", "Qwen2.5-1.5B-Instruct", "gemma-7b", "Phi-3-mini-4k-instruct",
+                               "falcon-7b", "phi-2", "roberta-base", "t5-small"}) {
         INFO(folder);
         const bool vit = std::string(folder) == "vit-base-patch16-224";
         const Graph fwd = load_model_arg(hf(folder), ModelOverrides{1, vit ? std::nullopt : std::optional<std::int64_t>(64), {}});
@@ -347,7 +348,7 @@ TEST_CASE("bad HF configs: one message naming the file and the key, exit code 2"
         {"analyze '" + bad + "wrong-type.json'", "wrong-type.json: /num_hidden_layers: expected a positive integer, got \"12\""},
         {"analyze '" + bad + "unknown-model-type.json'",
          "unknown-model-type.json: /model_type: unsupported model_type 'gpt_neox' (supported: gpt2, llama, mistral, qwen2, gemma, mixtral, "
-         "qwen2_moe, phi3, falcon, phi, bert, roberta, vit, opt, switch_transformers)"},
+         "qwen2_moe, phi3, falcon, phi, bert, roberta, vit, opt, switch_transformers, t5)"},
         {"analyze '" + unsupported_arch + "'",
          "hf-bad-arch.json: /config/architectures/0: unsupported architecture 'LlamaForSequenceClassification' for model_type 'llama'"},
         {"analyze '" + hf("vit-base-patch16-224") + "' --seq 128", "--seq given, but the model has no 'seq' entry in /dims"},
@@ -369,6 +370,8 @@ TEST_CASE("bad HF configs: one message naming the file and the key, exit code 2"
          "/qk_layernorm: not supported: LayerNorm on queries and keys"},
         {"analyze '" + patched("roberta-base", "roberta-positions", "max_position_embeddings", 2) + "' -q",
          "/max_position_embeddings: max_position_embeddings 2 leaves no position after pad_token_id 1 + 1"},
+        {"analyze '" + patched("t5-small", "t5-proj", "feed_forward_proj", "gated-") + "' -q",
+         "/feed_forward_proj: expected \"<activation>\" or \"gated-<activation>\", got \"gated-\""},
         {"analyze '" + patched("falcon-7b", "falcon-heads", "num_attention_heads", 70) + "' -q",
          "/num_attention_heads: num_attention_heads 70 does not divide hidden_size 4544"},
     };
@@ -431,6 +434,11 @@ TEST_CASE("HF qwen2, gemma, mixtral and qwen2_moe: parameter counts, exactly", "
         // o_proj 3072^2, gate_up_proj 3072*2*8192, down_proj 8192*3072, norms 6144: 113,252,352; 32
         // layers; final norm 3072.
         {"Phi-3-mini-4k-instruct", 3'821'079'552},
+        // T5ForConditionalGeneration (T5WithLMHeadModel; card: "60 million parameters"), lm_head
+        // tied to shared: shared 32128*512 = 16,449,536; encoder 6 blocks * (q/k/v/o 4*512^2, FF
+        // 2*512*2048, two T5 LayerNorms 1024) + relative bias 32*8 + final norm = 18,881,280;
+        // decoder 6 * (self and cross attention 8*512^2, FF, three norms) + 256 + 512 = 25,175,808.
+        {"t5-small", 60'506'624},
     };
     for (const Case& c : cases) {
         INFO(c.folder);
@@ -567,6 +575,10 @@ TEST_CASE("HF mixture-of-experts forward FLOPs: 2 x active parameters x tokens p
     check("falcon-7b", 1, 1024, dense(32, 4544, 4544, 64, 2 * 4544 * 18176.0, 65024), 4544, 32);
     check("phi-2", 1, 1024, dense(32, 2560, 2560, 2560, 2 * 2560 * 10240.0, 51200), 2560, 32);
     check("Phi-3-mini-4k-instruct", 1, 1024, dense(32, 3072, 3072, 3072, 3 * 3072 * 8192.0, 32064), 3072, 32);
+    // t5-small, decoder as long as the encoder: per token 6 encoder layers (4 d^2 attention, 2 d d_ff)
+    // and 6 decoder layers (8 d^2: self and cross attention), lm_head d V; 18 attentions of
+    // 4 B s^2 d (6 + 12), written as the check's 4 B s^2 width layers with width d, layers 18.
+    check("t5-small", 2, 512, 6 * (4 * 512 * 512 + 2 * 512 * 2048.0) + 6 * (8 * 512 * 512 + 2 * 512 * 2048.0) + 512 * 32128.0, 512, 18);
     // roberta-base (bidirectional: the full s x s scores, as any attention here): q, k, v, o d x d,
     // MLP 2 d I, lm_head's dense d x d and decoder d V
     check("roberta-base", 2, 512, dense(12, 768, 768, 768, 2 * 768 * 3072.0, 50265) + 768 * 768, 768, 12);
@@ -585,6 +597,20 @@ TEST_CASE("HF roberta: embeddings, heads and the default sequence", "[hf][moe]")
     CHECK(output_of(seq, "classifier.out_proj").shape == Shape{4, 2});
     CHECK(count_kind(seq, OpKind::tanh) == 1);  // the classification head's dense + tanh, no pooler
     CHECK(seq.find_tensor("roberta.pooler.dense.weight") < 0);
+}
+
+TEST_CASE("HF t5: dense T5 blocks, relu or gated feed-forward", "[hf][moe]") {
+    const Graph t5 = load_model_arg(hf("t5-small"), ModelOverrides{1, 128, {}});
+    CHECK(output_of(t5, "encoder.block.0.layer.1.DenseReluDense.wi").shape == Shape{1, 128, 2048});
+    CHECK(output_of(t5, "decoder.block.5.layer.2.DenseReluDense.wo").shape == Shape{1, 128, 512});
+    CHECK(count_kind(t5, OpKind::relu) == 12);
+    CHECK(count_kind(t5, OpKind::softmax) == 6 + 12);  // encoder self, decoder self and cross attention
+    CHECK(t5.find_tensor("router_jitter") < 0);
+    // feed_forward_proj "gated-gelu" (T5 v1.1): wi_0, wi_1, gelu_new spelled out
+    const Graph gated = load_model_arg(patched("t5-small", "t5-gated", "feed_forward_proj", "gated-gelu"), ModelOverrides{1, 128, {}});
+    CHECK(gated.find_tensor("encoder.block.0.layer.1.DenseReluDense.wi_1.weight") >= 0);
+    CHECK(count_kind(gated, OpKind::tanh) == 12);
+    CHECK(parameter_count(gated) == 60'506'624 + 12 * 512 * 2048);  // wi_1 in each of the 12 blocks
 }
 
 TEST_CASE("HF falcon and phi: op structure", "[hf][moe]") {

@@ -466,7 +466,7 @@ TEST_CASE("bad OPT and Switch configs: one message naming the file and the JSON 
     }
 }
 
-TEST_CASE("tiny mixtral, qwen2_moe, qwen2, phi3, falcon, phi, roberta and gemma configs pass the finite-difference gradient check",
+TEST_CASE("tiny mixtral, qwen2_moe, qwen2, phi3, falcon, phi, roberta, t5 and gemma configs pass the finite-difference gradient check",
           "[hf][moe][gradcheck]") {
     // Batch 2, seq 5: 10 tokens; with top-2 of 3 experts 20 routed rows, 7, 7 and 6 per expert (the
     // strided gathers, the routing-weight slices, the concat and the sum over the k copies are
@@ -563,6 +563,19 @@ TEST_CASE("tiny mixtral, qwen2_moe, qwen2, phi3, falcon, phi, roberta and gemma 
         const Graph g = load_model(cfg, "tiny-phi3.json", ov);
         CHECK(g.find_node("model.layers.0.mlp.chunk") != kNoNode);
         CHECK(gradient_check(g) > 20);
+    }
+    SECTION("t5: gated-gelu feed-forward (wi_0, wi_1), untied lm_head") {
+        const json cfg = {{"model_type", "t5"},
+                          {"vocab_size", 11},
+                          {"d_model", 8},
+                          {"d_kv", 2},
+                          {"num_heads", 2},
+                          {"d_ff", 6},
+                          {"num_layers", 1},
+                          {"relative_attention_num_buckets", 4},
+                          {"feed_forward_proj", "gated-gelu"},
+                          {"tie_word_embeddings", false}};
+        CHECK(gradient_check(load_model(cfg, "tiny-t5.json", ModelOverrides{2, 4, DType::f64})) > 20);
     }
     SECTION("gemma: head_dim 6, scaled embedding, (1 + weight) norms, tanh gelu") {
         json cfg = llama_like;
