@@ -484,6 +484,11 @@ TEST_CASE("HF mixtral and qwen2_moe: top-k routing, experts and shared expert", 
     CHECK(output_of(qm, m0 + "experts.3.gather").shape == Shape{274, 2048});
     CHECK(output_of(qm, m0 + "experts.4.gather").shape == Shape{273, 2048});
     CHECK(output_of(qm, m0 + "experts.0.down_proj").shape == Shape{274, 2048});
+    // one token (a decode-sized step): its 4 copies go to experts 0-3, the other 56 run no rows
+    const Graph one = load_model_arg(hf("Qwen1.5-MoE-A2.7B-Chat"), ModelOverrides{1, 1, {}});
+    CHECK(output_of(one, m0 + "experts.3.down_proj").shape == Shape{1, 2048});
+    CHECK(output_of(one, m0 + "experts.4.down_proj").shape == Shape{0, 2048});
+    CHECK(total_work(one).matrix_flops > 0);
     CHECK(qm.find_node(m0 + "routing.normalize") == kNoNode);  // norm_topk_prob false
     CHECK(output_of(qm, m0 + "shared_expert.down_proj").shape == Shape{1, 4096, 2048});
     CHECK(output_of(qm, m0 + "shared_expert_gate").shape == Shape{1, 4096, 1});
