@@ -2,7 +2,8 @@
 // Internals of the Hugging Face config loader (model/hf_config.hpp): reading config keys with
 // file + JSON path in every message, accumulating a roofline-model/1 document, and the pieces the
 // model builders share. hf_decoders.cpp builds gpt2, opt and the llama family (llama, mistral, qwen2,
-// mixtral, qwen2_moe); hf_encoders.cpp bert, roberta and vit; hf_seq2seq.cpp switch_transformers and t5.
+// mixtral, qwen2_moe); hf_encoders.cpp bert, roberta and vit; hf_seq2seq.cpp switch_transformers, t5
+// and bart.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -172,5 +173,6 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*mode
 json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
 json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
 json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);  // and t5
+json build_bart(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);
 
 }  // namespace roofline::hf

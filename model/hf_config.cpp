@@ -171,6 +171,22 @@ const std::map<std::string, json>& presets() {
                                   {"num_hidden_layers", 12},
                                   {"type_vocab_size", 2},
                                   {"vocab_size", 30522}};
+        // facebook/bart-large: transformers' BartConfig defaults (tests/data/hf/README.md)
+        m["bart-large"] = {{"architectures", {"BartForConditionalGeneration"}},
+                           {"model_type", "bart"},
+                           {"activation_function", "gelu"},
+                           {"attention_dropout", 0.0},
+                           {"d_model", 1024},
+                           {"decoder_attention_heads", 16},
+                           {"decoder_ffn_dim", 4096},
+                           {"decoder_layers", 12},
+                           {"dropout", 0.1},
+                           {"encoder_attention_heads", 16},
+                           {"encoder_ffn_dim", 4096},
+                           {"encoder_layers", 12},
+                           {"max_position_embeddings", 1024},
+                           {"scale_embedding", false},
+                           {"vocab_size", 50265}};
         // huggingface.co/google-t5/t5-small, config.json
         m["t5-small"] = {{"architectures", {"T5WithLMHeadModel"}},
                          {"model_type", "t5"},
@@ -270,6 +286,7 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
         {"opt", hf::build_opt},
         {"switch_transformers", hf::build_switch_transformers},
         {"t5", hf::build_switch_transformers},
+        {"bart", hf::build_bart},
     };
     std::string supported;
     for (const auto& [type, build] : builders) {

@@ -16,6 +16,7 @@
 //   opt      OPTForCausalLM (default), OPTModel
 //   switch_transformers  SwitchTransformersForConditionalGeneration (encoder-decoder, top-1 MoE)
 //   t5       T5ForConditionalGeneration (default, T5WithLMHeadModel), T5Model — switch's graph, dense
+//   bart     BartForConditionalGeneration (default), BartModel — post-LN encoder-decoder
 // Nodes follow transformers' modeling_<type>.py forward passes op for op, and parameters carry
 // the checkpoints' state-dict names, so the parameter count is the model's num_parameters().
 // Keys a config.json leaves out take the defaults of transformers' configuration_<type>.py (a
@@ -26,7 +27,7 @@
 // Files: hf_config.cpp (this interface, presets), hf_build.hpp/.cpp (config reader, document
 // builder, shared pieces, the top-k experts), hf_decoders.cpp (gpt2, opt, the llama family),
 // hf_encoders.cpp (bert, roberta, vit),
-// hf_seq2seq.cpp (switch_transformers, t5).
+// hf_seq2seq.cpp (switch_transformers, t5, bart).
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// Encoder-decoder models from Hugging Face configs: switch_transformers and t5 (model/hf_build.hpp).
+// Encoder-decoder models from Hugging Face configs: switch_transformers, t5 and bart (model/hf_build.hpp).
 #include <cmath>
 #include <limits>
 
@@ -112,6 +112,21 @@ std::int64_t sparse_step(const ConfigReader& r, const std::string& key, const st
     if (r.has(key)) return r.non_negative_or(key, 0);
     const std::int64_t sparse = r.non_negative_or(count_key, 3);
     return sparse > 0 ? layers / sparse : layers;
+}
+
+// Runs an encoder-decoder's two stacks (stack(decoder, encoder_out) -> the stack's output); without
+// a head the outputs are the decoder's and the encoder's and this returns false; with one it adds
+// the labels input [batch, seq], sets `decoded` and returns true.
+template <class Stack>
+bool with_head(DocBuilder& b, const Head& head, const Stack& stack, std::string& decoded) {
+    const std::string encoded = stack(false, "");
+    decoded = stack(true, encoded);
+    if (!head.has_head) {
+        b.doc()["outputs"] = {decoded, encoded};
+        return false;
+    }
+    b.input("labels", {"batch", "seq"}, "int64");
+    return true;
 }
 
 }  // namespace
@@ -255,13 +270,8 @@ json build_switch_transformers(const ConfigReader& r, const json& cfg, const std
         x = t5_layernorm(b, st + "final_layer_norm", x, s);
         return b.dropout(st + "dropout_out", x, s.drop);
     };
-    const std::string encoded = stack(false, "");
-    const std::string decoded = stack(true, encoded);
-    if (!head.has_head) {
-        b.doc()["outputs"] = {decoded, encoded};
-        return b.doc();
-    }
-    b.input("labels", {"batch", "seq"}, "int64");
+    std::string decoded;
+    if (!with_head(b, head, stack, decoded)) return b.doc();
     if (tied) {
         const std::string scaled = b.node("lm_head.rescale", "scale", {decoded}, {{"factor", 1.0 / std::sqrt(static_cast<double>(s.d))}});
         b.node("lm_head", "matmul", {scaled, shared}, {{"transpose_b", true}});
@@ -269,6 +279,88 @@ json build_switch_transformers(const ConfigReader& r, const json& cfg, const std
         b.linear("lm_head", decoded, s.d, vocab, false);
     }
     b.node("loss", "cross_entropy", {"lm_head", "labels"});
+    b.doc()["outputs"] = {"loss"};
+    return b.doc();
+}
+
+// bart: transformers/models/bart/modeling_bart.py (BartForConditionalGeneration, BartModel), 4.40
+// with sdpa attention. Defaults from configuration_bart.py (facebook/bart-large): 12 + 12 layers,
+// d_model 1024, 16 heads, ffn 4096, activation_function "gelu", dropout 0.1, attention_dropout and
+// activation_dropout 0.0, scale_embedding False, max_position_embeddings 1024; tie_word_embeddings
+// True (PretrainedConfig). Each stack: shared embedding (times sqrt(d_model) with scale_embedding)
+// plus learned positions (BartLearnedPositionalEmbedding: max_position_embeddings + 2 rows, offset
+// 2; input position_ids [seq] holds the rows), layernorm_embedding, dropout; post-LN layers with q,
+// k, v, out_proj and fc1, fc2 with biases: self-attention (causal in the decoder), in the decoder
+// cross-attention over the encoder output, dropout, residual, LayerNorm; fc1, activation,
+// activation dropout, fc2, dropout, residual, final_layer_norm. Head: lm_head tied to the shared
+// embedding plus final_logits_bias (a buffer, not a parameter: the input final_logits_bias),
+// cross_entropy. The decoder runs as many tokens as the encoder (one "seq" for both).
+json build_bart(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
+    const Head head = read_architecture(r, cfg, "bart", {"BartForConditionalGeneration", "BartModel"}, "BartModel");
+    const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("d_model"), positions = r.positive("max_position_embeddings");
+    const std::int64_t enc_layers = r.positive("encoder_layers"), dec_layers = r.positive("decoder_layers");
+    const std::int64_t enc_heads = r.positive("encoder_attention_heads"), dec_heads = r.positive("decoder_attention_heads");
+    const std::int64_t enc_ffn = r.positive("encoder_ffn_dim"), dec_ffn = r.positive("decoder_ffn_dim");
+    r.require_divides("encoder_attention_heads", enc_heads, "d_model", d);
+    r.require_divides("decoder_attention_heads", dec_heads, "d_model", d);
+    const std::string act = r.string_or("activation_function", "gelu");
+    const double drop = r.probability_or("dropout", 0.1), attn_drop = r.probability_or("attention_dropout", 0.0);
+    const double act_drop = r.probability_or("activation_dropout", 0.0);
+    const bool scale = r.bool_or("scale_embedding", false), tied = r.bool_or("tie_word_embeddings", true);
+    r.reject_if(r.has("is_encoder_decoder") && !r.bool_or("is_encoder_decoder", true), "is_encoder_decoder", "an encoder-only bart model");
+    const double eps = 1e-5;  // nn.LayerNorm's default: BART has no eps key
+
+    DocBuilder b;
+    set_header(b, name,
+               "Hugging Face " + head.architecture + ": " + std::to_string(enc_layers) + " encoder and " + std::to_string(dec_layers) +
+                   " decoder layers, d_model " + std::to_string(d) + ", " + std::to_string(enc_heads) + " / " + std::to_string(dec_heads) +
+                   " heads, FFN " + std::to_string(enc_ffn) + " / " + std::to_string(dec_ffn) + ", vocab " + std::to_string(vocab) +
+                   "; post-LN; decoder length = encoder length (seq); dropout as in training",
+               dtype_of(r), {{"batch", 1}, {"seq", positions}});
+    b.input("input_ids", {"batch", "seq"}, "int64");
+    b.input("decoder_input_ids", {"batch", "seq"}, "int64");
+    b.input("position_ids", {"seq"}, "int64");
+    const std::string shared = b.param("model.shared.weight", {vocab, d});
+    // BartAttention: q, k, v, out_proj with biases; kv is the encoder output for cross-attention.
+    const auto attention_block = [&](const std::string& p, const std::string& x, const std::string& kv, std::int64_t heads, bool causal) {
+        const std::int64_t dh = d / heads;
+        const std::string q = to_heads(b, p + "query", b.linear(p + "q_proj", x, d, d, true), "seq", heads, dh);
+        const std::string k = to_heads(b, p + "key", b.linear(p + "k_proj", kv, d, d, true), "seq", heads, dh);
+        const std::string v = to_heads(b, p + "value", b.linear(p + "v_proj", kv, d, d, true), "seq", heads, dh);
+        const std::string ctx = attention(b, p, q, k, v, dh, causal, attn_drop);
+        return b.linear(p + "out_proj", merge_heads(b, p + "attn", ctx, "seq", d), d, d, true);
+    };
+    const auto sublayer = [&](const std::string& p, const std::string& x, const std::string& out, const std::string& norm) {
+        return b.layernorm(norm, b.node(p + "residual", "add", {x, b.dropout(p + "dropout", out, drop)}), d, eps);
+    };
+    const auto stack = [&](bool decoder, const std::string& encoded) {
+        const std::string st = decoder ? "model.decoder." : "model.encoder.";
+        const std::int64_t layers = decoder ? dec_layers : enc_layers, heads = decoder ? dec_heads : enc_heads;
+        const std::int64_t ffn = decoder ? dec_ffn : enc_ffn;
+        std::string x = b.node(st + "embed_tokens", "embedding", {shared, decoder ? "decoder_input_ids" : "input_ids"});
+        if (scale) x = b.node(st + "embed_scale", "scale", {x}, {{"factor", std::sqrt(static_cast<double>(d))}});
+        b.node(st + "embed_positions", "embedding", {b.param(st + "embed_positions.weight", {positions + 2, d}), "position_ids"});
+        x = b.node(st + "embed", "add", {x, st + "embed_positions"});
+        x = b.dropout(st + "dropout", b.layernorm(st + "layernorm_embedding", x, d, eps), drop);
+        for (std::int64_t l = 0; l < layers; ++l) {
+            const std::string p = st + "layers." + std::to_string(l) + ".";
+            x = sublayer(p + "self_attn.", x, attention_block(p + "self_attn.", x, x, heads, decoder), p + "self_attn_layer_norm");
+            if (decoder) {
+                x = sublayer(p + "encoder_attn.", x, attention_block(p + "encoder_attn.", x, encoded, heads, false),
+                             p + "encoder_attn_layer_norm");
+            }
+            const std::string h = activation(b, r, "activation_function", act, p + "activation_fn", b.linear(p + "fc1", x, d, ffn, true));
+            const std::string f = b.linear(p + "fc2", b.dropout(p + "activation_dropout", h, act_drop), ffn, d, true);
+            x = sublayer(p + "ffn.", x, f, p + "final_layer_norm");
+        }
+        return x;
+    };
+    std::string decoded;
+    if (!with_head(b, head, stack, decoded)) return b.doc();
+    b.input("final_logits_bias", {1, vocab});
+    const std::string lm =
+        tied ? b.node("lm_head", "matmul", {decoded, shared}, {{"transpose_b", true}}) : b.linear("lm_head", decoded, d, vocab, false);
+    b.node("loss", "cross_entropy", {b.node("lm_logits", "add", {lm, "final_logits_bias"}), "labels"});
     b.doc()["outputs"] = {"loss"};
     return b.doc();
 }

@@ -136,7 +136,8 @@ TEST_CASE("HF configs: the built-in presets match the published config files", "
                                                          {"phi-2", "phi-2"},
                                                          {"roberta-base", "roberta-base"},
                                                          {"phi-3-mini-4k", "Phi-3-mini-4k-instruct"},
-                                                         {"t5-small", "t5-small"}};
+                                                         {"t5-small", "t5-small"},
+                                                         {"bart-large", "bart-large"}};
     for (const auto& [preset, folder] : pairs) {
         INFO(preset);
         REQUIRE(is_hf_preset(preset));
@@ -223,7 +224,7 @@ TEST_CASE("HF llama forward FLOPs: 2 x parameters x tokens plus attention", "[hf
 TEST_CASE("HF configs train through autodiff", "[hf][autodiff]") {
     for (const char* folder : {"gpt2", "Meta-Llama-3-8B", "Mistral-7B-v0.1", "bert-base-uncased", "vit-base-patch16-224",
                                "Mixtral-8x7B-v0.1", "Qwen1.5-MoE-A2.7B-Chat", "Qwen2.5-1.5B-Instruct", "gemma-7b", "Phi-3-mini-4k-instruct",
-                               "falcon-7b", "phi-2", "roberta-base", "t5-small"}) {
+                               "falcon-7b", "phi-2", "roberta-base", "t5-small", "bart-large"}) {
         INFO(folder);
         const bool vit = std::string(folder) == "vit-base-patch16-224";
         const Graph fwd = load_model_arg(hf(folder), ModelOverrides{1, vit ? std::nullopt : std::optional<std::int64_t>(64), {}});
@@ -348,7 +349,7 @@ TEST_CASE("bad HF configs: one message naming the file and the key, exit code 2"
         {"analyze '" + bad + "wrong-type.json'", "wrong-type.json: /num_hidden_layers: expected a positive integer, got \"12\""},
         {"analyze '" + bad + "unknown-model-type.json'",
          "unknown-model-type.json: /model_type: unsupported model_type 'gpt_neox' (supported: gpt2, llama, mistral, qwen2, gemma, mixtral, "
-         "qwen2_moe, phi3, falcon, phi, bert, roberta, vit, opt, switch_transformers, t5)"},
+         "qwen2_moe, phi3, falcon, phi, bert, roberta, vit, opt, switch_transformers, t5, bart)"},
         {"analyze '" + unsupported_arch + "'",
          "hf-bad-arch.json: /config/architectures/0: unsupported architecture 'LlamaForSequenceClassification' for model_type 'llama'"},
         {"analyze '" + hf("vit-base-patch16-224") + "' --seq 128", "--seq given, but the model has no 'seq' entry in /dims"},
@@ -372,6 +373,8 @@ TEST_CASE("bad HF configs: one message naming the file and the key, exit code 2"
          "/max_position_embeddings: max_position_embeddings 2 leaves no position after pad_token_id 1 + 1"},
         {"analyze '" + patched("t5-small", "t5-proj", "feed_forward_proj", "gated-") + "' -q",
          "/feed_forward_proj: expected \"<activation>\" or \"gated-<activation>\", got \"gated-\""},
+        {"analyze '" + patched("bart-large", "bart-heads", "encoder_attention_heads", 5) + "' -q",
+         "/encoder_attention_heads: encoder_attention_heads 5 does not divide d_model 1024"},
         {"analyze '" + patched("falcon-7b", "falcon-heads", "num_attention_heads", 70) + "' -q",
          "/num_attention_heads: num_attention_heads 70 does not divide hidden_size 4544"},
     };
@@ -439,6 +442,12 @@ TEST_CASE("HF qwen2, gemma, mixtral and qwen2_moe: parameter counts, exactly", "
         // 2*512*2048, two T5 LayerNorms 1024) + relative bias 32*8 + final norm = 18,881,280;
         // decoder 6 * (self and cross attention 8*512^2, FF, three norms) + 256 + 512 = 25,175,808.
         {"t5-small", 60'506'624},
+        // BartForConditionalGeneration (card: "406M"; final_logits_bias is a buffer), lm_head tied:
+        // shared 50265*1024 = 51,471,360; encoder positions 1026*1024, layernorm_embedding 2048, 12
+        // layers * (q/k/v/out_proj 4*(1024^2+1024), fc1 1024*4096+4096, fc2 4096*1024+1024, two
+        // LayerNorms) = 152,207,360; decoder the same with cross-attention and a third LayerNorm per
+        // layer = 202,612,736.
+        {"bart-large", 406'291'456},
     };
     for (const Case& c : cases) {
         INFO(c.folder);
@@ -583,6 +592,10 @@ TEST_CASE("HF mixture-of-experts forward FLOPs: 2 x active parameters x tokens p
     // t5-small, decoder as long as the encoder: per token 6 encoder layers (4 d^2 attention, 2 d d_ff)
     // and 6 decoder layers (8 d^2: self and cross attention), lm_head d V; 18 attentions of
     // 4 B s^2 d (6 + 12), written as the check's 4 B s^2 width layers with width d, layers 18.
+    // bart-large: 12 encoder layers (4 d^2, 2 d ffn), 12 decoder layers (8 d^2, 2 d ffn), lm_head;
+    // 36 attentions (12 + 24)
+    check("bart-large", 1, 512, 12 * (4 * 1024 * 1024 + 2 * 1024 * 4096.0) + 12 * (8 * 1024 * 1024 + 2 * 1024 * 4096.0) + 1024 * 50265.0,
+          1024, 36);
     check("t5-small", 2, 512, 6 * (4 * 512 * 512 + 2 * 512 * 2048.0) + 6 * (8 * 512 * 512 + 2 * 512 * 2048.0) + 512 * 32128.0, 512, 18);
     // roberta-base (bidirectional: the full s x s scores, as any attention here): q, k, v, o d x d,
     // MLP 2 d I, lm_head's dense d x d and decoder d V
@@ -616,6 +629,19 @@ TEST_CASE("HF t5: dense T5 blocks, relu or gated feed-forward", "[hf][moe]") {
     CHECK(gated.find_tensor("encoder.block.0.layer.1.DenseReluDense.wi_1.weight") >= 0);
     CHECK(count_kind(gated, OpKind::tanh) == 12);
     CHECK(parameter_count(gated) == 60'506'624 + 12 * 512 * 2048);  // wi_1 in each of the 12 blocks
+}
+
+TEST_CASE("HF bart: post-LN encoder-decoder with learned positions", "[hf][moe]") {
+    const Graph g = load_model_arg(hf("bart-large"), ModelOverrides{1, 256, {}});
+    CHECK(g.dims.at("seq") == 256);
+    CHECK(load_model_arg(hf("bart-large")).dims.at("seq") == 1024);  // max_position_embeddings
+    // layernorm_embedding and two LayerNorms per encoder layer, three per decoder layer
+    CHECK(count_kind(g, OpKind::layernorm) == (1 + 2 * 12) + (1 + 3 * 12));
+    CHECK(count_kind(g, OpKind::attention) == 12 + 2 * 12);
+    CHECK(g.tensor(g.find_tensor("model.encoder.embed_positions.weight")).desc.shape == Shape{1026, 1024});  // offset 2
+    CHECK(output_of(g, "model.decoder.layers.11.encoder_attn.k_proj").shape == Shape{1, 256, 1024});
+    CHECK(output_of(g, "lm_logits").shape == Shape{1, 256, 50265});
+    CHECK(g.find_tensor("final_logits_bias") >= 0);  // an input: a buffer, not a parameter
 }
 
 TEST_CASE("HF falcon and phi: op structure", "[hf][moe]") {

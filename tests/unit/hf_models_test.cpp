@@ -466,8 +466,9 @@ TEST_CASE("bad OPT and Switch configs: one message naming the file and the JSON 
     }
 }
 
-TEST_CASE("tiny mixtral, qwen2_moe, qwen2, phi3, falcon, phi, roberta, t5 and gemma configs pass the finite-difference gradient check",
-          "[hf][moe][gradcheck]") {
+TEST_CASE(
+    "tiny mixtral, qwen2_moe, qwen2, phi3, falcon, phi, roberta, t5, bart and gemma configs pass the finite-difference gradient check",
+    "[hf][moe][gradcheck]") {
     // Batch 2, seq 5: 10 tokens; with top-2 of 3 experts 20 routed rows, 7, 7 and 6 per expert (the
     // strided gathers, the routing-weight slices, the concat and the sum over the k copies are
     // differentiated, not just shape-checked).
@@ -576,6 +577,14 @@ TEST_CASE("tiny mixtral, qwen2_moe, qwen2, phi3, falcon, phi, roberta, t5 and ge
                           {"feed_forward_proj", "gated-gelu"},
                           {"tie_word_embeddings", false}};
         CHECK(gradient_check(load_model(cfg, "tiny-t5.json", ModelOverrides{2, 4, DType::f64})) > 20);
+    }
+    SECTION("bart: scaled embeddings, attention dropout (spelled out), untied lm_head") {
+        const json cfg = {{"model_type", "bart"},         {"vocab_size", 11},        {"d_model", 8},
+                          {"encoder_layers", 1},          {"decoder_layers", 1},     {"encoder_attention_heads", 2},
+                          {"decoder_attention_heads", 2}, {"encoder_ffn_dim", 6},    {"decoder_ffn_dim", 6},
+                          {"max_position_embeddings", 5}, {"scale_embedding", true}, {"attention_dropout", 0.1},
+                          {"tie_word_embeddings", false}};
+        CHECK(gradient_check(load_model(cfg, "tiny-bart.json", ov)) > 20);
     }
     SECTION("gemma: head_dim 6, scaled embedding, (1 + weight) norms, tanh gelu") {
         json cfg = llama_like;
