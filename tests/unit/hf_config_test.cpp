@@ -390,7 +390,7 @@ TEST_CASE("bad HF configs: one message naming the file and the key, exit code 2"
 // ---- issue #21 part 2: the llama family's new members (qwen2, gemma) and mixtures of experts
 // (mixtral, qwen2_moe). tests/tools/hf_param_counts.py counts the same fixtures independently.
 
-TEST_CASE("HF qwen2, gemma, mixtral and qwen2_moe: parameter counts, exactly", "[hf][moe]") {
+TEST_CASE("HF mixtral, qwen2_moe, qwen2, gemma, phi3, falcon, phi, roberta, t5, bart: parameter counts, exactly", "[hf][moe]") {
     // Expected: model.num_parameters() of the transformers class built from the fixture on the meta
     // device (tests/tools/hf_param_counts.py: transformers 4.40.2, accelerate 0.27.2, torch 1.13,
     // 2026-11-26; tied weights once). Exact (tolerance 0): every parameter tensor is declared once
@@ -545,7 +545,7 @@ TEST_CASE("HF qwen2, gemma and phi3: op structure", "[hf][moe]") {
     CHECK(count_kind(p3, OpKind::dropout) == 0);                          // resid_pdrop and embd_pdrop 0
 }
 
-TEST_CASE("HF mixture-of-experts forward FLOPs: 2 x active parameters x tokens plus attention", "[hf][moe]") {
+TEST_CASE("HF new families forward FLOPs: 2 x active parameters x tokens plus attention", "[hf][moe]") {
     // As the llama test above (Narayanan et al. 2021): 2 FLOPs per active matrix weight per token,
     // plus 4 B s^2 (heads * head_dim) per layer for Q K^T and P V. Active: attention, the router,
     // k of the E experts (every token runs exactly k expert MLPs: the routed rows add up to
