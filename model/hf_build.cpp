@@ -2,6 +2,7 @@
 #include "model/hf_build.hpp"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 namespace roofline::hf {
@@ -105,6 +106,59 @@ std::string attention(DocBuilder& b, const std::string& p, const std::string& q,
     return b.node(p + "context", "matmul", {probs, v});
 }
 
+std::string gated_mlp(DocBuilder& b, const ConfigReader& r, const std::string& p, const std::string& x, std::int64_t d, std::int64_t inter,
+                      const std::string& act_key, const std::string& act, bool bias, const GatedMlpNames& names) {
+    const std::string gate = b.linear(p + names.gate, x, d, inter, bias);
+    const std::string up = b.linear(p + names.up, x, d, inter, bias);
+    const std::string gated = b.node(p + "gated", "mul", {activation(b, r, act_key, act, p + "act_fn", gate), up});
+    return b.linear(p + names.down, gated, inter, d, bias);
+}
+
+// MixtralSparseMoeBlock (and Qwen2MoeSparseMoeBlock's routed experts), as transformers 4.40 runs it:
+// router_logits = gate(x) (a linear d -> E without bias); softmax in float32 (the cast not modelled);
+// torch.topk(k); Mixtral divides the k weights by their sum; then, per expert, the rows routed to it
+// are gathered (hidden_states[None, top_x]), run through the expert's gated MLP, multiplied by their
+// routing weight and index_add_-ed into the output. Which tokens an expert gets depends on the
+// trained router; this models UNIFORM top-k routing: the k copies of token t (rows t*k .. t*k+k-1
+// of the token-major stream of batch * seq * k rows) go to experts (t*k + j) mod E, k distinct
+// experts per token (k <= E), each expert ceil or floor of batch * seq * k / E rows, for any seq.
+// As ops: the stream is a broadcast view of x; expert e's gather is the strided slice of rows
+// e, e + E, ... (a copy, as HF's index gather), its routing weights the same slice of the weights;
+// the experts' weighted outputs are concatenated and summed over the k copies of each row
+// (reduce_sum): the same rows read and adds as HF's index_add_. The routing weights are exact
+// for that assignment, but the concatenation is in expert order, so the k outputs summed into an
+// output row are not the ones of that row's token: the cost is that of the routed block, the
+// values are not. torch.topk is modelled by its values: a slice of k of the E probabilities.
+// Training-time router jitter (Mixtral's router_jitter_noise) multiplies x by the input
+// router_jitter [batch, seq, d], which stands for the uniform draw.
+std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::string& p, const std::string& x, std::int64_t d,
+                          const TopKExperts& m) {
+    const std::int64_t rows_end = std::numeric_limits<std::int64_t>::max();
+    const std::string in = m.jitter ? b.node(p + "jitter", "mul", {x, "router_jitter"}) : x;
+    const std::string logits = b.linear(p + "gate", in, d, m.experts, false);
+    const std::string probs = b.node(p + "routing.softmax", "softmax", {logits}, {{"axis", -1}});
+    std::string top = b.node(p + "routing.topk", "slice", {probs}, {{"starts", {0}}, {"ends", {m.k}}, {"axes", {-1}}});
+    if (m.normalize) {
+        const std::string sum = b.node(p + "routing.sum", "reduce_sum", {top}, {{"axes", {-1}}, {"keepdim", true}});
+        top = b.node(p + "routing.normalize", "div", {top, sum});
+    }
+    const std::string weights = b.node(p + "routing.weights", "reshape", {top}, {{"shape", {-1, 1}}});
+    b.node(p + "dispatch.unsqueeze", "reshape", {in}, {{"shape", {"batch", "seq", 1, d}}});
+    b.node(p + "dispatch.expand", "expand", {p + "dispatch.unsqueeze"}, {{"shape", {"batch", "seq", m.k, d}}});
+    const std::string stream = b.node(p + "dispatch", "reshape", {p + "dispatch.expand"}, {{"shape", {-1, d}}});
+    json outs = json::array();
+    for (std::int64_t e = 0; e < m.experts; ++e) {
+        const std::string ep = p + "experts." + std::to_string(e) + ".";
+        const json rows = {{"starts", {e}}, {"ends", {rows_end}}, {"axes", {0}}, {"steps", {m.experts}}};
+        const std::string tokens = b.node(ep + "gather", "slice", {stream}, rows);
+        const std::string w = b.node(ep + "routing_weight", "slice", {weights}, rows);
+        outs.push_back(b.node(ep + "weighted", "mul", {gated_mlp(b, r, ep, tokens, d, m.inter, m.act_key, m.act, false, m.names), w}));
+    }
+    b.node(p + "combine.concat", "concat", outs, {{"axis", 0}});
+    b.node(p + "combine.view", "reshape", {p + "combine.concat"}, {{"shape", {"batch", "seq", m.k, d}}});
+    return b.node(p + "combine", "reduce_sum", {p + "combine.view"}, {{"axes", {2}}, {"keepdim", false}});
+}
+
 // The dtype the checkpoint is stored in ("torch_dtype", renamed "dtype" in transformers 4.56);
 // without one, bf16 like the gpt template.
 std::string dtype_of(const ConfigReader& r) {
@@ -148,6 +202,21 @@ Head read_architecture(const ConfigReader& r, const json& cfg, const std::string
     }
     h.has_head = h.architecture != bare;
     return h;
+}
+
+void causal_lm_head(DocBuilder& b, const Head& head, const std::string& x, const std::string& tied, std::int64_t d, std::int64_t vocab,
+                    bool bias) {
+    if (!head.has_head) {
+        b.doc()["outputs"] = {x};
+        return;
+    }
+    b.input("labels", {"batch", "seq"}, "int64");
+    if (!tied.empty())
+        b.node("lm_head", "matmul", {x, tied}, {{"transpose_b", true}});
+    else
+        b.linear("lm_head", x, d, vocab, bias);
+    b.node("loss", "cross_entropy", {"lm_head", "labels"});
+    b.doc()["outputs"] = {"loss"};
 }
 
 // dims: batch 1 (one sequence or image; a config has no batch size) and, for text, seq = the

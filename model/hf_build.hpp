@@ -1,8 +1,9 @@
 #pragma once
 // Internals of the Hugging Face config loader (model/hf_config.hpp): reading config keys with
 // file + JSON path in every message, accumulating a roofline-model/1 document, and the pieces the
-// model builders share. hf_decoders.cpp builds gpt2, llama, mistral and opt; hf_encoders.cpp bert
-// and vit; hf_seq2seq.cpp switch_transformers.
+// model builders share. hf_decoders.cpp builds gpt2, opt and the llama family (llama, mistral, qwen2,
+// mixtral, qwen2_moe); hf_encoders.cpp bert, roberta and vit; hf_seq2seq.cpp switch_transformers, t5
+// and bart.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -74,6 +75,10 @@ public:
         if (!v.is_string()) fail(key, "expected a string, got " + v.dump());
         return v.get<std::string>();
     }
+    // The value n of `key` must divide `whole`, the value of `whole_key`.
+    void require_divides(const std::string& key, std::int64_t n, const std::string& whole_key, std::int64_t whole) const {
+        if (whole % n != 0) fail(key, key + " " + std::to_string(n) + " does not divide " + whole_key + " " + std::to_string(whole));
+    }
     // A config key that would change the graph in a way this loader does not model.
     void reject_if(bool cond, const std::string& key, const std::string& why) const {
         if (cond) fail(key, "not supported: " + why);
@@ -110,6 +115,31 @@ std::string repeat_kv(DocBuilder& b, const std::string& name, const std::string&
 // softmax(q k^T / sqrt(dh) [+ causal mask]) [dropout] v over [batch, heads, seq, dh].
 std::string attention(DocBuilder& b, const std::string& p, const std::string& q, const std::string& k, const std::string& v,
                       std::int64_t dh, bool causal, double p_drop);
+// The module names of a gated MLP's three projections.
+struct GatedMlpNames {
+    const char* gate = "gate_proj";
+    const char* up = "up_proj";
+    const char* down = "down_proj";
+};
+// down(act(gate(x)) * up(x)) with `p` the module prefix: LlamaMLP, Qwen2MoeMLP, and Mixtral's
+// experts (w1, w3, w2). act is the activation's name, read from config key act_key.
+std::string gated_mlp(DocBuilder& b, const ConfigReader& r, const std::string& p, const std::string& x, std::int64_t d, std::int64_t inter,
+                      const std::string& act_key, const std::string& act, bool bias, const GatedMlpNames& names = {});
+
+// A top-k mixture of gated-MLP experts (MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock's routed part).
+struct TopKExperts {
+    std::int64_t experts = 0, k = 0, inter = 0;
+    bool normalize = false;  // routing weights divided by their sum (Mixtral; Qwen2-MoE's norm_topk_prob)
+    bool jitter = false;     // router input times the training-time noise input `router_jitter`
+    std::string act_key = "hidden_act", act;
+    GatedMlpNames names;
+};
+// The routed experts of x [batch, seq, d] -> [batch, seq, d]; `p` the block prefix ("...mlp."): the
+// router p + "gate" and the experts p + "experts.<e>.". How the tokens are routed is modelled in
+// hf_build.cpp.
+std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::string& p, const std::string& x, std::int64_t d,
+                          const TopKExperts& m);
+
 // The checkpoint's dtype as a roofline dtype name.
 std::string dtype_of(const ConfigReader& r);
 // HF's num_labels (len(id2label), "num_labels", or 2).
@@ -128,12 +158,21 @@ void set_header(DocBuilder& b, const std::string& name, const std::string& descr
 // hidden_states[:, 0] of [batch, seq, d] as a row gather (input cls_index holds rows b * seq).
 std::string first_token(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t d);
 
-// The model builders: a config (model_type already read) -> a roofline-model/1 document.
-json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name);
+// The causal LM head and loss on x [batch, seq, d] -> outputs: lm_head (a matmul with the input
+// embedding `tied` when not empty, else a linear d -> vocab with a bias when `bias`), then
+// cross_entropy against input labels [batch, seq]. Without a head (a bare *Model) the output is x.
+void causal_lm_head(DocBuilder& b, const Head& head, const std::string& x, const std::string& tied, std::int64_t d, std::int64_t vocab,
+                    bool bias = false);
+
+// The model builders: a config (model_type already read, passed on) -> a roofline-model/1 document.
+json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
 json build_llama(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);
-json build_bert(const ConfigReader& r, const json& cfg, const std::string& name);
-json build_vit(const ConfigReader& r, const json& cfg, const std::string& name);
-json build_opt(const ConfigReader& r, const json& cfg, const std::string& name);
-json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& name);
+json build_bert(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);  // bert, roberta
+json build_vit(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
+json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
+json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
+json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
+json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);  // and t5
+json build_bart(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);
 
 }  // namespace roofline::hf

@@ -70,6 +70,93 @@ const std::map<std::string, json>& presets() {
                            {"tie_word_embeddings", false},
                            {"torch_dtype", "bfloat16"},
                            {"vocab_size", 32000}};
+        // huggingface.co/mistralai/Mixtral-8x7B-v0.1, config.json
+        m["mixtral-8x7b"] = {{"architectures", {"MixtralForCausalLM"}},
+                             {"model_type", "mixtral"},
+                             {"hidden_size", 4096},
+                             {"intermediate_size", 14336},
+                             {"max_position_embeddings", 32768},
+                             {"num_attention_heads", 32},
+                             {"num_experts_per_tok", 2},
+                             {"num_hidden_layers", 32},
+                             {"num_key_value_heads", 8},
+                             {"num_local_experts", 8},
+                             {"rms_norm_eps", 1e-5},
+                             {"tie_word_embeddings", false},
+                             {"torch_dtype", "bfloat16"},
+                             {"vocab_size", 32000}};
+        // huggingface.co/Qwen/Qwen1.5-MoE-A2.7B-Chat, config.json (tests/data/hf/README.md)
+        m["qwen1.5-moe-a2.7b"] = {{"architectures", {"Qwen2MoeForCausalLM"}},
+                                  {"model_type", "qwen2_moe"},
+                                  {"decoder_sparse_step", 1},
+                                  {"hidden_size", 2048},
+                                  {"intermediate_size", 5632},
+                                  {"max_position_embeddings", 32768},
+                                  {"moe_intermediate_size", 1408},
+                                  {"num_attention_heads", 16},
+                                  {"num_experts", 60},
+                                  {"num_experts_per_tok", 4},
+                                  {"num_hidden_layers", 24},
+                                  {"num_key_value_heads", 16},
+                                  {"shared_expert_intermediate_size", 5632},
+                                  {"tie_word_embeddings", false},
+                                  {"vocab_size", 151936}};
+        // huggingface.co/Qwen/Qwen2.5-1.5B-Instruct, config.json
+        m["qwen2.5-1.5b"] = {{"architectures", {"Qwen2ForCausalLM"}},
+                             {"model_type", "qwen2"},
+                             {"hidden_size", 1536},
+                             {"intermediate_size", 8960},
+                             {"max_position_embeddings", 32768},
+                             {"num_attention_heads", 12},
+                             {"num_hidden_layers", 28},
+                             {"num_key_value_heads", 2},
+                             {"rms_norm_eps", 1e-6},
+                             {"tie_word_embeddings", true},
+                             {"torch_dtype", "bfloat16"},
+                             {"vocab_size", 151936}};
+        // google/gemma-7b as transformers 4.40's GemmaConfig defaults (tests/data/hf/README.md)
+        m["gemma-7b"] = {{"architectures", {"GemmaForCausalLM"}},
+                         {"model_type", "gemma"},
+                         {"head_dim", 256},
+                         {"hidden_size", 3072},
+                         {"intermediate_size", 24576},
+                         {"max_position_embeddings", 8192},
+                         {"num_attention_heads", 16},
+                         {"num_hidden_layers", 28},
+                         {"num_key_value_heads", 16},
+                         {"rms_norm_eps", 1e-6},
+                         {"tie_word_embeddings", true},
+                         {"vocab_size", 256000}};
+        // tiiuae/falcon-7b: transformers' FalconConfig defaults (tests/data/hf/README.md)
+        m["falcon-7b"] = {{"architectures", {"FalconForCausalLM"}},
+                          {"model_type", "falcon"},
+                          {"alibi", false},
+                          {"bias", false},
+                          {"hidden_size", 4544},
+                          {"layer_norm_epsilon", 1e-5},
+                          {"multi_query", true},
+                          {"new_decoder_architecture", false},
+                          {"num_attention_heads", 71},
+                          {"num_hidden_layers", 32},
+                          {"parallel_attn", true},
+                          {"torch_dtype", "bfloat16"},
+                          {"vocab_size", 65024}};
+        // huggingface.co/microsoft/phi-2, config.json
+        m["phi-2"] = {{"architectures", {"PhiForCausalLM"}},
+                      {"model_type", "phi"},
+                      {"hidden_act", "gelu_new"},
+                      {"hidden_size", 2560},
+                      {"intermediate_size", 10240},
+                      {"layer_norm_eps", 1e-5},
+                      {"max_position_embeddings", 2048},
+                      {"num_attention_heads", 32},
+                      {"num_hidden_layers", 32},
+                      {"num_key_value_heads", 32},
+                      {"partial_rotary_factor", 0.4},
+                      {"resid_pdrop", 0.1},
+                      {"tie_word_embeddings", false},
+                      {"torch_dtype", "float16"},
+                      {"vocab_size", 51200}};
         // huggingface.co/bert-base-uncased, config.json
         m["bert-base-uncased"] = {{"architectures", {"BertForMaskedLM"}},
                                   {"model_type", "bert"},
@@ -84,6 +171,65 @@ const std::map<std::string, json>& presets() {
                                   {"num_hidden_layers", 12},
                                   {"type_vocab_size", 2},
                                   {"vocab_size", 30522}};
+        // facebook/bart-large: transformers' BartConfig defaults (tests/data/hf/README.md)
+        m["bart-large"] = {{"architectures", {"BartForConditionalGeneration"}},
+                           {"model_type", "bart"},
+                           {"activation_function", "gelu"},
+                           {"attention_dropout", 0.0},
+                           {"d_model", 1024},
+                           {"decoder_attention_heads", 16},
+                           {"decoder_ffn_dim", 4096},
+                           {"decoder_layers", 12},
+                           {"dropout", 0.1},
+                           {"encoder_attention_heads", 16},
+                           {"encoder_ffn_dim", 4096},
+                           {"encoder_layers", 12},
+                           {"max_position_embeddings", 1024},
+                           {"scale_embedding", false},
+                           {"vocab_size", 50265}};
+        // huggingface.co/google-t5/t5-small, config.json
+        m["t5-small"] = {{"architectures", {"T5WithLMHeadModel"}},
+                         {"model_type", "t5"},
+                         {"d_ff", 2048},
+                         {"d_kv", 64},
+                         {"d_model", 512},
+                         {"dropout_rate", 0.1},
+                         {"is_encoder_decoder", true},
+                         {"layer_norm_epsilon", 1e-6},
+                         {"num_heads", 8},
+                         {"num_layers", 6},
+                         {"relative_attention_num_buckets", 32},
+                         {"vocab_size", 32128}};
+        // huggingface.co/microsoft/Phi-3-mini-4k-instruct, config.json
+        m["phi-3-mini-4k"] = {{"architectures", {"Phi3ForCausalLM"}},
+                              {"model_type", "phi3"},
+                              {"hidden_act", "silu"},
+                              {"hidden_size", 3072},
+                              {"intermediate_size", 8192},
+                              {"max_position_embeddings", 4096},
+                              {"num_attention_heads", 32},
+                              {"num_hidden_layers", 32},
+                              {"num_key_value_heads", 32},
+                              {"rms_norm_eps", 1e-5},
+                              {"sliding_window", 2047},
+                              {"tie_word_embeddings", false},
+                              {"torch_dtype", "bfloat16"},
+                              {"vocab_size", 32064}};
+        // huggingface.co/FacebookAI/roberta-base, config.json
+        m["roberta-base"] = {{"architectures", {"RobertaForMaskedLM"}},
+                             {"model_type", "roberta"},
+                             {"attention_probs_dropout_prob", 0.1},
+                             {"hidden_act", "gelu"},
+                             {"hidden_dropout_prob", 0.1},
+                             {"hidden_size", 768},
+                             {"intermediate_size", 3072},
+                             {"layer_norm_eps", 1e-5},
+                             {"max_position_embeddings", 514},
+                             {"num_attention_heads", 12},
+                             {"num_hidden_layers", 12},
+                             {"pad_token_id", 1},
+                             {"type_vocab_size", 1},
+                             {"vocab_size", 50265}};
         // huggingface.co/google/vit-base-patch16-224, config.json (id2label has the 1000 ImageNet classes)
         m["vit-b16"] = {{"architectures", {"ViTForImageClassification"}},
                         {"model_type", "vit"},
@@ -121,14 +267,33 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
         if (r.has(key) && r.positive(key) > kMaxLayers)
             r.fail(key, "at most " + std::to_string(kMaxLayers) + " layers, got " + std::to_string(r.positive(key)));
     }
-    if (model_type == "gpt2") return hf::build_gpt2(r, cfg, name);
-    if (model_type == "llama" || model_type == "mistral") return hf::build_llama(r, cfg, model_type, name);
-    if (model_type == "bert") return hf::build_bert(r, cfg, name);
-    if (model_type == "vit") return hf::build_vit(r, cfg, name);
-    if (model_type == "opt") return hf::build_opt(r, cfg, name);
-    if (model_type == "switch_transformers") return hf::build_switch_transformers(r, cfg, name);
-    r.fail("model_type",
-           "unsupported model_type '" + model_type + "' (supported: gpt2, llama, mistral, bert, vit, opt, switch_transformers)");
+    // model_type -> builder, in the order the error message lists them
+    using Builder = json (*)(const ConfigReader&, const json& cfg, const std::string& model_type, const std::string& name);
+    static const std::pair<const char*, Builder> builders[] = {
+        {"gpt2", hf::build_gpt2},
+        {"llama", hf::build_llama},
+        {"mistral", hf::build_llama},
+        {"qwen2", hf::build_llama},
+        {"gemma", hf::build_llama},
+        {"mixtral", hf::build_llama},
+        {"qwen2_moe", hf::build_llama},
+        {"phi3", hf::build_llama},
+        {"falcon", hf::build_falcon},
+        {"phi", hf::build_phi},
+        {"bert", hf::build_bert},
+        {"roberta", hf::build_bert},
+        {"vit", hf::build_vit},
+        {"opt", hf::build_opt},
+        {"switch_transformers", hf::build_switch_transformers},
+        {"t5", hf::build_switch_transformers},
+        {"bart", hf::build_bart},
+    };
+    std::string supported;
+    for (const auto& [type, build] : builders) {
+        if (model_type == type) return build(r, cfg, model_type, name);
+        supported += (supported.empty() ? "" : ", ") + std::string(type);
+    }
+    r.fail("model_type", "unsupported model_type '" + model_type + "' (supported: " + supported + ")");
 }
 
 bool is_hf_preset(const std::string& name) { return presets().count(name) != 0; }

@@ -5,11 +5,18 @@
 //   gpt2     GPT2LMHeadModel (default), GPT2Model
 //   llama    LlamaForCausalLM (default), LlamaModel      — llama-2, llama-3 (GQA), ...
 //   mistral  MistralForCausalLM (default), MistralModel  — as llama; sliding window not modelled
+//   qwen2    Qwen2ForCausalLM (default), Qwen2Model      — as llama, q/k/v biases
+//   gemma    GemmaForCausalLM (default), GemmaModel      — as llama, head_dim, scaled embedding, GeGLU
+//   mixtral  MixtralForCausalLM (default), MixtralModel  — as mistral, top-k mixture of experts
+//   qwen2_moe  Qwen2MoeForCausalLM (default), Qwen2MoeModel — as qwen2, top-k experts + shared expert
 //   bert     BertForMaskedLM (default), BertModel, BertForSequenceClassification, BertLMHeadModel,
 //            BertForPreTraining
+//   roberta  RobertaForMaskedLM (default), RobertaModel, RobertaForSequenceClassification, RobertaForCausalLM
 //   vit      ViTForImageClassification (default), ViTModel
 //   opt      OPTForCausalLM (default), OPTModel
 //   switch_transformers  SwitchTransformersForConditionalGeneration (encoder-decoder, top-1 MoE)
+//   t5       T5ForConditionalGeneration (default, T5WithLMHeadModel), T5Model — switch's graph, dense
+//   bart     BartForConditionalGeneration (default), BartModel — post-LN encoder-decoder
 // Nodes follow transformers' modeling_<type>.py forward passes op for op, and parameters carry
 // the checkpoints' state-dict names, so the parameter count is the model's num_parameters().
 // Keys a config.json leaves out take the defaults of transformers' configuration_<type>.py (a
@@ -18,8 +25,9 @@
 // Activations written in Python in transformers (gelu_new, gelu_fast, ...) become the elementwise
 // ops eager PyTorch launches for them (hf_build.cpp).
 // Files: hf_config.cpp (this interface, presets), hf_build.hpp/.cpp (config reader, document
-// builder, shared pieces), hf_decoders.cpp (gpt2, llama, mistral, opt), hf_encoders.cpp (bert, vit),
-// hf_seq2seq.cpp (switch_transformers).
+// builder, shared pieces, the top-k experts), hf_decoders.cpp (gpt2, opt, the llama family),
+// hf_encoders.cpp (bert, roberta, vit),
+// hf_seq2seq.cpp (switch_transformers, t5, bart).
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>

@@ -1,4 +1,5 @@
-// Decoder-only models from Hugging Face configs: gpt2, llama, mistral, opt (model/hf_build.hpp).
+// Decoder-only models from Hugging Face configs: gpt2, opt and the llama family (llama, mistral,
+// qwen2, gemma, mixtral, qwen2_moe) (model/hf_build.hpp).
 #include <algorithm>
 #include <cmath>
 
@@ -9,7 +10,7 @@ namespace roofline::hf {
 // gpt2: transformers/models/gpt2/modeling_gpt2.py (GPT2LMHeadModel). Defaults from
 // configuration_gpt2.py: n_inner None (4 n_embd), activation_function "gelu_new", resid/embd/attn
 // pdrop 0.1, layer_norm_epsilon 1e-5; tie_word_embeddings True (PretrainedConfig).
-json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name) {
+json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "gpt2", {"GPT2LMHeadModel", "GPT2Model"}, "GPT2Model");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("n_embd"), layers = r.positive("n_layer");
     const std::int64_t heads = r.positive("n_head"), positions = r.positive("n_positions");
@@ -19,7 +20,7 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name)
     const double attn = r.probability_or("attn_pdrop", 0.1), eps = r.positive_number_or("layer_norm_epsilon", 1e-5);
     const bool tied = r.bool_or("tie_word_embeddings", true);
     r.reject_if(r.bool_or("add_cross_attention", false), "add_cross_attention", "cross-attention layers");
-    if (d % heads != 0) r.fail("n_head", "n_head " + std::to_string(heads) + " does not divide n_embd " + std::to_string(d));
+    r.require_divides("n_head", heads, "n_embd", d);
     const std::int64_t dh = d / heads;
 
     DocBuilder b;
@@ -53,97 +54,202 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& name)
         dn = b.dropout(p + "mlp.dropout", dn, resid);
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
-    x = b.layernorm("transformer.ln_f", x, d, eps);
-    if (!head.has_head) {
-        b.doc()["outputs"] = {x};
-        return b.doc();
-    }
-    b.input("labels", {"batch", "seq"}, "int64");
-    if (tied)
-        b.node("lm_head", "matmul", {x, wte}, {{"transpose_b", true}});
-    else
-        b.linear("lm_head", x, d, vocab, false);
-    b.node("loss", "cross_entropy", {"lm_head", "labels"});
-    b.doc()["outputs"] = {"loss"};
+    causal_lm_head(b, head, b.layernorm("transformer.ln_f", x, d, eps), tied ? wte : "", d, vocab);
     return b.doc();
 }
 
-// llama and mistral: transformers/models/llama/modeling_llama.py (LlamaForCausalLM), mistral's
-// modeling_mistral.py is the same graph. Defaults from configuration_llama.py /
-// configuration_mistral.py: num_key_value_heads = num_attention_heads, head_dim = hidden_size /
-// num_attention_heads, hidden_act "silu", rms_norm_eps 1e-6, attention_bias and mlp_bias False,
-// attention_dropout 0.0, tie_word_embeddings False.
+// The llama family: transformers' modeling_<type>.py of llama (LlamaForCausalLM), mistral, qwen2,
+// gemma, mixtral, qwen2_moe and phi3 are one graph: embedding, then per layer RMSNorm, attention with
+// rotary embeddings and grouped key/value heads, residual, RMSNorm, MLP, residual; final RMSNorm
+// and lm_head. What differs, each from its configuration_<type>.py / modeling_<type>.py (4.40):
+//   llama, mistral  attention_bias and mlp_bias (False) on every projection; tie_word_embeddings False
+//   qwen2           q/k/v with biases, o_proj without (Qwen2Attention); tie_word_embeddings False
+//   gemma           head_dim (256); embeddings times sqrt(hidden_size); GemmaRMSNorm scales by
+//                   (1 + weight); the MLP activation is hidden_activation, or gelu_pytorch_tanh when
+//                   that is unset (4.40 ignores hidden_act); tie_word_embeddings True
+//   mixtral         the MLP is block_sparse_moe: top-k of num_local_experts SwiGLU experts (w1, w3,
+//                   w2) with normalised routing weights (top_k_experts, hf_build.cpp)
+//   qwen2_moe       attention as qwen2; in the layers with (i + 1) % decoder_sparse_step == 0 and not
+//                   in mlp_only_layers the MLP is Qwen2MoeSparseMoeBlock: top-k of num_experts
+//                   experts of moe_intermediate_size (weights normalised only with norm_topk_prob)
+//                   plus a shared expert of shared_expert_intermediate_size gated by
+//                   sigmoid(shared_expert_gate(x)); other layers a dense MLP of intermediate_size
+//   phi3            (4.41) one qkv_proj sliced into q, k, v; Phi3MLP's gate_up_proj chunked into gate
+//                   and up; no biases (attention_bias is ignored); resid_pdrop dropout on the
+//                   attention and MLP outputs, embd_pdrop on the embeddings; rms_norm_eps 1e-5;
+//                   sliding_window as mistral's
+// Common defaults: num_key_value_heads = num_attention_heads, head_dim = hidden_size /
+// num_attention_heads, hidden_act "silu", rms_norm_eps 1e-6 (llama, mistral, qwen2, gemma,
+// qwen2_moe; mixtral and phi3 1e-5), attention_dropout 0.0. Sliding windows (mistral, mixtral,
+// phi3 sliding_window; qwen2's use_sliding_window) are not modelled: attention is full causal, and the
+// default sequence stays within the window, where both agree.
+namespace {
+
+struct LlamaFamily {
+    std::string causal_lm, bare;
+    bool qkv_bias_always = false;  // qwen2, qwen2_moe
+    bool gemma = false;
+    bool window = false;  // sliding_window bounds the default sequence
+    double eps = 1e-6;
+    bool tied = false;
+    bool phi3 = false;  // fused qkv_proj and gate_up_proj, residual and embedding dropout, no biases
+};
+
+LlamaFamily llama_family(const std::string& model_type) {
+    if (model_type == "mistral") return {"MistralForCausalLM", "MistralModel", false, false, true, 1e-6, false};
+    if (model_type == "qwen2") return {"Qwen2ForCausalLM", "Qwen2Model", true, false, false, 1e-6, false};
+    if (model_type == "gemma") return {"GemmaForCausalLM", "GemmaModel", false, true, false, 1e-6, true};
+    if (model_type == "mixtral") return {"MixtralForCausalLM", "MixtralModel", false, false, true, 1e-5, false};
+    if (model_type == "qwen2_moe") return {"Qwen2MoeForCausalLM", "Qwen2MoeModel", true, false, false, 1e-6, false};
+    if (model_type == "phi3") return {"Phi3ForCausalLM", "Phi3Model", false, false, true, 1e-5, false, true};
+    return {"LlamaForCausalLM", "LlamaModel", false, false, false, 1e-6, false};
+}
+
+// The layers listed by a config key holding a list of layer indices (qwen2_moe's mlp_only_layers).
+std::vector<std::int64_t> layer_list(const ConfigReader& r, const json& cfg, const std::string& key) {
+    std::vector<std::int64_t> out;
+    if (!r.has(key)) return out;
+    const json& v = cfg.at(key);
+    if (!v.is_array()) r.fail(key, "expected a list of layer indices, got " + v.dump());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number_integer() || v[i].get<std::int64_t>() < 0)
+            r.fail(key + "/" + std::to_string(i), "expected a non-negative integer, got " + v[i].dump());
+        out.push_back(v[i].get<std::int64_t>());
+    }
+    return out;
+}
+
+}  // namespace
 
 json build_llama(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name) {
-    const bool mistral = model_type == "mistral";
-    const std::string causal_lm = mistral ? "MistralForCausalLM" : "LlamaForCausalLM";
-    const std::string bare = mistral ? "MistralModel" : "LlamaModel";
-    const Head head = read_architecture(r, cfg, model_type, {causal_lm, bare}, bare);
+    const LlamaFamily f = llama_family(model_type);
+    const Head head = read_architecture(r, cfg, model_type, {f.causal_lm, f.bare}, f.bare);
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), inter = r.positive("intermediate_size");
     const std::int64_t layers = r.positive("num_hidden_layers"), heads = r.positive("num_attention_heads");
     const std::int64_t positions = r.positive("max_position_embeddings");
     const std::int64_t kv_heads = r.positive_or("num_key_value_heads", heads);
-    if (!r.has("head_dim") && d % heads != 0) {
-        r.fail("num_attention_heads", "num_attention_heads " + std::to_string(heads) + " does not divide hidden_size " + std::to_string(d));
-    }
+    if (!r.has("head_dim")) r.require_divides("num_attention_heads", heads, "hidden_size", d);
     const std::int64_t dh = r.positive_or("head_dim", d / heads);
-    if (heads % kv_heads != 0) {
-        r.fail("num_key_value_heads",
-               "num_key_value_heads " + std::to_string(kv_heads) + " does not divide num_attention_heads " + std::to_string(heads));
-    }
+    r.require_divides("num_key_value_heads", kv_heads, "num_attention_heads", heads);
     if (dh % 2 != 0) r.fail("head_dim", "rotary embeddings need an even head dimension, got " + std::to_string(dh));
-    const std::string act = r.string_or("hidden_act", "silu");
-    const double eps = r.positive_number_or("rms_norm_eps", 1e-6), attn_drop = r.probability_or("attention_dropout", 0.0);
+    const std::string act_key = f.gemma ? "hidden_activation" : "hidden_act";
+    const std::string act = r.string_or(act_key, f.gemma ? "gelu_pytorch_tanh" : "silu");
+    const double eps = r.positive_number_or("rms_norm_eps", f.eps), attn_drop = r.probability_or("attention_dropout", 0.0);
     const bool attn_bias = r.bool_or("attention_bias", false), mlp_bias = r.bool_or("mlp_bias", false);
-    const bool tied = r.bool_or("tie_word_embeddings", false);
-    // Mistral's sliding window limits each query to the last sliding_window keys. Not modelled:
-    // attention is full causal. The default sequence stays within the window, where both agree.
-    const std::int64_t window = mistral ? r.positive_or("sliding_window", 0) : 0;
+    const bool qkv_bias = !f.phi3 && (f.qkv_bias_always || attn_bias), o_bias = !f.phi3 && !f.qkv_bias_always && attn_bias;
+    const double resid = f.phi3 ? r.probability_or("resid_pdrop", 0.0) : 0.0, embd = f.phi3 ? r.probability_or("embd_pdrop", 0.0) : 0.0;
+    const bool tied = r.bool_or("tie_word_embeddings", f.tied);
+    const std::int64_t window = f.window ? r.positive_or("sliding_window", 0) : 0;
     const std::int64_t seq = window > 0 ? std::min(positions, window) : positions;
+
+    // Mixture of experts (mixtral, qwen2_moe).
+    TopKExperts moe;
+    moe.act_key = act_key;
+    moe.act = act;
+    std::int64_t sparse_step = 0, shared_inter = 0;
+    std::vector<std::int64_t> dense_layers;
+    if (model_type == "mixtral") {
+        moe.experts = r.positive("num_local_experts");
+        moe.inter = inter;
+        moe.normalize = true;
+        moe.names = {"w1", "w3", "w2"};
+        moe.jitter = r.probability_or("router_jitter_noise", 0.0) > 0;
+        sparse_step = 1;
+    } else if (model_type == "qwen2_moe") {
+        (void)r.get("num_experts");  // required, as every key that sizes the model; 0 makes every layer dense
+        moe.experts = r.non_negative_or("num_experts", 0);
+        moe.inter = r.positive("moe_intermediate_size");
+        shared_inter = r.positive("shared_expert_intermediate_size");
+        moe.normalize = r.bool_or("norm_topk_prob", false);
+        sparse_step = moe.experts > 0 ? r.positive_or("decoder_sparse_step", 1) : 0;
+        dense_layers = layer_list(r, cfg, "mlp_only_layers");
+    }
+    if (moe.experts > 0) {
+        moe.k = r.positive("num_experts_per_tok");
+        if (moe.k > moe.experts) {
+            r.fail("num_experts_per_tok",
+                   "num_experts_per_tok " + std::to_string(moe.k) + " exceeds the " + std::to_string(moe.experts) + " experts");
+        }
+    }
+    const auto sparse = [&](std::int64_t l) {
+        return sparse_step > 0 && (l + 1) % sparse_step == 0 &&
+               std::find(dense_layers.begin(), dense_layers.end(), l) == dense_layers.end();
+    };
 
     DocBuilder b;
     std::string desc = "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
-                       std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads), MLP " + std::to_string(inter) +
+                       std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads) of " + std::to_string(dh) +
                        ", vocab " + std::to_string(vocab);
+    if (moe.experts > 0) {
+        desc += ", top-" + std::to_string(moe.k) + " of " + std::to_string(moe.experts) + " experts of " + std::to_string(moe.inter);
+        if (shared_inter > 0) desc += " and a shared expert of " + std::to_string(shared_inter);
+        desc += "; UNIFORM routing assumed (each expert runs batch * seq * k / experts rows, rounded)";
+    } else {
+        desc += ", MLP " + std::to_string(inter);
+    }
     if (window > 0) desc += "; sliding window " + std::to_string(window) + " not modelled (full causal attention)";
     set_header(b, name, desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
     b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", dh});
     b.input("rope.sin", {"seq", dh});
+    if (moe.jitter) b.input("router_jitter", {"batch", "seq", d});
     const std::string embed = b.param("model.embed_tokens.weight", {vocab, d});
     std::string x = b.node("model.embed_tokens", "embedding", {embed, "input_ids"});
+    if (f.gemma) x = b.node("model.embed_scale", "scale", {x}, {{"factor", std::sqrt(static_cast<double>(d))}});
+    x = b.dropout("model.embed_dropout", x, embd);
+    // GemmaRMSNorm: normalised x times (1 + weight).
+    const auto norm = [&](const std::string& n, const std::string& in) {
+        if (!f.gemma) return b.rmsnorm(n, in, d, eps);
+        const std::string w = b.node(n + ".one_plus_weight", "shift", {b.param(n + ".weight", {d})}, {{"offset", 1.0}});
+        return b.node(n, "rmsnorm", {in, w}, {{"eps", eps}});
+    };
     const std::int64_t n_rep = heads / kv_heads;
     for (std::int64_t l = 0; l < layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
-        const std::string a = b.rmsnorm(p + "input_layernorm", x, d, eps);
+        const std::string a = norm(p + "input_layernorm", x);
         const std::string at = p + "self_attn.";
-        std::string q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, heads * dh, attn_bias), "seq", heads, dh);
-        std::string k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, kv_heads * dh, attn_bias), "seq", kv_heads, dh);
-        std::string v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, kv_heads * dh, attn_bias), "seq", kv_heads, dh);
+        std::string q, k, v;
+        if (f.phi3) {  // one qkv_proj, sliced into q, k, v
+            const std::string qkv = b.linear(at + "qkv_proj", a, d, (heads + 2 * kv_heads) * dh, false);
+            b.node(at + "qkv_split", "split", {qkv}, {{"axis", -1}, {"sizes", {heads * dh, kv_heads * dh, kv_heads * dh}}});
+            q = to_heads(b, at + "q", at + "qkv_split:0", "seq", heads, dh);
+            k = to_heads(b, at + "k", at + "qkv_split:1", "seq", kv_heads, dh);
+            v = to_heads(b, at + "v", at + "qkv_split:2", "seq", kv_heads, dh);
+        } else {
+            q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, heads * dh, qkv_bias), "seq", heads, dh);
+            k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, kv_heads * dh, qkv_bias), "seq", kv_heads, dh);
+            v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, kv_heads * dh, qkv_bias), "seq", kv_heads, dh);
+        }
         q = rotary(b, at + "q_rope", q, dh);
         k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", kv_heads, n_rep, dh);
         v = repeat_kv(b, at + "v_repeat", v, "seq", kv_heads, n_rep, dh);
         const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
-        const std::string o = b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", heads * dh), heads * dh, d, attn_bias);
-        x = b.node(p + "attn_residual", "add", {x, o});
-        const std::string m = b.rmsnorm(p + "post_attention_layernorm", x, d, eps);
-        const std::string gate = b.linear(p + "mlp.gate_proj", m, d, inter, mlp_bias);
-        const std::string up = b.linear(p + "mlp.up_proj", m, d, inter, mlp_bias);
-        const std::string gated = b.node(p + "mlp.gated", "mul", {activation(b, r, "hidden_act", act, p + "mlp.act_fn", gate), up});
-        x = b.node(p + "mlp_residual", "add", {x, b.linear(p + "mlp.down_proj", gated, inter, d, mlp_bias)});
+        const std::string o = b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", heads * dh), heads * dh, d, o_bias);
+        x = b.node(p + "attn_residual", "add", {x, b.dropout(p + "resid_attn_dropout", o, resid)});
+        const std::string m = norm(p + "post_attention_layernorm", x);
+        std::string mlp;
+        if (model_type == "mixtral") {
+            mlp = top_k_experts(b, r, p + "block_sparse_moe.", m, d, moe);
+        } else if (sparse(l)) {
+            const std::string mp = p + "mlp.";
+            const std::string routed = top_k_experts(b, r, mp, m, d, moe);
+            const std::string shared = gated_mlp(b, r, mp + "shared_expert.", m, d, shared_inter, act_key, act, false);
+            const std::string gate =
+                b.node(mp + "shared_expert_gate.sigmoid", "sigmoid", {b.linear(mp + "shared_expert_gate", m, d, 1, false)});
+            mlp = b.node(mp + "add_shared", "add", {routed, b.node(mp + "shared_expert.scaled", "mul", {gate, shared})});
+        } else if (f.phi3) {  // Phi3MLP: gate_up_proj chunked into gate and up, up * act(gate), down_proj
+            const std::string mp = p + "mlp.";
+            b.node(mp + "chunk", "split", {b.linear(mp + "gate_up_proj", m, d, 2 * inter, false)},
+                   {{"axis", -1}, {"sizes", {inter, inter}}});
+            const std::string gated =
+                b.node(mp + "gated", "mul", {mp + "chunk:1", activation(b, r, act_key, act, mp + "act_fn", mp + "chunk:0")});
+            mlp = b.linear(mp + "down_proj", gated, inter, d, false);
+        } else {
+            mlp = gated_mlp(b, r, p + "mlp.", m, d, inter, act_key, act, mlp_bias);
+        }
+        x = b.node(p + "mlp_residual", "add", {x, b.dropout(p + "resid_mlp_dropout", mlp, resid)});
     }
-    x = b.rmsnorm("model.norm", x, d, eps);
-    if (!head.has_head) {
-        b.doc()["outputs"] = {x};
-        return b.doc();
-    }
-    b.input("labels", {"batch", "seq"}, "int64");
-    if (tied)
-        b.node("lm_head", "matmul", {x, embed}, {{"transpose_b", true}});
-    else
-        b.linear("lm_head", x, d, vocab, false);
-    b.node("loss", "cross_entropy", {"lm_head", "labels"});
-    b.doc()["outputs"] = {"loss"};
+    causal_lm_head(b, head, norm("model.norm", x), tied ? embed : "", d, vocab);
     return b.doc();
 }
 
@@ -158,15 +264,13 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
 // configuration_opt.py: word_embed_proj_dim = hidden_size, do_layer_norm_before True, dropout 0.1,
 // attention_dropout 0.0, activation_function "relu", enable_bias True, layer_norm_elementwise_affine
 // True, _remove_final_layer_norm False; tie_word_embeddings True (PretrainedConfig).
-json build_opt(const ConfigReader& r, const json& cfg, const std::string& name) {
+json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "opt", {"OPTForCausalLM", "OPTModel"}, "OPTModel");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), layers = r.positive("num_hidden_layers");
     const std::int64_t heads = r.positive("num_attention_heads"), ffn = r.positive("ffn_dim");
     const std::int64_t positions = r.positive("max_position_embeddings");
     const std::int64_t proj = r.positive_or("word_embed_proj_dim", d);
-    if (d % heads != 0) {
-        r.fail("num_attention_heads", "num_attention_heads " + std::to_string(heads) + " does not divide hidden_size " + std::to_string(d));
-    }
+    r.require_divides("num_attention_heads", heads, "hidden_size", d);
     const std::int64_t dh = d / heads;
     const bool before = r.bool_or("do_layer_norm_before", true);
     const bool bias = r.bool_or("enable_bias", true), affine = r.bool_or("layer_norm_elementwise_affine", true);
@@ -228,17 +332,182 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& name) 
     }
     if (final_ln) x = layernorm(pd + "final_layer_norm", x);
     if (proj != d) x = b.linear(pd + "project_out", x, d, proj, false);
-    if (!head.has_head) {
-        b.doc()["outputs"] = {x};
-        return b.doc();
+    causal_lm_head(b, head, x, tied ? embed : "", proj, vocab);
+    return b.doc();
+}
+
+// falcon: transformers/models/falcon/modeling_falcon.py (FalconForCausalLM), as transformers 4.40
+// runs it. Defaults from configuration_falcon.py (tiiuae/falcon-7b): num_kv_heads = num_attention_heads,
+// alibi False, new_decoder_architecture False, multi_query True, parallel_attn True, bias False,
+// layer_norm_epsilon 1e-5, hidden and attention dropout 0.0, max_position_embeddings 2048,
+// ffn_hidden_size 4 * hidden_size, activation "gelu"; tie_word_embeddings True (PretrainedConfig).
+// One fused query_key_value projection; its output viewed as [batch, seq, kv groups, heads per
+// group + 2, head_dim] and split into the group's queries, its key and its value (the layouts of
+// new_decoder_architecture, of multi_query (one group: 1 key/value head) and of multi-head
+// attention (a group per head) alike); keys and values broadcast to their group's queries (views).
+// Rotary embeddings on q and k unless alibi; with alibi, transformers' eager path: scores Q K^T
+// plus the ALiBi bias (input alibi [batch, heads, 1, seq]: slopes times key positions), times
+// head_dim^-0.5, causal mask, softmax, dropout, P V. Without alibi, scaled_dot_product_attention
+// (the composite attention op; spelled out when attention_dropout > 0). Blocks: parallel_attn
+// (falcon-7b): x + attention(LN(x)) + MLP(LN(x)) with one input_layernorm;
+// new_decoder_architecture (falcon-40b, -180b): the same with ln_attn and ln_mlp; else sequential:
+// post_attention_layernorm before the MLP. transformers ignores apply_residual_connection_post_layernorm.
+json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
+    const Head head = read_architecture(r, cfg, "falcon", {"FalconForCausalLM", "FalconModel"}, "FalconModel");
+    const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), layers = r.positive("num_hidden_layers");
+    const std::int64_t heads = r.positive("num_attention_heads"), positions = r.positive_or("max_position_embeddings", 2048);
+    r.require_divides("num_attention_heads", heads, "hidden_size", d);
+    const std::int64_t dh = d / heads;
+    const bool new_arch = r.bool_or("new_decoder_architecture", false), multi_query = r.bool_or("multi_query", true);
+    const bool parallel = r.bool_or("parallel_attn", true), alibi = r.bool_or("alibi", false), bias = r.bool_or("bias", false);
+    const std::int64_t kv_heads = new_arch ? r.positive_or("num_kv_heads", heads) : multi_query ? 1 : heads;
+    r.require_divides("num_kv_heads", kv_heads, "num_attention_heads", heads);
+    if (!alibi && dh % 2 != 0) r.fail("num_attention_heads", "rotary embeddings need an even head dimension, got " + std::to_string(dh));
+    const std::int64_t ffn = r.positive_or("ffn_hidden_size", 4 * d);
+    const std::string act = r.string_or("activation", "gelu");
+    const double eps = r.positive_number_or("layer_norm_epsilon", 1e-5);
+    const double hidden_drop = r.probability_or("hidden_dropout", 0.0), attn_drop = r.probability_or("attention_dropout", 0.0);
+    const bool tied = r.bool_or("tie_word_embeddings", true);
+    const std::int64_t rep = heads / kv_heads;
+
+    DocBuilder b;
+    set_header(b, name,
+               "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
+                   std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads), MLP " + std::to_string(ffn) +
+                   ", vocab " + std::to_string(vocab) +
+                   (new_arch   ? "; new decoder architecture"
+                    : parallel ? "; parallel attention and MLP"
+                               : "") +
+                   (alibi ? "; ALiBi" : "; rotary"),
+               dtype_of(r), {{"batch", 1}, {"seq", positions}});
+    b.input("input_ids", {"batch", "seq"}, "int64");
+    if (alibi) {
+        b.input("alibi", {"batch", heads, 1, "seq"});
+    } else {
+        b.input("rope.cos", {"seq", dh});
+        b.input("rope.sin", {"seq", dh});
     }
-    b.input("labels", {"batch", "seq"}, "int64");
-    if (tied)
-        b.node("lm_head", "matmul", {x, embed}, {{"transpose_b", true}});
-    else
-        b.linear("lm_head", x, proj, vocab, false);
-    b.node("loss", "cross_entropy", {"lm_head", "labels"});
-    b.doc()["outputs"] = {"loss"};
+    const std::string embed = b.param("transformer.word_embeddings.weight", {vocab, d});
+    std::string x = b.node("transformer.word_embeddings", "embedding", {embed, "input_ids"});
+    for (std::int64_t l = 0; l < layers; ++l) {
+        const std::string p = "transformer.h." + std::to_string(l) + ".";
+        const std::string at = p + "self_attention.";
+        const std::string a = b.layernorm(p + (new_arch ? "ln_attn" : "input_layernorm"), x, d, eps);
+        const std::string qkv = b.linear(at + "query_key_value", a, d, (heads + 2 * kv_heads) * dh, bias);
+        b.node(at + "groups", "reshape", {qkv}, {{"shape", {"batch", "seq", kv_heads, rep + 2, dh}}});
+        b.node(at + "split", "split", {at + "groups"}, {{"axis", 3}, {"sizes", {rep, 1, 1}}});
+        const auto heads_of = [&](const std::string& n, const std::string& t, std::int64_t count) {
+            b.node(n + ".view", "reshape", {t}, {{"shape", {"batch", "seq", count, dh}}});
+            return b.node(n + ".heads", "permute", {n + ".view"}, {{"perm", {0, 2, 1, 3}}});
+        };
+        std::string q = heads_of(at + "query", at + "split:0", heads);
+        std::string k = heads_of(at + "key", at + "split:1", kv_heads);
+        std::string v = repeat_kv(b, at + "v_repeat", heads_of(at + "value", at + "split:2", kv_heads), "seq", kv_heads, rep, dh);
+        std::string ctx;
+        if (alibi) {
+            k = repeat_kv(b, at + "k_repeat", k, "seq", kv_heads, rep, dh);
+            b.node(at + "scores", "matmul", {q, k}, {{"transpose_b", true}});
+            b.node(at + "add_alibi", "add", {at + "scores", "alibi"});
+            b.node(at + "scale", "scale", {at + "add_alibi"}, {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
+            b.node(at + "causal_mask", "causal_mask", {at + "scale"});
+            const std::string probs = b.node(at + "softmax", "softmax", {at + "causal_mask"}, {{"axis", -1}});
+            ctx = b.node(at + "context", "matmul", {b.dropout(at + "attention_dropout", probs, attn_drop), v});
+        } else {
+            q = rotary(b, at + "q_rope", q, dh);
+            k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", kv_heads, rep, dh);
+            ctx = attention(b, at, q, k, v, dh, true, attn_drop);
+        }
+        const std::string o = b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", d), d, d, bias);
+        std::string m_in = a;
+        if (new_arch) {
+            m_in = b.layernorm(p + "ln_mlp", x, d, eps);
+        } else if (!parallel) {
+            x = b.node(p + "attn_residual", "add", {x, b.dropout(p + "attn_dropout", o, attn_drop)});
+            m_in = b.layernorm(p + "post_attention_layernorm", x, d, eps);
+        }
+        const std::string up = b.linear(p + "mlp.dense_h_to_4h", m_in, d, ffn, bias);
+        std::string m = b.linear(p + "mlp.dense_4h_to_h", activation(b, r, "activation", act, p + "mlp.act", up), ffn, d, bias);
+        if (new_arch || parallel) m = b.node(p + "mlp_plus_attn", "add", {m, o});
+        x = b.node(p + "residual", "add", {x, b.dropout(p + "hidden_dropout", m, hidden_drop)});
+    }
+    causal_lm_head(b, head, b.layernorm("transformer.ln_f", x, d, eps), tied ? embed : "", d, vocab);
+    return b.doc();
+}
+
+namespace {
+
+// Rotary embeddings on the first `rot` of the `dh` features of each head (Phi's partial rotary:
+// q[..., :rot] rotated, q[..., rot:] passed through, concatenated); all of them when rot == dh.
+std::string partial_rotary(DocBuilder& b, const std::string& name, const std::string& x, std::int64_t dh, std::int64_t rot) {
+    if (rot == dh) return rotary(b, name, x, dh);
+    b.node(name + ".parts", "split", {x}, {{"axis", -1}, {"sizes", {rot, dh - rot}}});
+    const std::string rotated = rotary(b, name + ".rot", name + ".parts:0", rot);
+    return b.node(name, "concat", {rotated, name + ".parts:1"}, {{"axis", -1}});
+}
+
+}  // namespace
+
+// phi: transformers/models/phi/modeling_phi.py (PhiForCausalLM), 4.40 with sdpa attention.
+// Defaults from configuration_phi.py: num_key_value_heads = num_attention_heads, resid_pdrop,
+// embd_pdrop and attention_dropout 0.0, hidden_act "gelu_new", layer_norm_eps 1e-5,
+// partial_rotary_factor 0.5, qk_layernorm False, tie_word_embeddings False. Parallel block:
+// x + dropout(dense(attention(LN(x)))) + dropout(fc2(act(fc1(LN(x))))) with one input_layernorm;
+// q, k, v and dense with biases; rotary embeddings on the first partial_rotary_factor * head_dim
+// features of q and k; final_layernorm; lm_head with a bias.
+json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
+    const Head head = read_architecture(r, cfg, "phi", {"PhiForCausalLM", "PhiModel"}, "PhiModel");
+    const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), inter = r.positive("intermediate_size");
+    const std::int64_t layers = r.positive("num_hidden_layers"), heads = r.positive("num_attention_heads");
+    const std::int64_t positions = r.positive("max_position_embeddings");
+    const std::int64_t kv_heads = r.positive_or("num_key_value_heads", heads);
+    r.require_divides("num_attention_heads", heads, "hidden_size", d);
+    r.require_divides("num_key_value_heads", kv_heads, "num_attention_heads", heads);
+    const std::int64_t dh = d / heads;
+    const double factor = r.positive_number_or("partial_rotary_factor", 0.5);
+    const auto rot = static_cast<std::int64_t>(factor * static_cast<double>(dh));  // int(), as PhiAttention
+    if (factor > 1 || rot == 0 || rot % 2 != 0) {
+        r.fail("partial_rotary_factor", "expected a factor in (0, 1] giving an even, positive rotary dimension of the " +
+                                            std::to_string(dh) + " head features, got " + std::to_string(rot));
+    }
+    r.reject_if(r.bool_or("qk_layernorm", false), "qk_layernorm", "LayerNorm on queries and keys");
+    const std::string act = r.string_or("hidden_act", "gelu_new");
+    const double eps = r.positive_number_or("layer_norm_eps", 1e-5);
+    const double resid = r.probability_or("resid_pdrop", 0.0), embd = r.probability_or("embd_pdrop", 0.0);
+    const double attn_drop = r.probability_or("attention_dropout", 0.0);
+    const bool tied = r.bool_or("tie_word_embeddings", false);
+    const std::int64_t rep = heads / kv_heads;
+
+    DocBuilder b;
+    set_header(b, name,
+               "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
+                   std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads), rotary on " + std::to_string(rot) +
+                   " of " + std::to_string(dh) + " head features, MLP " + std::to_string(inter) + ", vocab " + std::to_string(vocab) +
+                   "; parallel attention and MLP; dropout as in training",
+               dtype_of(r), {{"batch", 1}, {"seq", positions}});
+    b.input("input_ids", {"batch", "seq"}, "int64");
+    b.input("rope.cos", {"seq", rot});
+    b.input("rope.sin", {"seq", rot});
+    const std::string embed = b.param("model.embed_tokens.weight", {vocab, d});
+    std::string x = b.dropout("model.embed_dropout", b.node("model.embed_tokens", "embedding", {embed, "input_ids"}), embd);
+    for (std::int64_t l = 0; l < layers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        const std::string at = p + "self_attn.";
+        const std::string a = b.layernorm(p + "input_layernorm", x, d, eps);
+        std::string q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, heads * dh, true), "seq", heads, dh);
+        std::string k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, kv_heads * dh, true), "seq", kv_heads, dh);
+        std::string v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, kv_heads * dh, true), "seq", kv_heads, dh);
+        q = partial_rotary(b, at + "q_rope", q, dh, rot);
+        k = repeat_kv(b, at + "k_repeat", partial_rotary(b, at + "k_rope", k, dh, rot), "seq", kv_heads, rep, dh);
+        v = repeat_kv(b, at + "v_repeat", v, "seq", kv_heads, rep, dh);
+        const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
+        const std::string o =
+            b.dropout(p + "attn_dropout", b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", d), d, d, true), resid);
+        const std::string up = b.linear(p + "mlp.fc1", a, d, inter, true);
+        const std::string m = b.dropout(
+            p + "mlp_dropout", b.linear(p + "mlp.fc2", activation(b, r, "hidden_act", act, p + "mlp.act", up), inter, d, true), resid);
+        x = b.node(p + "residual", "add", {b.node(p + "attn_plus_mlp", "add", {o, m}), x});
+    }
+    causal_lm_head(b, head, b.layernorm("model.final_layernorm", x, d, eps), tied ? embed : "", d, vocab, true);
     return b.doc();
 }
 

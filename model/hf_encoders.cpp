@@ -1,4 +1,4 @@
-// Encoder models from Hugging Face configs: bert and vit (model/hf_build.hpp).
+// Encoder models from Hugging Face configs: bert, roberta and vit (model/hf_build.hpp).
 #include "model/hf_build.hpp"
 
 namespace roofline::hf {
@@ -57,10 +57,7 @@ EncoderDims encoder_dims(const ConfigReader& r, double drop_default, bool qkv_bi
     e.d = r.positive("hidden_size");
     e.heads = r.positive("num_attention_heads");
     e.inter = r.positive("intermediate_size");
-    if (e.d % e.heads != 0) {
-        r.fail("num_attention_heads",
-               "num_attention_heads " + std::to_string(e.heads) + " does not divide hidden_size " + std::to_string(e.d));
-    }
+    r.require_divides("num_attention_heads", e.heads, "hidden_size", e.d);
     e.eps = r.positive_number_or("layer_norm_eps", 1e-12);
     e.hidden_drop = r.probability_or("hidden_dropout_prob", drop_default);
     e.attn_drop = r.probability_or("attention_probs_dropout_prob", drop_default);
@@ -86,22 +83,47 @@ EncoderDims encoder_dims(const ConfigReader& r, double drop_default, bool qkv_bi
 // that is what is built. The LM heads' loss is cross_entropy over every position (BertLMHeadModel
 // shifts labels by one: one position fewer, not modelled, as for gpt2).
 // The attention mask of padded batches is not modelled (every token attends to every token).
-json build_bert(const ConfigReader& r, const json& cfg, const std::string& name) {
-    const Head head = read_architecture(
-        r, cfg, "bert", {"BertForMaskedLM", "BertModel", "BertForSequenceClassification", "BertLMHeadModel", "BertForPreTraining"},
-        "BertModel");
+//
+// roberta: transformers/models/roberta/modeling_roberta.py, BERT's encoder under the prefix
+// "roberta." with these differences. Defaults from configuration_roberta.py as BERT's, and
+// pad_token_id 1. Positions are looked up at cumsum(input_ids != pad) + pad (integer ops not
+// modelled: position_ids [batch, seq] holds the rows), so max_position_embeddings - pad_token_id - 1
+// tokens fit: the default seq (512 for roberta-base's 514 rows). RobertaForMaskedLM and
+// RobertaForCausalLM have lm_head (RobertaLMHead: dense, gelu (erf, whatever hidden_act says),
+// layer_norm, decoder tied to the word embeddings, bias) and no pooler;
+// RobertaForSequenceClassification has no pooler but classifier (RobertaClassificationHead: the
+// first token, dropout, dense, tanh, dropout, out_proj); RobertaModel has the pooler.
+json build_bert(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name) {
+    const bool roberta = model_type == "roberta";
+    const std::string cls = roberta ? "Roberta" : "Bert";
+    const Head head =
+        roberta
+            ? read_architecture(r, cfg, "roberta",
+                                {"RobertaForMaskedLM", "RobertaModel", "RobertaForSequenceClassification", "RobertaForCausalLM"},
+                                "RobertaModel")
+            : read_architecture(r, cfg, "bert",
+                                {"BertForMaskedLM", "BertModel", "BertForSequenceClassification", "BertLMHeadModel", "BertForPreTraining"},
+                                "BertModel");
     const std::int64_t vocab = r.positive("vocab_size"), layers = r.positive("num_hidden_layers");
     const std::int64_t positions = r.positive("max_position_embeddings"), types = r.positive_or("type_vocab_size", 2);
+    const std::int64_t pad = roberta ? r.non_negative_or("pad_token_id", 1) : 0;
+    if (roberta && positions <= pad + 1) {
+        r.fail("max_position_embeddings", "max_position_embeddings " + std::to_string(positions) +
+                                              " leaves no position after pad_token_id " + std::to_string(pad) + " + 1");
+    }
     EncoderDims e = encoder_dims(r, 0.1, true);
     const std::string pos_type = r.string_or("position_embedding_type", "absolute");
     r.reject_if(pos_type != "absolute", "position_embedding_type", "'" + pos_type + "' (only \"absolute\" is modelled)");
     e.causal = r.bool_or("is_decoder", false);
     r.reject_if(r.bool_or("add_cross_attention", false), "add_cross_attention", "cross-attention layers");
-    const bool lm = head.architecture == "BertForMaskedLM" || head.architecture == "BertLMHeadModel";
+    const bool lm =
+        head.architecture == cls + "ForMaskedLM" || head.architecture == "BertLMHeadModel" || head.architecture == "RobertaForCausalLM";
     const bool pretraining = head.architecture == "BertForPreTraining";
+    const bool classify = head.architecture == cls + "ForSequenceClassification";
     const bool tied = r.bool_or("tie_word_embeddings", true);
-    const std::int64_t labels = head.architecture == "BertForSequenceClassification" ? num_labels(r, cfg) : 0;
+    const std::int64_t labels = classify ? num_labels(r, cfg) : 0;
     const double classifier_drop = r.probability_or("classifier_dropout", e.hidden_drop);
+    const std::string base = roberta ? "roberta." : "bert.";
 
     DocBuilder b;
     set_header(b, name,
@@ -109,11 +131,11 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& name)
                    std::to_string(e.heads) + " heads, vocab " + std::to_string(vocab) +
                    (e.causal ? "; causal self-attention (is_decoder)" : "; bidirectional self-attention") +
                    "; no padding mask; dropout as in training",
-               dtype_of(r), {{"batch", 1}, {"seq", positions}});
+               dtype_of(r), {{"batch", 1}, {"seq", roberta ? positions - pad - 1 : positions}});
     b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("token_type_ids", {"batch", "seq"}, "int64");
-    b.input("position_ids", {"seq"}, "int64");
-    const std::string pe = "bert.embeddings.";
+    b.input("position_ids", roberta ? json{"batch", "seq"} : json{"seq"}, "int64");
+    const std::string pe = base + "embeddings.";
     const std::string words = b.param(pe + "word_embeddings.weight", {vocab, e.d});
     b.node(pe + "word_embeddings", "embedding", {words, "input_ids"});
     b.node(pe + "token_type_embeddings", "embedding", {b.param(pe + "token_type_embeddings.weight", {types, e.d}), "token_type_ids"});
@@ -121,18 +143,18 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& name)
     b.node(pe + "add_token_type", "add", {pe + "word_embeddings", pe + "token_type_embeddings"});
     b.node(pe + "add_position", "add", {pe + "add_token_type", pe + "position_embeddings"});
     std::string x = b.dropout(pe + "dropout", b.layernorm(pe + "LayerNorm", pe + "add_position", e.d, e.eps), e.hidden_drop);
-    for (std::int64_t l = 0; l < layers; ++l) x = bert_layer(b, r, "bert.encoder.layer." + std::to_string(l) + ".", x, e);
-    // cls.predictions: BertLMPredictionHead
+    for (std::int64_t l = 0; l < layers; ++l) x = bert_layer(b, r, base + "encoder.layer." + std::to_string(l) + ".", x, e);
+    // The MLM head: BertLMPredictionHead (cls.predictions) or RobertaLMHead (lm_head).
     const auto predictions = [&]() {
-        const std::string t = "cls.predictions.transform.";
+        const std::string p = roberta ? "lm_head." : "cls.predictions.";
+        const std::string t = roberta ? p : p + "transform.";
         const std::string h = b.linear(t + "dense", x, e.d, e.d, true);
-        const std::string n = b.layernorm(t + "LayerNorm", activation(b, r, "hidden_act", e.act, t + "act", h), e.d, e.eps);
-        if (tied)
-            b.node("cls.predictions.decoder", "matmul", {n, words}, {{"transpose_b", true}});
-        else
-            b.node("cls.predictions.decoder", "matmul", {n, b.param("cls.predictions.decoder.weight", {vocab, e.d})},
-                   {{"transpose_b", true}});
-        return b.node("cls.predictions.logits", "add", {"cls.predictions.decoder", b.param("cls.predictions.bias", {vocab})});
+        const std::string a =
+            roberta ? b.node(t + "gelu", "gelu", {h}, {{"approximate", "erf"}}) : activation(b, r, "hidden_act", e.act, t + "act", h);
+        const std::string n = b.layernorm(t + (roberta ? "layer_norm" : "LayerNorm"), a, e.d, e.eps);
+        const std::string decoder = tied ? words : b.param(p + "decoder.weight", {vocab, e.d});
+        b.node(p + "decoder", "matmul", {n, decoder}, {{"transpose_b", true}});
+        return b.node(p + "logits", "add", {p + "decoder", b.param(p + "bias", {vocab})});
     };
     if (lm) {
         b.input("labels", {"batch", "seq"}, "int64");
@@ -151,13 +173,22 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& name)
         b.doc()["outputs"] = {"loss"};
         return b.doc();
     }
-    const std::string pooled = pooler(b, "bert.pooler.", first_token(b, "bert.pooler.first_token", x, e.d), e.d);
-    if (!head.has_head) {
-        b.doc()["outputs"] = {x, pooled};
-        return b.doc();
+    std::string logits;
+    if (roberta && classify) {
+        // RobertaClassificationHead on features[:, 0, :]
+        const std::string first = first_token(b, "classifier.first_token", x, e.d);
+        const std::string h = b.linear("classifier.dense", b.dropout("classifier.dropout_in", first, classifier_drop), e.d, e.d, true);
+        const std::string t = b.node("classifier.tanh", "tanh", {h});
+        logits = b.linear("classifier.out_proj", b.dropout("classifier.dropout", t, classifier_drop), e.d, labels, true);
+    } else {
+        const std::string pooled = pooler(b, base + "pooler.", first_token(b, base + "pooler.first_token", x, e.d), e.d);
+        if (!head.has_head) {
+            b.doc()["outputs"] = {x, pooled};
+            return b.doc();
+        }
+        logits = b.linear("classifier", b.dropout("dropout", pooled, classifier_drop), e.d, labels, true);
     }
     b.input("labels", {"batch"}, "int64");
-    const std::string logits = b.linear("classifier", b.dropout("dropout", pooled, classifier_drop), e.d, labels, true);
     b.node("loss", "cross_entropy", {logits, "labels"});
     b.doc()["outputs"] = {"loss"};
     return b.doc();
@@ -167,7 +198,7 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& name)
 // qkv_bias True, hidden_act "gelu", hidden and attention dropout 0.0, layer_norm_eps 1e-12.
 // ViTModel has the pooler; ViTForImageClassification builds ViTModel without it
 // (add_pooling_layer=False) and classifies the final layernorm's class token.
-json build_vit(const ConfigReader& r, const json& cfg, const std::string& name) {
+json build_vit(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "vit", {"ViTForImageClassification", "ViTModel"}, "ViTModel");
     const std::int64_t layers = r.positive("num_hidden_layers"), image = r.positive("image_size"), patch = r.positive("patch_size");
     const std::int64_t channels = r.positive_or("num_channels", 3);

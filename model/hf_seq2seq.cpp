@@ -1,4 +1,4 @@
-// Encoder-decoder models from Hugging Face configs: switch_transformers (model/hf_build.hpp).
+// Encoder-decoder models from Hugging Face configs: switch_transformers, t5 and bart (model/hf_build.hpp).
 #include <cmath>
 #include <limits>
 
@@ -11,6 +11,7 @@ struct SwitchDims {
     std::int64_t d, d_kv, heads, inner, d_ff, experts, capacity, buckets;
     double eps, drop, jitter;
     bool router_bias;
+    bool gated = false;  // T5DenseGatedActDense: wo(dropout(act(wi_0(x)) * wi_1(x)))
     std::string act;
 };
 
@@ -40,9 +41,16 @@ std::string t5_attention(DocBuilder& b, const std::string& p, const std::string&
     return b.linear(p + "o", merge_heads(b, p + "attn", ctx, "seq", s.inner), s.inner, s.d, false);
 }
 
-// SwitchTransformersDenseActDense: wo(dropout(act(wi(x)))), no biases.
+// SwitchTransformersDenseActDense and T5DenseActDense: wo(dropout(act(wi(x)))), no biases; with
+// gated (T5DenseGatedActDense): wo(dropout(act(wi_0(x)) * wi_1(x))).
 std::string dense_act_dense(DocBuilder& b, const ConfigReader& r, const std::string& p, const std::string& x, const SwitchDims& s) {
-    const std::string h = activation(b, r, "dense_act_fn", s.act, p + "act", b.linear(p + "wi", x, s.d, s.d_ff, false));
+    std::string h;
+    if (s.gated) {
+        const std::string g = activation(b, r, "feed_forward_proj", s.act, p + "act", b.linear(p + "wi_0", x, s.d, s.d_ff, false));
+        h = b.node(p + "gated", "mul", {g, b.linear(p + "wi_1", x, s.d, s.d_ff, false)});
+    } else {
+        h = activation(b, r, "dense_act_fn", s.act, p + "act", b.linear(p + "wi", x, s.d, s.d_ff, false));
+    }
     return b.linear(p + "wo", b.dropout(p + "dropout", h, s.drop), s.d_ff, s.d, false);
 }
 
@@ -106,6 +114,21 @@ std::int64_t sparse_step(const ConfigReader& r, const std::string& key, const st
     return sparse > 0 ? layers / sparse : layers;
 }
 
+// Runs an encoder-decoder's two stacks (stack(decoder, encoder_out) -> the stack's output); without
+// a head the outputs are the decoder's and the encoder's and this returns false; with one it adds
+// the labels input [batch, seq], sets `decoded` and returns true.
+template <class Stack>
+bool with_head(DocBuilder& b, const Head& head, const Stack& stack, std::string& decoded) {
+    const std::string encoded = stack(false, "");
+    decoded = stack(true, encoded);
+    if (!head.has_head) {
+        b.doc()["outputs"] = {decoded, encoded};
+        return false;
+    }
+    b.input("labels", {"batch", "seq"}, "int64");
+    return true;
+}
+
 }  // namespace
 
 // switch_transformers: transformers/models/switch_transformers/modeling_switch_transformers.py
@@ -125,10 +148,18 @@ std::int64_t sparse_step(const ConfigReader& r, const std::string& key, const st
 // router logits when labels are given) are not modelled. Masks are inputs: attention_mask and
 // decoder_attention_mask [batch, 1, 1, seq] are the additive padding masks (zeros without padding),
 // cross_attention_zeros [1, heads, seq, seq] the torch.zeros the cross-attention bias starts from.
-json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& name) {
+//
+// t5: transformers/models/t5/modeling_t5.py (T5ForConditionalGeneration, T5WithLMHeadModel its old
+// name, T5Model), the same graph with every block dense: the feed-forward module is
+// DenseReluDense (T5DenseActDense: wi, act, dropout, wo), or T5DenseGatedActDense (wi_0, wi_1) when
+// feed_forward_proj is "gated-<act>" (T5 v1.1, flan-t5; "gated-gelu" runs gelu_new). Defaults from
+// configuration_t5.py: feed_forward_proj "relu", and the rest as switch_transformers'.
+json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name) {
+    const bool t5 = model_type == "t5";
     const Head head =
-        read_architecture(r, cfg, "switch_transformers", {"SwitchTransformersForConditionalGeneration", "SwitchTransformersModel"},
-                          "SwitchTransformersModel");
+        t5 ? read_architecture(r, cfg, "t5", {"T5ForConditionalGeneration", "T5Model", "T5WithLMHeadModel"}, "T5Model")
+           : read_architecture(r, cfg, "switch_transformers", {"SwitchTransformersForConditionalGeneration", "SwitchTransformersModel"},
+                               "SwitchTransformersModel");
     SwitchDims s;
     const std::int64_t vocab = r.positive("vocab_size");
     s.d = r.positive("d_model");
@@ -136,38 +167,59 @@ json build_switch_transformers(const ConfigReader& r, const json& cfg, const std
     s.heads = r.positive("num_heads");
     s.inner = s.heads * s.d_kv;
     s.d_ff = r.positive("d_ff");
-    s.experts = r.positive("num_experts");
-    s.capacity = r.positive("expert_capacity");
+    s.experts = t5 ? 0 : r.positive("num_experts");
+    s.capacity = t5 ? 0 : r.positive("expert_capacity");
     s.buckets = r.positive_or("relative_attention_num_buckets", 32);
     (void)r.positive_or("relative_attention_max_distance", 128);  // only shapes the (unmodelled) bucket arithmetic
     const std::int64_t enc_layers = r.positive("num_layers");
     const std::int64_t dec_layers = r.positive_or("num_decoder_layers", enc_layers);
-    const std::int64_t enc_step = sparse_step(r, "encoder_sparse_step", "num_sparse_encoder_layers", enc_layers);
-    const std::int64_t dec_step = sparse_step(r, "decoder_sparse_step", "num_sparse_decoder_layers", dec_layers);
+    const std::int64_t enc_step = t5 ? 0 : sparse_step(r, "encoder_sparse_step", "num_sparse_encoder_layers", enc_layers);
+    const std::int64_t dec_step = t5 ? 0 : sparse_step(r, "decoder_sparse_step", "num_sparse_decoder_layers", dec_layers);
     s.eps = r.positive_number_or("layer_norm_epsilon", 1e-6);
     s.drop = r.probability_or("dropout_rate", 0.1);
-    s.jitter = r.probability_or("router_jitter_noise", 0.01);
+    s.jitter = t5 ? 0.0 : r.probability_or("router_jitter_noise", 0.01);
     s.router_bias = r.bool_or("router_bias", false);
-    s.act = r.string_or("dense_act_fn", "relu");
-    r.reject_if(r.bool_or("is_gated_act", false), "is_gated_act", "gated feed-forward layers (SwitchTransformersDenseActDense has none)");
+    if (t5) {
+        // T5Config: feed_forward_proj "[gated-]<act>"; "gated-gelu" runs gelu_new
+        const std::string proj = r.string_or("feed_forward_proj", "relu");
+        s.gated = proj.rfind("gated-", 0) == 0;
+        s.act = s.gated ? proj.substr(6) : proj;
+        if (proj == "gated-gelu") s.act = "gelu_new";
+        if (s.act.empty() || s.act.find('-') != std::string::npos)
+            r.fail("feed_forward_proj", "expected \"<activation>\" or \"gated-<activation>\", got \"" + proj + "\"");
+    } else {
+        s.act = r.string_or("dense_act_fn", "relu");
+        r.reject_if(r.bool_or("is_gated_act", false), "is_gated_act",
+                    "gated feed-forward layers (SwitchTransformersDenseActDense has none)");
+    }
     r.reject_if(r.has("is_encoder_decoder") && !r.bool_or("is_encoder_decoder", true), "is_encoder_decoder",
-                "an encoder-only switch_transformers model");
+                "an encoder-only " + model_type + " model");
     const bool tied = r.bool_or("tie_word_embeddings", true);
+    const std::string ff_module = t5 ? "DenseReluDense." : "mlp.";
     std::int64_t enc_sparse = 0, dec_sparse = 0;
     for (std::int64_t i = 0; i < enc_layers; ++i) enc_sparse += sparse_layer(i, enc_step) ? 1 : 0;
     for (std::int64_t i = 0; i < dec_layers; ++i) dec_sparse += sparse_layer(i, dec_step) ? 1 : 0;
 
     DocBuilder b;
-    set_header(b, name,
-               "Hugging Face " + head.architecture + ": " + std::to_string(enc_layers) + " encoder and " + std::to_string(dec_layers) +
-                   " decoder layers (" + std::to_string(enc_sparse) + " and " + std::to_string(dec_sparse) + " sparse), d_model " +
-                   std::to_string(s.d) + ", " + std::to_string(s.heads) + " heads x d_kv " + std::to_string(s.d_kv) + ", d_ff " +
-                   std::to_string(s.d_ff) + ", " + std::to_string(s.experts) + " experts of capacity " + std::to_string(s.capacity) +
-                   ", vocab " + std::to_string(vocab) +
-                   "; UNIFORM routing assumed: each expert runs min(capacity, seq / num_experts) tokens of each sequence (seq must be a "
-                   "multiple of num_experts); decoder length = encoder length (seq); eager ops as transformers 4.38; dropout and router "
-                   "jitter as in training",
-               dtype_of(r), {{"batch", 1}, {"seq", 512}});
+    const std::string sizes = "Hugging Face " + head.architecture + ": " + std::to_string(enc_layers) + " encoder and " +
+                              std::to_string(dec_layers) + " decoder layers";
+    const std::string dims = "d_model " + std::to_string(s.d) + ", " + std::to_string(s.heads) + " heads x d_kv " + std::to_string(s.d_kv) +
+                             ", d_ff " + std::to_string(s.d_ff);
+    if (t5) {
+        set_header(b, name,
+                   sizes + ", " + dims + (s.gated ? " (gated " : " (") + s.act + "), vocab " + std::to_string(vocab) +
+                       "; decoder length = encoder length (seq); eager ops as transformers 4.38; dropout as in training",
+                   dtype_of(r), {{"batch", 1}, {"seq", 512}});
+    } else {
+        set_header(b, name,
+                   sizes + " (" + std::to_string(enc_sparse) + " and " + std::to_string(dec_sparse) + " sparse), " + dims + ", " +
+                       std::to_string(s.experts) + " experts of capacity " + std::to_string(s.capacity) + ", vocab " +
+                       std::to_string(vocab) +
+                       "; UNIFORM routing assumed: each expert runs min(capacity, seq / num_experts) tokens of each sequence (seq must be "
+                       "a multiple of num_experts); decoder length = encoder length (seq); eager ops as transformers 4.38; dropout and "
+                       "router jitter as in training",
+                   dtype_of(r), {{"batch", 1}, {"seq", 512}});
+    }
     b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("attention_mask", {"batch", 1, 1, "seq"});
     if (s.jitter > 0 && (enc_sparse > 0 || dec_sparse > 0)) b.input("router_jitter", {"batch", "seq", s.d});
@@ -211,19 +263,15 @@ json build_switch_transformers(const ConfigReader& r, const json& cfg, const std
             }
             const std::string fp = p + "layer." + std::to_string(ff) + ".";
             const std::string n = t5_layernorm(b, fp + "layer_norm", x, s);
-            const std::string m = sparse_layer(i, step) ? sparse_mlp(b, r, fp + "mlp.", n, s) : dense_act_dense(b, r, fp + "mlp.", n, s);
+            const std::string m =
+                sparse_layer(i, step) ? sparse_mlp(b, r, fp + ff_module, n, s) : dense_act_dense(b, r, fp + ff_module, n, s);
             x = b.node(fp + "residual", "add", {x, b.dropout(fp + "dropout", m, s.drop)});
         }
         x = t5_layernorm(b, st + "final_layer_norm", x, s);
         return b.dropout(st + "dropout_out", x, s.drop);
     };
-    const std::string encoded = stack(false, "");
-    const std::string decoded = stack(true, encoded);
-    if (!head.has_head) {
-        b.doc()["outputs"] = {decoded, encoded};
-        return b.doc();
-    }
-    b.input("labels", {"batch", "seq"}, "int64");
+    std::string decoded;
+    if (!with_head(b, head, stack, decoded)) return b.doc();
     if (tied) {
         const std::string scaled = b.node("lm_head.rescale", "scale", {decoded}, {{"factor", 1.0 / std::sqrt(static_cast<double>(s.d))}});
         b.node("lm_head", "matmul", {scaled, shared}, {{"transpose_b", true}});
@@ -231,6 +279,88 @@ json build_switch_transformers(const ConfigReader& r, const json& cfg, const std
         b.linear("lm_head", decoded, s.d, vocab, false);
     }
     b.node("loss", "cross_entropy", {"lm_head", "labels"});
+    b.doc()["outputs"] = {"loss"};
+    return b.doc();
+}
+
+// bart: transformers/models/bart/modeling_bart.py (BartForConditionalGeneration, BartModel), 4.40
+// with sdpa attention. Defaults from configuration_bart.py (facebook/bart-large): 12 + 12 layers,
+// d_model 1024, 16 heads, ffn 4096, activation_function "gelu", dropout 0.1, attention_dropout and
+// activation_dropout 0.0, scale_embedding False, max_position_embeddings 1024; tie_word_embeddings
+// True (PretrainedConfig). Each stack: shared embedding (times sqrt(d_model) with scale_embedding)
+// plus learned positions (BartLearnedPositionalEmbedding: max_position_embeddings + 2 rows, offset
+// 2; input position_ids [seq] holds the rows), layernorm_embedding, dropout; post-LN layers with q,
+// k, v, out_proj and fc1, fc2 with biases: self-attention (causal in the decoder), in the decoder
+// cross-attention over the encoder output, dropout, residual, LayerNorm; fc1, activation,
+// activation dropout, fc2, dropout, residual, final_layer_norm. Head: lm_head tied to the shared
+// embedding plus final_logits_bias (a buffer, not a parameter: the input final_logits_bias),
+// cross_entropy. The decoder runs as many tokens as the encoder (one "seq" for both).
+json build_bart(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
+    const Head head = read_architecture(r, cfg, "bart", {"BartForConditionalGeneration", "BartModel"}, "BartModel");
+    const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("d_model"), positions = r.positive("max_position_embeddings");
+    const std::int64_t enc_layers = r.positive("encoder_layers"), dec_layers = r.positive("decoder_layers");
+    const std::int64_t enc_heads = r.positive("encoder_attention_heads"), dec_heads = r.positive("decoder_attention_heads");
+    const std::int64_t enc_ffn = r.positive("encoder_ffn_dim"), dec_ffn = r.positive("decoder_ffn_dim");
+    r.require_divides("encoder_attention_heads", enc_heads, "d_model", d);
+    r.require_divides("decoder_attention_heads", dec_heads, "d_model", d);
+    const std::string act = r.string_or("activation_function", "gelu");
+    const double drop = r.probability_or("dropout", 0.1), attn_drop = r.probability_or("attention_dropout", 0.0);
+    const double act_drop = r.probability_or("activation_dropout", 0.0);
+    const bool scale = r.bool_or("scale_embedding", false), tied = r.bool_or("tie_word_embeddings", true);
+    r.reject_if(r.has("is_encoder_decoder") && !r.bool_or("is_encoder_decoder", true), "is_encoder_decoder", "an encoder-only bart model");
+    const double eps = 1e-5;  // nn.LayerNorm's default: BART has no eps key
+
+    DocBuilder b;
+    set_header(b, name,
+               "Hugging Face " + head.architecture + ": " + std::to_string(enc_layers) + " encoder and " + std::to_string(dec_layers) +
+                   " decoder layers, d_model " + std::to_string(d) + ", " + std::to_string(enc_heads) + " / " + std::to_string(dec_heads) +
+                   " heads, FFN " + std::to_string(enc_ffn) + " / " + std::to_string(dec_ffn) + ", vocab " + std::to_string(vocab) +
+                   "; post-LN; decoder length = encoder length (seq); dropout as in training",
+               dtype_of(r), {{"batch", 1}, {"seq", positions}});
+    b.input("input_ids", {"batch", "seq"}, "int64");
+    b.input("decoder_input_ids", {"batch", "seq"}, "int64");
+    b.input("position_ids", {"seq"}, "int64");
+    const std::string shared = b.param("model.shared.weight", {vocab, d});
+    // BartAttention: q, k, v, out_proj with biases; kv is the encoder output for cross-attention.
+    const auto attention_block = [&](const std::string& p, const std::string& x, const std::string& kv, std::int64_t heads, bool causal) {
+        const std::int64_t dh = d / heads;
+        const std::string q = to_heads(b, p + "query", b.linear(p + "q_proj", x, d, d, true), "seq", heads, dh);
+        const std::string k = to_heads(b, p + "key", b.linear(p + "k_proj", kv, d, d, true), "seq", heads, dh);
+        const std::string v = to_heads(b, p + "value", b.linear(p + "v_proj", kv, d, d, true), "seq", heads, dh);
+        const std::string ctx = attention(b, p, q, k, v, dh, causal, attn_drop);
+        return b.linear(p + "out_proj", merge_heads(b, p + "attn", ctx, "seq", d), d, d, true);
+    };
+    const auto sublayer = [&](const std::string& p, const std::string& x, const std::string& out, const std::string& norm) {
+        return b.layernorm(norm, b.node(p + "residual", "add", {x, b.dropout(p + "dropout", out, drop)}), d, eps);
+    };
+    const auto stack = [&](bool decoder, const std::string& encoded) {
+        const std::string st = decoder ? "model.decoder." : "model.encoder.";
+        const std::int64_t layers = decoder ? dec_layers : enc_layers, heads = decoder ? dec_heads : enc_heads;
+        const std::int64_t ffn = decoder ? dec_ffn : enc_ffn;
+        std::string x = b.node(st + "embed_tokens", "embedding", {shared, decoder ? "decoder_input_ids" : "input_ids"});
+        if (scale) x = b.node(st + "embed_scale", "scale", {x}, {{"factor", std::sqrt(static_cast<double>(d))}});
+        b.node(st + "embed_positions", "embedding", {b.param(st + "embed_positions.weight", {positions + 2, d}), "position_ids"});
+        x = b.node(st + "embed", "add", {x, st + "embed_positions"});
+        x = b.dropout(st + "dropout", b.layernorm(st + "layernorm_embedding", x, d, eps), drop);
+        for (std::int64_t l = 0; l < layers; ++l) {
+            const std::string p = st + "layers." + std::to_string(l) + ".";
+            x = sublayer(p + "self_attn.", x, attention_block(p + "self_attn.", x, x, heads, decoder), p + "self_attn_layer_norm");
+            if (decoder) {
+                x = sublayer(p + "encoder_attn.", x, attention_block(p + "encoder_attn.", x, encoded, heads, false),
+                             p + "encoder_attn_layer_norm");
+            }
+            const std::string h = activation(b, r, "activation_function", act, p + "activation_fn", b.linear(p + "fc1", x, d, ffn, true));
+            const std::string f = b.linear(p + "fc2", b.dropout(p + "activation_dropout", h, act_drop), ffn, d, true);
+            x = sublayer(p + "ffn.", x, f, p + "final_layer_norm");
+        }
+        return x;
+    };
+    std::string decoded;
+    if (!with_head(b, head, stack, decoded)) return b.doc();
+    b.input("final_logits_bias", {1, vocab});
+    const std::string lm =
+        tied ? b.node("lm_head", "matmul", {decoded, shared}, {{"transpose_b", true}}) : b.linear("lm_head", decoded, d, vocab, false);
+    b.node("loss", "cross_entropy", {b.node("lm_logits", "add", {lm, "final_logits_bias"}), "labels"});
     b.doc()["outputs"] = {"loss"};
     return b.doc();
 }

@@ -125,7 +125,9 @@ DecoderArch decoder_arch_of_hf(const json& cfg, const std::string& origin) {
         a.tied = r.bool_or("tie_word_embeddings", true);
         return a;
     }
-    if (type == "llama" || type == "mistral") {
+    // qwen2: q/k/v biases, o_proj without; phi3: fused qkv_proj and gate_up_proj (the same
+    // weights), no biases, rms_norm_eps 1e-5, a sliding window (hf_decoders.cpp).
+    if (type == "llama" || type == "mistral" || type == "qwen2" || type == "phi3") {
         a.vocab = r.positive("vocab_size"), a.d = r.positive("hidden_size"), a.layers = r.positive("num_hidden_layers");
         a.heads = r.positive("num_attention_heads");
         a.kv_heads = r.positive_or("num_key_value_heads", a.heads);
@@ -135,22 +137,23 @@ DecoderArch decoder_arch_of_hf(const json& cfg, const std::string& origin) {
         if (a.head_dim % 2 != 0) r.fail("head_dim", "rotary embeddings need an even head dimension");
         a.ffn = r.positive("intermediate_size");
         a.max_positions = r.positive("max_position_embeddings");
-        a.sliding_window = type == "mistral" ? r.non_negative_or("sliding_window", 0) : 0;
+        a.sliding_window = type == "mistral" || type == "phi3" ? r.non_negative_or("sliding_window", 0) : 0;
         a.rope = a.gated_mlp = a.rmsnorm = true;
         a.act = serving_activation(r, "hidden_act", r.string_or("hidden_act", "silu"));
-        a.eps = r.positive_number_or("rms_norm_eps", 1e-6);
-        a.qkv_bias = a.out_bias = r.bool_or("attention_bias", false);
-        a.mlp_bias = r.bool_or("mlp_bias", false);
+        a.eps = r.positive_number_or("rms_norm_eps", type == "phi3" ? 1e-5 : 1e-6);
+        a.qkv_bias = a.out_bias = type != "phi3" && r.bool_or("attention_bias", false);
+        if (type == "qwen2") a.qkv_bias = true, a.out_bias = false;
+        a.mlp_bias = type != "phi3" && r.bool_or("mlp_bias", false);
         a.tied = r.bool_or("tie_word_embeddings", false);
         return a;
     }
-    r.fail("model_type", "inference phases support decoder-only LLMs: gpt2, llama, mistral (got '" + type + "')");
+    r.fail("model_type", "inference phases support decoder-only LLMs: gpt2, llama, mistral, qwen2, phi3 (got '" + type + "')");
 }
 
 DecoderArch decoder_arch_of(const std::string& model) {
     const std::string not_llm =
         ": --phase, generate and serve need a decoder-only LLM (a GPT template, llama-2-7b, llama-3-8b, "
-        "mistral-7b, or a gpt2/llama/mistral config.json)";
+        "mistral-7b, qwen2.5-1.5b, phi-3-mini-4k, or a gpt2/llama/mistral/qwen2/phi3 config.json)";
     if (is_model_file_arg(model)) {
         if (std::filesystem::path(model).extension() == ".onnx") throw InputError(model + not_llm);
         const json doc = read_json_file(model);

@@ -2,6 +2,7 @@
 // gradients, written with existing ops (tinygrad's gradient table, in C++). Rules emit only the
 // gradients an input needs (GradArgs::needs), so frozen inputs cost nothing. Numpy broadcasting is
 // undone with sum_to; views differentiate to views.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -393,33 +394,57 @@ Grads where_grad(GradBuilder& b, const GradArgs& a) {
     return g;
 }
 
-// slice with unit steps: dy padded back to x's shape with zeros, one concat of fills per sliced axis
-// (as tinygrad pads). Other steps have no rule yet; a one-element slice counts as a unit step.
+// slice: dy padded back to x's shape with zeros, one concat of fills per sliced axis (as tinygrad
+// pads). A positive step s > 1 first spreads dy's rows s apart: each row followed by s - 1 zero
+// rows (a view with a unit axis, a concat with zeros along it, a view back), trimmed where the last
+// zeros run past x. Negative steps have no rule yet; a one-element slice counts as a unit step.
 Grads slice_grad(GradBuilder& b, const GradArgs& a) {
     Grads g = none(a);
     if (!a.needs[0]) return g;
     const TensorDesc x = b.desc(a.inputs[0]);
     const auto plan = slice_plan(x, a.attrs);
     TensorRef r = dy(a);
+    auto zeros = [&](Shape s) {
+        Attrs at = attr2("shape", s, "dtype", std::string(dtype_name(x.dtype)));
+        at.set("value", 0.0);
+        return b.one(OpKind::fill, {}, at);
+    };
     for (std::size_t ax = 0; ax < plan.size(); ++ax) {
         const auto [start, step, len] = plan[ax];
         const std::int64_t dim = x.shape[ax];
         if (len == dim && (step == 1 || len <= 1)) continue;  // the whole axis, in order
-        if (step != 1 && len > 1) {
+        if (step < 0 && len > 1) {
             throw InputError("slice with step " + std::to_string(step) + " on axis " + std::to_string(ax) +
-                             " has no gradient rule (unit steps only)");
+                             " has no gradient rule (positive steps only)");
+        }
+        std::int64_t span = len;  // rows of x covered from start on
+        if (step > 1 && len > 1) {
+            const Shape s = b.desc(r).shape;
+            Shape unit = s, gap = s, spread = s;
+            unit.insert(unit.begin() + static_cast<std::ptrdiff_t>(ax) + 1, 1);
+            gap.insert(gap.begin() + static_cast<std::ptrdiff_t>(ax) + 1, step - 1);
+            spread[ax] = len * step;
+            const TensorRef rows = b.one(OpKind::reshape, {r}, attr("shape", unit));
+            const TensorRef spaced = b.one(OpKind::concat, {rows, zeros(gap)}, attr("axis", static_cast<std::int64_t>(ax) + 1));
+            r = b.one(OpKind::reshape, {spaced}, attr("shape", spread));
+            span = std::min(len * step, dim - start);
+            if (span < len * step) {
+                Attrs at = attr2("starts", std::vector<std::int64_t>{0}, "ends", std::vector<std::int64_t>{span});
+                at.set("axes", std::vector<std::int64_t>{static_cast<std::int64_t>(ax)});
+                r = b.one(OpKind::slice, {r}, at);
+            }
         }
         std::vector<TensorRef> parts;
-        auto zeros = [&](std::int64_t n) {
-            Shape s = b.desc(r).shape;
-            s[ax] = n;
-            Attrs at = attr2("shape", s, "dtype", std::string(dtype_name(x.dtype)));
-            at.set("value", 0.0);
-            return b.one(OpKind::fill, {}, at);
-        };
-        if (start > 0) parts.push_back(zeros(start));
+        Shape s = b.desc(r).shape;
+        if (start > 0) {
+            s[ax] = start;
+            parts.push_back(zeros(s));
+        }
         parts.push_back(r);
-        if (dim - start - len > 0) parts.push_back(zeros(dim - start - len));
+        if (dim - start - span > 0) {
+            s[ax] = dim - start - span;
+            parts.push_back(zeros(s));
+        }
         if (parts.size() > 1) r = b.one(OpKind::concat, parts, attr("axis", static_cast<std::int64_t>(ax)));
     }
     g[0] = r;

@@ -140,6 +140,14 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
         // slice: two axes (one from the start, one in the middle, a negative start) and a one-axis slice to the end
         {OpKind::slice, {f64({3, 5, 4})}, attr2("starts", std::vector<std::int64_t>{1, -3}, "ends", std::vector<std::int64_t>{3, 3}), {}},
         {OpKind::slice, {m}, attr2("starts", std::vector<std::int64_t>{2}, "ends", std::vector<std::int64_t>{100}), {}},
+        // strided slices (the MoE experts' row gathers): rows 1, 4 of 7 and columns 0, 2, 4 of 5 (the last spread
+        // zeros trimmed); rows 1, 3, 5 of 10 (zeros after them)
+        {OpKind::slice, {f64({7, 5})},
+         [] { Attrs a = attr2("starts", std::vector<std::int64_t>{1, 0}, "ends", std::vector<std::int64_t>{7, 5});
+              a.set("steps", std::vector<std::int64_t>{3, 2}); return a; }(), {}},
+        {OpKind::slice, {f64({10, 3})},
+         [] { Attrs a = attr2("starts", std::vector<std::int64_t>{1}, "ends", std::vector<std::int64_t>{6});
+              a.set("steps", std::vector<std::int64_t>{2}); return a; }(), {}},
         // pooling: overlapping windows with padding, dilation and ceil mode; average with and without the padding counted
         {OpKind::max_pool2d, {f64({2, 2, 5, 5})}, attr2("kernel", std::vector<std::int64_t>{3, 3}, "stride", std::vector<std::int64_t>{2, 2}), {}},
         {OpKind::max_pool2d, {f64({1, 2, 6, 6})},

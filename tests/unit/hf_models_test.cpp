@@ -465,3 +465,130 @@ TEST_CASE("bad OPT and Switch configs: one message naming the file and the JSON 
         CHECK_THAT(r.out, Catch::Contains(message));
     }
 }
+
+TEST_CASE(
+    "tiny mixtral, qwen2_moe, qwen2, phi3, falcon, phi, roberta, t5, bart and gemma configs pass the finite-difference gradient check",
+    "[hf][moe][gradcheck]") {
+    // Batch 2, seq 5: 10 tokens; with top-2 of 3 experts 20 routed rows, 7, 7 and 6 per expert (the
+    // strided gathers, the routing-weight slices, the concat and the sum over the k copies are
+    // differentiated, not just shape-checked).
+    const ModelOverrides ov{2, std::nullopt, DType::f64};
+    const json llama_like = {
+        {"vocab_size", 11},         {"hidden_size", 8},         {"intermediate_size", 6},      {"num_hidden_layers", 1},
+        {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"max_position_embeddings", 5}};
+    SECTION("mixtral: top-2 of 3 experts, normalised weights, router jitter") {
+        json cfg = llama_like;
+        cfg.update({{"model_type", "mixtral"}, {"num_local_experts", 3}, {"num_experts_per_tok", 2}, {"router_jitter_noise", 0.1}});
+        const Graph g = load_model(cfg, "tiny-mixtral.json", ov);
+        CHECK(g.tensor(g.find_tensor("model.layers.0.block_sparse_moe.experts.2.w1")).desc.shape == Shape{6, 6});
+        HostTensor jitter;  // the uniform draw in [0.9, 1.1]
+        for (int i = 0; i < 2 * 5 * 8; ++i) jitter.data.push_back(0.9 + 0.2 * ((i * 7) % 10) / 10.0);
+        CHECK(gradient_check(g, {{"router_jitter", jitter}}) > 20);
+    }
+    SECTION("qwen2_moe: shared expert, top-2 of 3 unnormalised, a dense layer (decoder_sparse_step 2)") {
+        json cfg = llama_like;
+        cfg.update({{"model_type", "qwen2_moe"},
+                    {"num_hidden_layers", 2},
+                    {"num_experts", 3},
+                    {"num_experts_per_tok", 2},
+                    {"moe_intermediate_size", 4},
+                    {"shared_expert_intermediate_size", 6},
+                    {"decoder_sparse_step", 2}});
+        const Graph g = load_model(cfg, "tiny-qwen-moe.json", ov);
+        CHECK(g.find_node("model.layers.0.mlp.gate") == kNoNode);
+        CHECK(gradient_check(g) > 20);
+    }
+    SECTION("qwen2_moe: norm_topk_prob") {
+        json cfg = llama_like;
+        cfg.update({{"model_type", "qwen2_moe"},
+                    {"num_experts", 3},
+                    {"num_experts_per_tok", 2},
+                    {"moe_intermediate_size", 4},
+                    {"shared_expert_intermediate_size", 6},
+                    {"norm_topk_prob", true}});
+        CHECK(gradient_check(load_model(cfg, "tiny-qwen-moe-norm.json", ov)) > 20);
+    }
+    SECTION("qwen2: q/k/v biases, tied lm_head") {
+        json cfg = llama_like;
+        cfg.update({{"model_type", "qwen2"}, {"tie_word_embeddings", true}});
+        CHECK(gradient_check(load_model(cfg, "tiny-qwen2.json", ov)) > 20);
+    }
+    SECTION("falcon: multi-query, parallel block, tied") {
+        const json cfg = {{"model_type", "falcon"},   {"vocab_size", 11},       {"hidden_size", 8},
+                          {"num_attention_heads", 2}, {"num_hidden_layers", 1}, {"max_position_embeddings", 5},
+                          {"ffn_hidden_size", 6}};
+        CHECK(gradient_check(load_model(cfg, "tiny-falcon.json", ov)) > 20);
+    }
+    SECTION("falcon: new decoder architecture, 2 key/value groups of 2 heads, biases") {
+        const json cfg = {{"model_type", "falcon"},
+                          {"vocab_size", 11},
+                          {"hidden_size", 8},
+                          {"num_attention_heads", 4},
+                          {"num_kv_heads", 2},
+                          {"new_decoder_architecture", true},
+                          {"bias", true},
+                          {"num_hidden_layers", 1},
+                          {"max_position_embeddings", 5},
+                          {"ffn_hidden_size", 6}};
+        CHECK(gradient_check(load_model(cfg, "tiny-falcon-new.json", ov)) > 20);
+    }
+    SECTION("falcon: alibi, sequential block, multi-head, untied") {
+        const json cfg = {{"model_type", "falcon"}, {"vocab_size", 11},
+                          {"hidden_size", 8},       {"num_attention_heads", 2},
+                          {"multi_query", false},   {"parallel_attn", false},
+                          {"alibi", true},          {"tie_word_embeddings", false},
+                          {"num_hidden_layers", 1}, {"max_position_embeddings", 5},
+                          {"ffn_hidden_size", 6}};
+        CHECK(gradient_check(load_model(cfg, "tiny-falcon-alibi.json", ov)) > 20);
+    }
+    SECTION("phi: partial rotary (2 of 4 head features), GQA, gelu_new, lm_head bias") {
+        const json cfg = {
+            {"model_type", "phi"},         {"vocab_size", 11},         {"hidden_size", 8},       {"intermediate_size", 6},
+            {"num_attention_heads", 2},    {"num_key_value_heads", 1}, {"num_hidden_layers", 1}, {"max_position_embeddings", 5},
+            {"partial_rotary_factor", 0.5}};
+        const Graph g = load_model(cfg, "tiny-phi.json", ov);
+        CHECK(g.find_node("model.layers.0.self_attn.q_rope.parts") != kNoNode);
+        CHECK(gradient_check(g) > 20);
+    }
+    SECTION("roberta: sequence classification head (first token, dense, tanh, out_proj), 3 labels") {
+        const json cfg = {{"model_type", "roberta"},  {"architectures", {"RobertaForSequenceClassification"}},
+                          {"vocab_size", 11},         {"hidden_size", 8},
+                          {"intermediate_size", 12},  {"num_hidden_layers", 1},
+                          {"num_attention_heads", 2}, {"max_position_embeddings", 7},
+                          {"type_vocab_size", 1},     {"num_labels", 3}};
+        CHECK(gradient_check(load_model(cfg, "tiny-roberta.json", ov)) > 20);
+    }
+    SECTION("phi3: fused qkv_proj and gate_up_proj, GQA, residual dropout") {
+        json cfg = llama_like;
+        cfg.update({{"model_type", "phi3"}, {"resid_pdrop", 0.1}, {"embd_pdrop", 0.1}});
+        const Graph g = load_model(cfg, "tiny-phi3.json", ov);
+        CHECK(g.find_node("model.layers.0.mlp.chunk") != kNoNode);
+        CHECK(gradient_check(g) > 20);
+    }
+    SECTION("t5: gated-gelu feed-forward (wi_0, wi_1), untied lm_head") {
+        const json cfg = {{"model_type", "t5"},
+                          {"vocab_size", 11},
+                          {"d_model", 8},
+                          {"d_kv", 2},
+                          {"num_heads", 2},
+                          {"d_ff", 6},
+                          {"num_layers", 1},
+                          {"relative_attention_num_buckets", 4},
+                          {"feed_forward_proj", "gated-gelu"},
+                          {"tie_word_embeddings", false}};
+        CHECK(gradient_check(load_model(cfg, "tiny-t5.json", ModelOverrides{2, 4, DType::f64})) > 20);
+    }
+    SECTION("bart: scaled embeddings, attention dropout (spelled out), untied lm_head") {
+        const json cfg = {{"model_type", "bart"},         {"vocab_size", 11},        {"d_model", 8},
+                          {"encoder_layers", 1},          {"decoder_layers", 1},     {"encoder_attention_heads", 2},
+                          {"decoder_attention_heads", 2}, {"encoder_ffn_dim", 6},    {"decoder_ffn_dim", 6},
+                          {"max_position_embeddings", 5}, {"scale_embedding", true}, {"attention_dropout", 0.1},
+                          {"tie_word_embeddings", false}};
+        CHECK(gradient_check(load_model(cfg, "tiny-bart.json", ov)) > 20);
+    }
+    SECTION("gemma: head_dim 6, scaled embedding, (1 + weight) norms, tanh gelu") {
+        json cfg = llama_like;
+        cfg.update({{"model_type", "gemma"}, {"head_dim", 6}});
+        CHECK(gradient_check(load_model(cfg, "tiny-gemma.json", ov)) > 20);
+    }
+}

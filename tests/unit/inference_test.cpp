@@ -145,6 +145,30 @@ TEST_CASE("grouped-query attention reads each KV head once, the sliding window c
     CHECK(attention_bytes("mistral-7b", 16000) == Approx(attention_bytes("mistral-7b", 4095)));
 }
 
+TEST_CASE("qwen2 and phi3 configs run the inference phases: the checkpoint's weights, biases and window", "[inference][hf]") {
+    // Expected: the prefill graph holds exactly the parameters of the analyze graph (the phase graph
+    // fuses q/k/v into one projection of the same weights; transformers' counts: Qwen2.5-1.5B
+    // 1,543,714,304 with the tied lm_head, Phi-3-mini-4k 3,821,079,552, tests/unit/hf_config_test.cpp).
+    auto parameters = [](const Graph& g) {
+        std::int64_t n = 0;
+        for (const Tensor& t : g.tensors()) n += t.role == TensorRole::parameter ? t.desc.numel() : 0;
+        return n;
+    };
+    const DecoderArch q = decoder_arch_of("qwen2.5-1.5b");
+    CHECK(q.qkv_bias);  // Qwen2Attention: q/k/v with biases, o_proj without
+    CHECK_FALSE(q.out_bias);
+    CHECK(q.tied);
+    CHECK(q.kv_heads == 2);
+    CHECK(parameters(phase_graph("qwen2.5-1.5b", InferencePhase::prefill, 128)) == 1'543'714'304);
+    const DecoderArch p = decoder_arch_of("phi-3-mini-4k");
+    CHECK_FALSE(p.qkv_bias);
+    CHECK(p.eps == 1e-5);
+    CHECK(attended_tokens(p, 3000) == 2047);  // sliding_window 2047
+    CHECK(parameters(phase_graph("phi-3-mini-4k", InferencePhase::prefill, 128)) == 3'821'079'552);
+    // a mixture of experts has no phase graph yet: named
+    CHECK_THROWS_WITH(decoder_arch_of("mixtral-8x7b"), Catch::Contains("inference phases support decoder-only LLMs"));
+}
+
 TEST_CASE("inference phases: bad input is named", "[inference]") {
     CHECK_THROWS_WITH(phase_graph("llama-2-7b", InferencePhase::decode, 4096), Catch::Contains("beyond the model's 4096 positions"));
     CHECK_THROWS_WITH(phase_graph("gpt2-small", InferencePhase::prefill, 2048), Catch::Contains("beyond the model's 1024 positions"));
