@@ -22,6 +22,7 @@ struct ParallelArgs {
     int interleave = 1;
     bool sp = false;
     double bucket_mb = 25;
+    std::string grad_buffer = "persistent";
     std::int64_t global_batch = 0;
     CLI::Option* hw_option = nullptr;  // --hw, to tell an explicit chip from the default
     std::optional<Cluster> loaded;
@@ -71,6 +72,11 @@ struct ParallelArgs {
         cmd->add_option("--bucket-mb", bucket_mb, "gradient bucket size in MiB (PyTorch DDP's default)")
             ->check(kPositive)
             ->capture_default_str();
+        cmd->add_option("--grad-buffer", grad_buffer,
+                        "with --cluster: persistent (Megatron-LM's main_grad buffer, every gradient held through the step) or "
+                        "transient (PyTorch's zero_grad(set_to_none=True): a gradient exists from backward to the update)")
+            ->check(CLI::IsMember({"persistent", "transient"}))
+            ->capture_default_str();
     }
     bool wanted() const {
         return !cluster.empty() || dp > 1 || tp > 1 || cp > 1 || ep > 1 || pp > 1 || zero > 0 || global_batch > 0 || interleave > 1 || sp;
@@ -101,6 +107,7 @@ struct ParallelArgs {
         o.bucket_bytes = bucket_mb * 1024 * 1024;
         o.global_batch = global_batch;
         o.interleave = interleave;
+        o.persistent_gradients = grad_buffer == "persistent";
         return o;
     }
 };

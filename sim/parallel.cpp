@@ -48,7 +48,7 @@ int layer_in(std::string_view name, std::string_view prefix) {
 
 // The ZeRO shares of a step's memory for `zero` over `reducers` ranks: the peak step's total and
 // categories, ZeRO-3's gathered parameters and the accumulated gradients of K > 1 micro-batches added.
-std::pair<std::int64_t, CategoryBytes> peak_of(const StageProfile& g, int zero, int reducers, int K) {
+std::pair<std::int64_t, CategoryBytes> peak_of(const StageProfile& g, int zero, int reducers, int K, bool persistent) {
     const auto accumulated =
         static_cast<std::int64_t>(static_cast<double>(g.gradient_bytes) * shard_of(MemoryCategory::gradients, zero, reducers));
     const std::int64_t largest_parameter = g.largest_parameter;
@@ -66,8 +66,9 @@ std::pair<std::int64_t, CategoryBytes> peak_of(const StageProfile& g, int zero, 
             scaled[static_cast<std::size_t>(MemoryCategory::weights)] += 2 * largest_parameter;
             total += 2 * largest_parameter;
         }
-        // Accumulated gradients stay allocated through every later micro-batch.
-        if (K > 1) {
+        // Accumulated gradients stay allocated through every later micro-batch; a persistent buffer
+        // through the whole step.
+        if (K > 1 || persistent) {
             const auto gi = static_cast<std::size_t>(MemoryCategory::gradients);
             const std::int64_t held = accumulated - scaled[gi];
             if (held > 0) scaled[gi] += held, total += held;
@@ -713,7 +714,7 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
 
     // Memory per rank: the same liveness, each category scaled by its ZeRO share; ZeRO-3 also holds
     // the gathered parameters of the layers in flight, counted as twice the largest parameter.
-    std::tie(r.peak_bytes, r.peak_bytes_by_category) = peak_of(g, opt.zero, reducers, K);
+    std::tie(r.peak_bytes, r.peak_bytes_by_category) = peak_of(g, opt.zero, reducers, K, opt.persistent_gradients);
 
     r.flops_per_rank = K * (g.flops - g.optimizer_flops) + g.optimizer_flops;
     r.model_flops_per_rank = K * (g.flops - g.optimizer_flops - g.recompute_flops);

@@ -38,6 +38,12 @@ struct ParallelOptions {
     // the activation sends grow by v. 1: plain 1F1B. Needs the micro-batches to be a multiple of the
     // stages (Megatron-LM's check) and each stage's layers a multiple of v.
     int interleave = 1;
+    // Gradients held for the whole step, as Megatron-LM's DDP holds its contiguous main_grad buffer
+    // (and DeepSpeed its contiguous gradients; ZeRO-2/3 shard it): the peak counts every gradient
+    // from the first layer's forward on. false: PyTorch's zero_grad(set_to_none=True), a gradient
+    // exists from the op that makes it to the optimizer step (still across gradient-accumulation
+    // micro-batches).
+    bool persistent_gradients = true;
 };
 
 struct CommOp {

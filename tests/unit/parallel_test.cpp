@@ -47,11 +47,19 @@ std::int64_t gradient_bytes(const Step& s) {
 TEST_CASE("one rank is the single-device step", "[parallel]") {
     const Cluster c = builtin_cluster("dgx-a100");
     const Step s = gpt2_step(c, 4);
-    const ParallelAnalysis p = analyze_parallel(s.g, s.a, c, ParallelOptions{});
+    ParallelOptions transient;  // PyTorch's set_to_none gradients: the single-device liveness as is
+    transient.persistent_gradients = false;
+    const ParallelAnalysis p = analyze_parallel(s.g, s.a, c, transient);
     CHECK(p.comms.empty());
     CHECK(p.step_time_s == Approx(s.a.schedule.step_time_s).epsilon(1e-12));
     CHECK(p.exposed_comm_s == Approx(0).margin(1e-15));
     CHECK(p.peak_bytes == s.a.memory.peak_bytes);
+    // Megatron-LM's persistent gradient buffer (the default) holds every gradient through the
+    // step: the same time, a peak higher by at most the gradients' bytes.
+    const ParallelAnalysis m = analyze_parallel(s.g, s.a, c, ParallelOptions{});
+    CHECK(m.step_time_s == p.step_time_s);
+    CHECK(m.peak_bytes > p.peak_bytes);
+    CHECK(m.peak_bytes <= p.peak_bytes + gradient_bytes(s));
 }
 
 TEST_CASE("gradient buckets: every gradient reduced once, in stream order, after it exists", "[parallel]") {
