@@ -672,8 +672,9 @@ private:
 
 }  // namespace
 
-json read_json_file(const std::string& path) {
-    const std::string text = read_input_file(path, kMaxJsonBytes);
+json read_json_file(const std::string& path) { return parse_json_text(read_input_file(path, kMaxJsonBytes), path); }
+
+json parse_json_text(const std::string& text, const std::string& path) {
     try {
         json result;
         NoDuplicateKeys sax(result, path);

@@ -65,5 +65,8 @@ Graph load_model_arg(const std::string& model, const ModelOverrides& ov = {});
 
 // Reads and parses a JSON file; malformed JSON is an InputError with file, line and column.
 nlohmann::json read_json_file(const std::string& path);
+// The parsing half of read_json_file: malformed JSON, duplicate keys and numbers beyond double's
+// range are InputErrors naming `path` (with line and column where nlohmann gives them).
+nlohmann::json parse_json_text(const std::string& text, const std::string& path);
 
 }  // namespace roofline
