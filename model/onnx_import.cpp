@@ -1,11 +1,15 @@
 // OnnxModel -> Graph: structural checks, the batch symbol, constant folding of shape computations,
 // and the mapping of ONNX ops onto the op vocabulary (README.md, "ONNX models").
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
+#include <tuple>
 
 #include "model/model_json.hpp"
 #include "model/onnx_fold.hpp"
@@ -108,6 +112,12 @@ const std::set<std::string>& mapped_ops() {
                                               "Sin",
                                               "Erf",
                                               "Gelu",
+                                              "Softplus",
+                                              "Mish",
+                                              "HardSwish",
+                                              "HardSigmoid",
+                                              "Clip",
+                                              "Pad",
                                               "Add",
                                               "Sub",
                                               "Mul",
@@ -116,6 +126,7 @@ const std::set<std::string>& mapped_ops() {
                                               "Pow",
                                               "MatMul",
                                               "Gemm",
+                                              "Einsum",
                                               "Conv",
                                               "BatchNormalization",
                                               "MaxPool",
@@ -570,6 +581,27 @@ private:
     void map_split(const OnnxNode& n);
     void map_slice(const OnnxNode& n);
     void map_where(const OnnxNode& n);
+    void map_hardsigmoid(const OnnxNode& n);
+    void map_clip(const OnnxNode& n);
+    void map_pad(const OnnxNode& n);
+    void map_einsum(const OnnxNode& n);
+    // Emits y = x through a chain of unary ops (kind, its attribute, value), the last named after the node.
+    void unary_chain(const OnnxNode& n, const std::vector<std::tuple<OpKind, const char*, double>>& chain) {
+        TensorId y = tin(n, 0, "x");
+        for (std::size_t i = 0; i < chain.size(); ++i) {
+            const auto& [k, name, v] = chain[i];
+            Attrs a;
+            if (name != nullptr) a.set(name, v);
+            y = emit1(k, {y}, a, i + 1 == chain.size());
+        }
+    }
+    // A scalar constant input k (Clip's bounds, Pad's value), nullopt when the input is omitted.
+    std::optional<double> scalar_input(const OnnxNode& n, std::size_t k, const char* role) const {
+        if (!has_input(n, k)) return std::nullopt;
+        const OnnxTensor& t = constant(n, k, role);
+        if (onnx_numel(t.dims) != 1) throw InputError(std::string(role) + " must be a scalar, got shape " + shape_str(t.dims));
+        return onnx_value(t, 0);
+    }
     void reshape_to(const OnnxNode& n, const Dims& to) {
         if (to == in(n, 0, "data").dims) return alias(n);
         emit1(OpKind::reshape, {tin(n, 0, "data")}, [&] {
@@ -607,14 +639,23 @@ OpKind unary_kind(const std::string& op) {
     if (op == "Sqrt") return OpKind::sqrt;
     if (op == "Neg") return OpKind::neg;
     if (op == "Sin") return OpKind::sin;
+    if (op == "Softplus") return OpKind::softplus;
+    if (op == "Mish") return OpKind::mish;
+    if (op == "HardSwish") return OpKind::hardswish;
     return OpKind::erf;
 }
 
 void Importer::map_node(const OnnxNode& n) {
     const std::string& op = n.op_type;
     if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Exp" || op == "Log" || op == "Sqrt" || op == "Neg" || op == "Sin" ||
-        op == "Erf") {
+        op == "Erf" || op == "Softplus" || op == "Mish" || op == "HardSwish") {
         emit1(unary_kind(op), {tin(n, 0, "x")});
+    } else if (op == "HardSigmoid") {
+        map_hardsigmoid(n);
+    } else if (op == "Clip") {
+        map_clip(n);
+    } else if (op == "Pad") {
+        map_pad(n);
     } else if (op == "Gelu") {
         const std::string approx = attr_s(n, "approximate", "none");
         emit1(OpKind::gelu, {tin(n, 0, "x")}, [&] {
@@ -641,6 +682,8 @@ void Importer::map_node(const OnnxNode& n) {
         emit1(OpKind::matmul, {tin(n, 0, "A"), tin(n, 1, "B")});
     } else if (op == "Gemm") {
         map_gemm(n);
+    } else if (op == "Einsum") {
+        map_einsum(n);
     } else if (op == "Conv") {
         map_conv(n);
     } else if (op == "BatchNormalization") {
@@ -727,7 +770,17 @@ void Importer::map_node(const OnnxNode& n) {
         a.set("dtype", std::string(dtype_name(d)));
         emit1(OpKind::cast, {tin(n, 0, "input")}, a);
     } else if (op == "Identity" || op == "Dropout") {
-        single_output(n);
+        if (op == "Dropout" && n.outputs.size() == 2 && !n.outputs[1].empty()) {
+            // inference: the mask (swin_t's attention dropout exports it) keeps everything, a
+            // constant of the input's shape (all true; its values are not needed)
+            Value mask;
+            mask.dims = in(n, 0, "data").dims;
+            mask.type = onnx_type::kBool;
+            mask.role = TensorRole::input;
+            values_[n.outputs[1]] = std::move(mask);
+        } else {
+            single_output(n);
+        }
         alias(n);
     } else {
         throw InputError("internal: no mapping for " + op);
@@ -967,6 +1020,214 @@ void Importer::map_where(const OnnxNode& n) {
         std::swap(ia, ib);
     }
     emit1(OpKind::where, {tensor(cond), tin(n, ia, "X"), tin(n, ib, "Y")});
+}
+
+// HardSigmoid(x) = max(0, min(1, alpha x + beta)). PyTorch exports its hardsigmoid, relu6(x + 3) / 6,
+// with alpha 1/6 and beta 1/2: the hardsigmoid op; other alpha and beta (ONNX's defaults are 0.2 and
+// 0.5) scale and shift x into it first: hardsigmoid(6 alpha x + 6 beta - 3) = that clamp.
+void Importer::map_hardsigmoid(const OnnxNode& n) {
+    const double alpha = attr_f(n, "alpha", 0.2), beta = attr_f(n, "beta", 0.5);
+    if (std::fabs(alpha - 1.0 / 6.0) < 1e-6 && beta == 0.5) return unary_chain(n, {{OpKind::hardsigmoid, nullptr, 0}});
+    unary_chain(n, {{OpKind::scale, "factor", 6 * alpha}, {OpKind::shift, "offset", 6 * beta - 3}, {OpKind::hardsigmoid, nullptr, 0}});
+}
+
+// Clip(x, min, max): the bounds are attributes before opset 11 and optional scalar inputs from it,
+// and must be constants. [0, none] is relu and [0, 6] relu6 (PyTorch's ReLU6, the mobile nets'); other
+// bounds become a chain around relu or relu6 that computes the same values: [a, none] = relu(x - a) +
+// a, [none, b] = b - relu(b - x), [a, b] = a + (b - a)/6 relu6(6 (x - a)/(b - a)).
+void Importer::map_clip(const OnnxNode& n) {
+    // unbounded: -inf and inf; +-FLT_MAX (the defaults before opset 11) do not bound a float either
+    constexpr double kFltMax = 3.4028234663852886e38, kInf = std::numeric_limits<double>::infinity();
+    double lo = -kInf, hi = kInf;
+    if (m_.opset < 11) {
+        lo = attr_f(n, "min", -kInf);
+        hi = attr_f(n, "max", kInf);
+    } else {
+        lo = scalar_input(n, 1, "min").value_or(-kInf);
+        hi = scalar_input(n, 2, "max").value_or(kInf);
+    }
+    if (std::isnan(lo) || std::isnan(hi)) throw InputError("Clip with a NaN bound");
+    if (lo > hi) throw InputError("Clip with min " + std::to_string(lo) + " above max " + std::to_string(hi));
+    const bool has_lo = lo > -kFltMax, has_hi = hi < kFltMax;
+    if (!has_lo && !has_hi) return alias(n);
+    if (!has_hi) {
+        if (lo == 0) return unary_chain(n, {{OpKind::relu, nullptr, 0}});
+        return unary_chain(n, {{OpKind::shift, "offset", -lo}, {OpKind::relu, nullptr, 0}, {OpKind::shift, "offset", lo}});
+    }
+    if (!has_lo) {
+        return unary_chain(n, {{OpKind::neg, nullptr, 0},
+                               {OpKind::shift, "offset", hi},
+                               {OpKind::relu, nullptr, 0},
+                               {OpKind::neg, nullptr, 0},
+                               {OpKind::shift, "offset", hi}});
+    }
+    if (lo == 0 && hi == 6) return unary_chain(n, {{OpKind::relu6, nullptr, 0}});
+    if (lo == hi) throw InputError("Clip with min = max (" + std::to_string(lo) + ") is a constant, not supported");
+    const double w = hi - lo;
+    unary_chain(n, {{OpKind::shift, "offset", -lo},
+                    {OpKind::scale, "factor", 6 / w},
+                    {OpKind::relu6, nullptr, 0},
+                    {OpKind::scale, "factor", w / 6},
+                    {OpKind::shift, "offset", lo}});
+}
+
+// Einsum of two operands that is a batched matrix product (maxvit_t's attention, "B G H I D, B G H J
+// D -> B G H I J"): every index is a batch index (both operands and the output), a row index (the
+// first operand and the output), a column index (the second and the output) or a contracted one
+// (both operands, not the output). Each operand is permuted into [batch, rows, contracted] (or
+// [batch, contracted, columns]) unless it already is, or is its transpose; index groups of more
+// than one index are reshaped into one; one matmul; the result reshaped and permuted to the output.
+void Importer::map_einsum(const OnnxNode& n) {
+    std::string eq;
+    for (char c : attr_s(n, "equation", "")) {
+        if (c != ' ') eq += c;
+    }
+    const auto arrow = eq.find("->");
+    const std::string lhs = eq.substr(0, arrow);
+    const auto comma = lhs.find(',');
+    if (n.inputs.size() != 2 || comma == std::string::npos || lhs.find(',', comma + 1) != std::string::npos)
+        throw InputError("Einsum '" + eq + "': only two operands (a batched matrix product) are supported");
+    const std::string ta = lhs.substr(0, comma), tb = lhs.substr(comma + 1);
+    std::string out;
+    if (arrow != std::string::npos) {
+        out = eq.substr(arrow + 2);
+    } else {  // implicit output: the indices used once, in alphabetical order
+        std::string all = ta + tb;
+        std::sort(all.begin(), all.end());
+        for (char c : all) {
+            if (std::count(all.begin(), all.end(), c) == 1) out += c;
+        }
+    }
+    const Dims& da = in(n, 0, "Inputs").dims;
+    const Dims& db = in(n, 1, "Inputs").dims;
+    std::map<char, std::int64_t> size;
+    const Dims no_dims;  // the output's: not checked
+    auto check_term = [&](const std::string& t, const Dims& d, const char* what) {
+        if (&d != &no_dims && t.size() != d.size())
+            throw InputError("Einsum '" + eq + "': " + what + " has " + std::to_string(t.size()) + " indices for shape " + shape_str(d));
+        for (std::size_t i = 0; i < t.size(); ++i) {
+            if (!std::isalpha(static_cast<unsigned char>(t[i])))
+                throw InputError("Einsum '" + eq + "': index '" + std::string(1, t[i]) + "' is not supported (letters only, no ellipsis)");
+            if (t.find(t[i], i + 1) != std::string::npos)
+                throw InputError("Einsum '" + eq + "': index '" + std::string(1, t[i]) + "' repeats within " + what + " (a diagonal)");
+            if (&d == &no_dims) continue;
+            if (size.count(t[i]) && size[t[i]] != d[i])
+                throw InputError("Einsum '" + eq + "': index '" + std::string(1, t[i]) + "' has sizes " + std::to_string(size[t[i]]) +
+                                 " and " + std::to_string(d[i]));
+            size[t[i]] = d[i];
+        }
+    };
+    check_term(ta, da, "the first operand");
+    check_term(tb, db, "the second operand");
+    check_term(out, no_dims, "the output");
+    std::string batch, rows, cols, contracted;
+    for (char c : out) {
+        const bool a = ta.find(c) != std::string::npos, b = tb.find(c) != std::string::npos;
+        if (a && b)
+            batch += c;
+        else if (a)
+            rows += c;
+        else if (b)
+            cols += c;
+        else
+            throw InputError("Einsum '" + eq + "': output index '" + std::string(1, c) + "' is in no operand");
+    }
+    for (char c : ta + tb) {
+        if (out.find(c) != std::string::npos || contracted.find(c) != std::string::npos) continue;
+        if (ta.find(c) == std::string::npos || tb.find(c) == std::string::npos)
+            throw InputError("Einsum '" + eq + "': index '" + std::string(1, c) + "' is summed over one operand only (not supported)");
+        contracted += c;
+    }
+    auto dims_of = [&](const std::string& letters) {
+        Dims d;
+        for (char c : letters) d.push_back(size.at(c));
+        return d;
+    };
+    auto numel = [&](const std::string& letters) { return onnx_numel(dims_of(letters)); };
+    // an operand as [batch..., first, second]: permuted (unless `term` is in that order already) and reshaped
+    auto operand = [&](std::size_t k, const std::string& term, const std::string& first, const std::string& second) {
+        TensorId t = tin(n, k, "Inputs");
+        const std::string order = batch + first + second;
+        if (term != order) {
+            Dims perm;
+            for (char c : order) perm.push_back(static_cast<std::int64_t>(term.find(c)));
+            Attrs a;
+            a.set("perm", perm);
+            t = emit1(OpKind::permute, {t}, a, false);
+        }
+        Dims shape = dims_of(batch);
+        shape.push_back(numel(first));
+        shape.push_back(numel(second));
+        if (shape != dims_of(order)) {
+            Attrs a;
+            a.set("shape", shape);
+            t = emit1(OpKind::reshape, {t}, a, false);
+        }
+        return t;
+    };
+    Attrs mm;
+    const bool ta_t = ta == batch + contracted + rows && ta != batch + rows + contracted;
+    const bool tb_t = tb == batch + cols + contracted && tb != batch + contracted + cols;
+    const TensorId a = ta_t ? operand(0, ta, contracted, rows) : operand(0, ta, rows, contracted);
+    const TensorId b = tb_t ? operand(1, tb, cols, contracted) : operand(1, tb, contracted, cols);
+    if (ta_t) mm.set("transpose_a", true);
+    if (tb_t) mm.set("transpose_b", true);
+    const std::string product = batch + rows + cols;
+    Dims flat = dims_of(batch);
+    flat.push_back(numel(rows));
+    flat.push_back(numel(cols));
+    const bool reshape = flat != dims_of(product), permute = product != out;
+    TensorId y = emit1(OpKind::matmul, {a, b}, mm, !reshape && !permute);
+    if (reshape) {
+        Attrs r;
+        r.set("shape", dims_of(product));
+        y = emit1(OpKind::reshape, {y}, r, !permute);
+    }
+    if (permute) {
+        Dims perm;
+        for (char c : out) perm.push_back(static_cast<std::int64_t>(product.find(c)));
+        Attrs p;
+        p.set("perm", perm);
+        emit1(OpKind::permute, {y}, p);
+    }
+}
+
+// Pad(data, pads, constant_value, axes): pads are an attribute before opset 11 and a constant input
+// from it (axes from opset 18); zero pads are the input itself, anything else the pad op (a copy).
+void Importer::map_pad(const OnnxNode& n) {
+    const Dims& x = in(n, 0, "data").dims;
+    const auto rank = static_cast<std::int64_t>(x.size());
+    const std::string mode = attr_s(n, "mode", "constant");
+    Dims pads;
+    double value = 0;
+    if (m_.opset < 11) {
+        pads = attr_ints(n, "pads", {});
+        value = attr_f(n, "value", 0.0);
+    } else {
+        pads = ints(n, 1, "pads");
+        value = scalar_input(n, 2, "constant_value").value_or(0.0);
+        if (has_input(n, 3)) {
+            const Dims axes = ints(n, 3, "axes");
+            if (pads.size() != 2 * axes.size())
+                throw InputError("pads " + shape_str(pads) + " must have 2 entries per axis of axes " + shape_str(axes));
+            Dims full(2 * x.size(), 0);
+            for (std::size_t i = 0; i < axes.size(); ++i) {
+                const auto a = static_cast<std::size_t>(normalize_axis(axes[i], rank));
+                full[a] = pads[i];
+                full[a + x.size()] = pads[i + axes.size()];
+            }
+            pads = full;
+        }
+    }
+    if (pads.size() != 2 * x.size())
+        throw InputError("pads " + shape_str(pads) + " has " + std::to_string(pads.size()) + " entries; the input " + shape_str(x) +
+                         " needs 2 per axis (" + std::to_string(2 * x.size()) + ")");
+    if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; })) return alias(n);
+    Attrs a;
+    a.set("pads", pads);
+    a.set("mode", mode);
+    if (value != 0) a.set("value", value);
+    emit1(OpKind::pad, {tin(n, 0, "data")}, a);
 }
 
 }  // namespace

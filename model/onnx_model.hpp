@@ -33,10 +33,11 @@ struct OnnxTensor {
     bool has_values = false;
     std::vector<double> f;        // float types
     std::vector<std::int64_t> i;  // integer and bool types
-    // Shape computations hold a few dozen values; 2^16 also covers constant masks up to 256x256.
-    // Beyond it a tensor stays shape-only (a parameter or constant input), which bounds the memory
-    // and time a hostile file can make folding spend.
-    static constexpr std::int64_t kMaxValueElements = 1 << 16;
+    // Shape computations hold a few dozen values; 2^18 also covers constant masks up to 512x512 and
+    // swin_t's shifted-window mask (64 windows x 49 x 49 = 153,664). Beyond it a tensor stays
+    // shape-only (a parameter or constant input), which bounds the memory (2 MiB of doubles) and
+    // time a hostile file can make folding spend.
+    static constexpr std::int64_t kMaxValueElements = 1 << 18;
 };
 
 struct OnnxDim {

@@ -1,6 +1,7 @@
 // Ops the ONNX importer needs beyond the hand-written vocabulary (model/onnx_import.cpp):
-// where (select), slice (strided copy), max/avg 2-d pooling, and opaque (an imported op without a
+// where (select), slice (strided copy), pad, max/avg 2-d pooling, and opaque (an imported op without a
 // rule, kept by --allow-unknown: zero work, its output shapes taken from ONNX shape inference).
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -79,6 +80,31 @@ std::vector<TensorDesc> slice_infer(OpKind, Inputs in, const Attrs& attrs) {
 Work slice_work(OpKind, Inputs, std::span<const TensorDesc> out, const Attrs&) {
     Work w;
     w.bytes_read = out[0].bytes();
+    w.bytes_written = out[0].bytes();
+    return w;
+}
+
+// pad(x) with attributes pads (ONNX order: the begins of every axis, then the ends; negative values
+// crop), mode (constant, reflect, edge or wrap; default constant) and value (constant mode, default 0).
+std::vector<TensorDesc> pad_infer(OpKind, Inputs in, const Attrs& attrs) {
+    TensorDesc out = in[0];
+    const auto plan = pad_plan(in[0], attrs);
+    for (std::size_t d = 0; d < plan.size(); ++d)
+        out.shape[d] = checked_add(checked_add(out.shape[d], plan[d][0], "padded size"), plan[d][1], "padded size");
+    (void)attrs.get_double("value", 0.0);  // type check: a number
+    return {out};
+}
+
+// A copy into a larger (or, cropping, smaller) tensor: the ideal kernel reads each kept element of x
+// once and writes every output element; no arithmetic.
+Work pad_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    const auto plan = pad_plan(in[0], attrs);
+    std::int64_t kept = 1;
+    for (std::size_t d = 0; d < plan.size(); ++d)
+        kept =
+            checked_mul(kept, in[0].shape[d] + std::min<std::int64_t>(plan[d][0], 0) + std::min<std::int64_t>(plan[d][1], 0), "pad size");
+    Work w;
+    w.bytes_read = checked_mul(kept, dtype_bytes(in[0].dtype), "bytes");
     w.bytes_written = out[0].bytes();
     return w;
 }
@@ -204,6 +230,11 @@ const OpRule& slice_rule() {
     return r;
 }
 
+const OpRule& pad_rule() {
+    static const OpRule r{OpFamily::movement, 1, 1, {"pads", "mode", "value"}, pad_infer, pad_work};
+    return r;
+}
+
 const OpRule& pool2d_rule() {
     static const OpRule r{OpFamily::reduction, 1,          1, {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"},
                           pool2d_infer,        pool2d_work};
@@ -230,6 +261,30 @@ std::vector<std::array<std::int64_t, 3>> slice_plan(const TensorDesc& x, const A
     std::vector<std::array<std::int64_t, 3>> plan;
     for (std::int64_t a = 0; a < x.rank(); ++a) plan.push_back({0, 1, x.shape[static_cast<std::size_t>(a)]});
     for (const SliceAxis& s : slice_axes(x, attrs)) plan[static_cast<std::size_t>(s.axis)] = {s.start, s.step, s.len};
+    return plan;
+}
+
+std::vector<std::array<std::int64_t, 2>> pad_plan(const TensorDesc& x, const Attrs& attrs) {
+    const auto pads = attrs.require_ints("pads");
+    const auto rank = static_cast<std::size_t>(x.rank());
+    if (pads.size() != 2 * rank)
+        throw InputError("attribute 'pads' must have 2 entries per axis of " + desc_str(x) + " (" + std::to_string(2 * rank) + "), got " +
+                         std::to_string(pads.size()));
+    const std::string mode = attrs.get_string("mode", "constant");
+    if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+        throw InputError("attribute 'mode' must be constant, reflect, edge or wrap, got '" + mode + "'");
+    std::vector<std::array<std::int64_t, 2>> plan;
+    for (std::size_t d = 0; d < rank; ++d) {
+        const std::int64_t dim = x.shape[d], b = pads[d], e = pads[d + rank];
+        if (b < -dim || e < -dim || b + e < -dim)
+            throw InputError("pads " + shape_str(pads) + " crop more than axis " + std::to_string(d) + "'s " + std::to_string(dim));
+        const std::int64_t grow = std::max(b, e);
+        // reflect mirrors without repeating the edge: at most dim - 1 on each side; wrap at most dim
+        if (grow > 0 && mode != "constant" && (dim == 0 || (mode == "reflect" && grow > dim - 1) || (mode == "wrap" && grow > dim)))
+            throw InputError("pads " + shape_str(pads) + " in mode " + mode + " exceed what axis " + std::to_string(d) + " of size " +
+                             std::to_string(dim) + " allows");
+        plan.push_back({b, e});
+    }
     return plan;
 }
 

@@ -60,6 +60,9 @@ DType matrix_output_dtype(DType in);
 // slice's normalised plan per axis of x: {start, step, length} (ops/import_ops.cpp), shared by the
 // rule and the reference kernel.
 std::vector<std::array<std::int64_t, 3>> slice_plan(const TensorDesc& x, const Attrs& attrs);
+// pad's pads as {begin, end} per axis of x, checked against its mode (ops/import_ops.cpp), shared by
+// the reference kernel and the gradient.
+std::vector<std::array<std::int64_t, 2>> pad_plan(const TensorDesc& x, const Attrs& attrs);
 
 // Rule definitions, one per family file.
 const OpRule& matmul_rule();
@@ -100,6 +103,7 @@ const OpRule& sgd_update_rule();
 const OpRule& adam_update_rule();
 const OpRule& where_rule();
 const OpRule& slice_rule();
+const OpRule& pad_rule();
 const OpRule& pool2d_rule();
 const OpRule& pool2d_grad_rule();
 const OpRule& opaque_rule();

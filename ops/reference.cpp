@@ -576,6 +576,33 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
+        case OpKind::pad: {
+            const auto plan = pad_plan(in[0]->desc, a);
+            const std::string mode = a.get_string("mode", "constant");
+            const double value = a.get_double("value", 0.0);
+            const auto st = strides_of(in[0]->desc.shape);
+            for (std::int64_t i = 0; i < out[0].numel(); ++i) {
+                const Coords c = unravel(i, out[0].shape);
+                std::int64_t off = 0;
+                bool inside = true;
+                for (std::size_t d = 0; d < c.size(); ++d) {
+                    const std::int64_t n = in[0]->desc.shape[d];
+                    std::int64_t s = c[d] - plan[d][0];  // the source coordinate
+                    if (s < 0 || s >= n) {
+                        if (mode == "constant") {
+                            inside = false;
+                            break;
+                        }
+                        if (mode == "edge") s = s < 0 ? 0 : n - 1;
+                        if (mode == "wrap") s = ((s % n) + n) % n;
+                        if (mode == "reflect") s = s < 0 ? -s : 2 * (n - 1) - s;
+                    }
+                    off += s * st[d];
+                }
+                Y[at(i)] = inside ? X[at(off)] : value;
+            }
+            break;
+        }
         case OpKind::max_pool2d:
         case OpKind::avg_pool2d: pool2d(k, *in[0], a, y[0]); break;
         case OpKind::max_pool2d_grad: pool2d_grad(k, in[0], *in[1], a, y[0]); break;

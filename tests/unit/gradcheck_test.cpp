@@ -140,6 +140,8 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
         // slice: two axes (one from the start, one in the middle, a negative start) and a one-axis slice to the end
         {OpKind::slice, {f64({3, 5, 4})}, attr2("starts", std::vector<std::int64_t>{1, -3}, "ends", std::vector<std::int64_t>{3, 3}), {}},
         {OpKind::slice, {m}, attr2("starts", std::vector<std::int64_t>{2}, "ends", std::vector<std::int64_t>{100}), {}},
+        // pad: one row added before, one column cropped at the start and two added at the end
+        {OpKind::pad, {m}, attr("pads", std::vector<std::int64_t>{1, -1, 0, 2}), {}},
         // pooling: overlapping windows with padding, dilation and ceil mode; average with and without the padding counted
         {OpKind::max_pool2d, {f64({2, 2, 5, 5})}, attr2("kernel", std::vector<std::int64_t>{3, 3}, "stride", std::vector<std::int64_t>{2, 2}), {}},
         {OpKind::max_pool2d, {f64({1, 2, 6, 6})},

@@ -4,12 +4,14 @@
 // files give one clear message and exit 2. FLOP convention (docs/ARCHITECTURE.md): a multiply-add is 2 FLOPs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "model/autodiff.hpp"
+#include "model/executor.hpp"
 #include "model/model_json.hpp"
 #include "model/onnx_model.hpp"
 #include "ops/error.hpp"
@@ -211,6 +213,9 @@ TEST_CASE("onnx: bad files give one clear message and exit 2", "[onnx][cli][erro
         {"onnx-unknown-op.onnx", "unsupported ONNX op types: Det (node 'det'); Hardmax (nodes 'hm1', 'hm2')"},
         // ONNX's shape inference divides by the stride: checked first (it was a SIGFPE, found by fuzzing)
         {"onnx-conv-zero-stride.onnx", "node 'conv' (Conv): attribute 'strides' must be positive, got 0"},
+        // issue #21 (tests/tools/export_torchvision.py --bad): 3 pads for a 4-d input; a bound from runtime data
+        {"onnx-pad-length.onnx", "node 'pad' (Pad): pads [0,1,1] has 3 entries; the input [1,2,4,4] needs 2 per axis (8)"},
+        {"onnx-clip-runtime-bound.onnx", "node 'clip' (Clip): input 2 (max, 'hi') must be a constant"},
     };
     for (const auto& [file, message] : cases) {
         INFO(file);
@@ -419,4 +424,124 @@ TEST_CASE("onnx: a weight read through Identity under a new name is a parameter 
     CHECK(t.parameters == 72);
     CHECK(g.tensor(g.find_tensor("w2")).role == TensorRole::parameter);
     CHECK(t.n(OpKind::matmul) == 2);
+}
+
+// ---- issue #21: the ops of torchvision's mobile nets and pooling exports ----
+namespace {
+
+OnnxTensor scalar(const std::string& name, double v) {
+    OnnxTensor t = tensor(name, {});
+    t.f = {v};
+    t.has_values = true;
+    return t;
+}
+
+// y = op(x) for x = -8, -6.5, ..., 7 (11 values) through the CPU reference executor
+std::vector<double> run_values(const OnnxModel& m) {
+    const Graph g = import_onnx(m, {});
+    HostTensor x{g.tensor(g.find_tensor("x")).desc, {}};
+    for (int i = 0; i < 11; ++i) x.data.push_back(-8 + 1.5 * i);
+    const auto values = execute(g, {{g.find_tensor("x"), x}}, RefPrecision::f64);
+    return values.at(static_cast<std::size_t>(g.find_tensor("y"))).data;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: Clip maps to relu6, relu or a chain with the same values", "[onnx]") {
+    const auto clip = [](std::vector<std::string> in, std::vector<OnnxTensor> bounds) {
+        in.insert(in.begin(), "x");
+        return model({node("Clip", in, {"y"})}, {vi("x", {11})}, std::move(bounds), "y");
+    };
+    // [0, 6]: torchvision's ReLU6 (mobilenet_v2), one relu6 of 2 FLOPs per element
+    const OnnxModel relu6 = clip({"lo", "hi"}, {scalar("lo", 0), scalar("hi", 6)});
+    Totals t = totals(import_onnx(relu6, {}));
+    CHECK(t.n(OpKind::relu6) == 1);
+    CHECK(t.flops == 22);
+    CHECK(run_values(relu6) == std::vector<double>{0, 0, 0, 0, 0, 0, 1, 2.5, 4, 5.5, 6});
+    // [0, none] (max omitted): relu
+    t = totals(import_onnx(clip({"lo"}, {scalar("lo", 0)}), {}));
+    CHECK(t.n(OpKind::relu) == 1);
+    CHECK(t.flops == 11);
+    // other bounds: a chain of unary ops, checked against std::clamp on every input
+    for (const auto& [lo, hi] : std::vector<std::pair<double, double>>{{-1, 2}, {-1e30, 2}, {-1, 1e30}, {-2, 3}}) {
+        std::vector<std::string> in;
+        std::vector<OnnxTensor> bounds;
+        in.push_back(lo > -1e29 ? "lo" : "");
+        if (lo > -1e29) bounds.push_back(scalar("lo", lo));
+        if (hi < 1e29) {
+            in.push_back("hi");
+            bounds.push_back(scalar("hi", hi));
+        }
+        INFO(lo << " " << hi);
+        const std::vector<double> y = run_values(clip(in, bounds));
+        REQUIRE(y.size() == 11);
+        for (int i = 0; i < 11; ++i) CHECK(y[static_cast<std::size_t>(i)] == Approx(std::clamp(-8 + 1.5 * i, lo, hi)).margin(1e-12));
+    }
+    // the bounds must be constants; min above max is an error
+    const OnnxModel runtime = model({node("Clip", {"x", "", "hi"}, {"y"})}, {vi("x", {11}), vi("hi", {})}, {}, "y");
+    CHECK_THROWS_WITH(import_onnx(runtime, {}), Catch::Contains("node 'y_node' (Clip): input 2 (max, 'hi') must be a constant"));
+    CHECK_THROWS_WITH(import_onnx(clip({"lo", "hi"}, {scalar("lo", 2), scalar("hi", 1)}), {}), Catch::Contains("above max"));
+}
+
+TEST_CASE("onnx: HardSigmoid, HardSwish and Mish", "[onnx]") {
+    OnnxAttr sixth, point2;
+    sixth.type = point2.type = OnnxAttr::Type::float_;
+    sixth.f = 1.0 / 6.0;
+    point2.f = 0.2;
+    // PyTorch's export (alpha 1/6): one hardsigmoid, 4 FLOPs per element
+    const OnnxModel torch_hs = model({node("HardSigmoid", {"x"}, {"y"}, {{"alpha", sixth}})}, {vi("x", {11})}, {}, "y");
+    CHECK(totals(import_onnx(torch_hs, {})).flops == 44);
+    const std::vector<double> hs = run_values(torch_hs);  // (x + 3) / 6 within [0, 1]
+    for (int i = 0; i < 11; ++i) CHECK(hs[static_cast<std::size_t>(i)] == Approx(std::clamp((-8 + 1.5 * i + 3) / 6, 0.0, 1.0)));
+    // ONNX's default alpha 0.2, beta 0.5: scaled and shifted into it, same values as max(0, min(1, 0.2 x + 0.5))
+    const OnnxModel onnx_hs = model({node("HardSigmoid", {"x"}, {"y"}, {{"alpha", point2}})}, {vi("x", {11})}, {}, "y");
+    const std::vector<double> y = run_values(onnx_hs);
+    for (int i = 0; i < 11; ++i) CHECK(y[static_cast<std::size_t>(i)] == Approx(std::clamp(0.2 * (-8 + 1.5 * i) + 0.5, 0.0, 1.0)));
+    // HardSwish: x * hardsigmoid(x), 5 FLOPs; Mish: x tanh(softplus(x)), 4 FLOPs and 3 transcendentals
+    const OnnxModel hswish = model({node("HardSwish", {"x"}, {"y"})}, {vi("x", {11})}, {}, "y");
+    CHECK(totals(import_onnx(hswish, {})).flops == 55);
+    CHECK(run_values(hswish)[6] == Approx(1 * (1 + 3) / 6.0));  // x = 1
+    const Graph mish = import_onnx(model({node("Mish", {"x"}, {"y"})}, {vi("x", {11})}, {}, "y"), {});
+    CHECK(mish.node(0).kind == OpKind::mish);
+    CHECK(mish.work(0).vector_flops == 44);
+    CHECK(mish.work(0).transcendentals == 33);
+}
+
+TEST_CASE("onnx: Pad in every mode; zero pads are no op; bad pads name the node", "[onnx][errors]") {
+    const auto pad = [](std::vector<std::int64_t> pads, const std::string& mode, std::vector<std::string> extra = {},
+                        std::vector<OnnxTensor> inits = {}) {
+        OnnxAttr m;
+        m.type = OnnxAttr::Type::string_;
+        m.s = mode;
+        std::vector<std::string> in{"x", "pads"};
+        in.insert(in.end(), extra.begin(), extra.end());
+        inits.push_back(tensor("pads", {static_cast<std::int64_t>(pads.size())}, pads));
+        return model({node("Pad", in, {"y"}, {{"mode", m}})}, {vi("x", {-1, 2, 4, 4})}, std::move(inits), "y");
+    };
+    // the torchvision exports' Pad before AveragePool: zero pads (densenet121) are the input itself
+    CHECK(import_onnx(pad({0, 0, 0, 0, 0, 0, 0, 0}, "constant"), {}).nodes().empty());
+    // pads 1 on H and W (inception_v3): [1, 2, 6, 6], a copy of 0 FLOPs reading 128 bytes, writing 288
+    for (const char* mode : {"constant", "reflect", "edge"}) {
+        INFO(mode);
+        const Graph g = import_onnx(pad({0, 0, 1, 1, 0, 0, 1, 1}, mode), {});
+        REQUIRE(g.nodes().size() == 1);
+        CHECK(g.node(0).kind == OpKind::pad);
+        CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 2, 6, 6});
+        const Work w = g.work(0);
+        CHECK(w.flops() == 0);
+        CHECK(w.bytes_read == 2 * 4 * 4 * 4);
+        CHECK(w.bytes_written == 2 * 6 * 6 * 4);
+    }
+    // opset 18's axes: pads for axes 2 and 3 only (begins 1, 0; ends 1, 1); a constant value
+    OnnxModel axes = pad({1, 0, 1, 1}, "constant", {"v", "axes"}, {scalar("v", -1), tensor("axes", {2}, {2, -1})});
+    axes.opset = 18;
+    const Graph g = import_onnx(axes, {});
+    CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 2, 6, 5});
+    CHECK(g.node(0).attrs.get_double("value", 0) == -1);
+    // malformed: 3 pads for a 4-d input; reflect beyond the edge
+    CHECK_THROWS_WITH(
+        import_onnx(pad({0, 1, 1}, "constant"), {}),
+        Catch::Contains("inline.onnx: node 'y_node' (Pad): pads [0,1,1] has 3 entries; the input [1,2,4,4] needs 2 per axis (8)"));
+    CHECK_THROWS_WITH(import_onnx(pad({0, 0, 4, 0, 0, 0, 0, 0}, "reflect"), {}),
+                      Catch::Contains("node 'y_node' (Pad): pad: pads [0,0,4,0,0,0,0,0] in mode reflect exceed what axis 2 of size 4"));
 }
