@@ -140,6 +140,8 @@ const std::set<std::string>& mapped_ops() {
                                               "Transpose",
                                               "Softmax",
                                               "LayerNormalization",
+                                              "InstanceNormalization",
+                                              "GroupNormalization",
                                               "ReduceMean",
                                               "ReduceSum",
                                               "ReduceMax",
@@ -148,6 +150,7 @@ const std::set<std::string>& mapped_ops() {
                                               "Split",
                                               "Slice",
                                               "Expand",
+                                              "Tile",
                                               "Where",
                                               "Not",
                                               "Cast",
@@ -585,6 +588,14 @@ private:
     void map_clip(const OnnxNode& n);
     void map_pad(const OnnxNode& n);
     void map_einsum(const OnnxNode& n);
+    void map_norm(const OnnxNode& n);
+    void map_tile(const OnnxNode& n);
+    TensorId view(TensorId t, const Dims& shape) {
+        if (g_.tensor(t).desc.shape == shape) return t;
+        Attrs a;
+        a.set("shape", shape);
+        return emit1(OpKind::reshape, {t}, a, false);
+    }
     // Emits y = x through a chain of unary ops (kind, its attribute, value), the last named after the node.
     void unary_chain(const OnnxNode& n, const std::vector<std::tuple<OpKind, const char*, double>>& chain) {
         TensorId y = tin(n, 0, "x");
@@ -601,6 +612,11 @@ private:
         const OnnxTensor& t = constant(n, k, role);
         if (onnx_numel(t.dims) != 1) throw InputError(std::string(role) + " must be a scalar, got shape " + shape_str(t.dims));
         return onnx_value(t, 0);
+    }
+    void reshape_from(const OnnxNode&, TensorId t, const Dims& to) {
+        Attrs a;
+        a.set("shape", to);
+        emit1(OpKind::reshape, {t}, a);
     }
     void reshape_to(const OnnxNode& n, const Dims& to) {
         if (to == in(n, 0, "data").dims) return alias(n);
@@ -719,17 +735,8 @@ void Importer::map_node(const OnnxNode& n) {
         Attrs a;
         a.set("axis", axis);
         emit1(OpKind::softmax, {tin(n, 0, "x")}, a);
-    } else if (op == "LayerNormalization") {
-        single_output(n);
-        const auto rank = static_cast<std::int64_t>(in(n, 0, "X").dims.size());
-        if (normalize_axis(attr_i(n, "axis", -1), rank) != rank - 1)
-            throw InputError("LayerNormalization over more than the last axis is not supported");
-        std::vector<TensorId> ins{tin(n, 0, "X")};
-        if (has_input(n, 1)) ins.push_back(tin(n, 1, "Scale"));
-        if (has_input(n, 2)) ins.push_back(tin(n, 2, "B"));
-        Attrs a;
-        a.set("eps", attr_f(n, "epsilon", 1e-5));
-        emit1(OpKind::layernorm, ins, a);
+    } else if (op == "LayerNormalization" || op == "InstanceNormalization" || op == "GroupNormalization") {
+        map_norm(n);
     } else if (op == "ReduceMean") {
         map_reduce(n, OpKind::reduce_mean);
     } else if (op == "ReduceSum") {
@@ -755,6 +762,8 @@ void Importer::map_node(const OnnxNode& n) {
         Attrs a;
         a.set("shape", to);
         emit1(OpKind::expand, {tin(n, 0, "input")}, a);
+    } else if (op == "Tile") {
+        map_tile(n);
     } else if (op == "Where") {
         map_where(n);
     } else if (op == "Not") {
@@ -1189,6 +1198,91 @@ void Importer::map_einsum(const OnnxNode& n) {
         Attrs p;
         p.set("perm", perm);
         emit1(OpKind::permute, {y}, p);
+    }
+}
+
+// The normalisations as one layernorm over rows of a reshaped x: LayerNormalization over the axes
+// from `axis` (the rows: those axes flattened, Scale and B flattened alike); InstanceNormalization
+// over each (n, c)'s spatial elements, GroupNormalization over each (n, group)'s channels and
+// spatial elements (num_groups), both followed by the per-channel scale and bias (GroupNormalization's
+// opset-18 per-group scale and bias on the grouped view). The reshapes are views (no work).
+void Importer::map_norm(const OnnxNode& n) {
+    single_output(n);
+    const std::string& op = n.op_type;
+    const Dims x = in(n, 0, "X").dims;
+    const auto rank = static_cast<std::int64_t>(x.size());
+    Attrs eps;
+    eps.set("eps", attr_f(n, "epsilon", 1e-5));
+    auto prod = [](Dims::const_iterator b, Dims::const_iterator e) {
+        std::int64_t p = 1;
+        for (; b != e; ++b) p = checked_mul(p, *b, "element count");
+        return p;
+    };
+    if (op == "LayerNormalization") {
+        const std::int64_t axis = normalize_axis(attr_i(n, "axis", -1), rank);
+        Dims rows(x.begin(), x.begin() + axis);
+        const std::int64_t len = prod(x.begin() + axis, x.end());
+        rows.push_back(len);
+        std::vector<TensorId> ins{view(tin(n, 0, "X"), rows)};
+        for (std::size_t k = 1; k <= 2; ++k) {
+            if (!has_input(n, k)) continue;
+            if (in(n, k, "Scale or B").dims != Dims(x.begin() + axis, x.end()))
+                throw InputError("input " + std::to_string(k) + " must have the normalised shape " +
+                                 shape_str(Dims(x.begin() + axis, x.end())));
+            ins.push_back(view(tin(n, k, "Scale or B"), {len}));
+        }
+        if (ins.size() == 2 && !has_input(n, 1)) throw InputError("B without Scale is not supported");
+        const bool last = rows == x;
+        const TensorId y = emit1(OpKind::layernorm, ins, eps, last);
+        if (!last) reshape_from(n, y, x);
+        return;
+    }
+    if (rank < 3) throw InputError("input must be [N, C, spatial...], got " + shape_str(x));
+    const std::int64_t c = x[1];
+    const std::int64_t groups = op == "GroupNormalization" ? attr_i(n, "num_groups", 0) : c;
+    if (groups <= 0 || c % groups != 0)
+        throw InputError("num_groups " + std::to_string(groups) + " must be positive and divide the " + std::to_string(c) + " channels");
+    const std::int64_t spatial = prod(x.begin() + 2, x.end());
+    const Dims grouped{x[0], groups, checked_mul(c / groups, spatial, "group size")};
+    TensorId y = emit1(OpKind::layernorm, {view(tin(n, 0, "X"), grouped)}, eps, false);
+    const Dims& sd = in(n, 1, "scale").dims;
+    if (in(n, 2, "B").dims != sd) throw InputError("scale " + shape_str(sd) + " and B " + shape_str(in(n, 2, "B").dims) + " differ");
+    Dims per;  // the scale's broadcast shape
+    if (sd == Dims{c}) {
+        y = view(y, x);
+        per = {c};
+        per.resize(x.size() - 1, 1);
+    } else if (sd == Dims{groups}) {
+        per = {groups, 1};
+    } else {
+        throw InputError("scale " + shape_str(sd) + " must be [" + std::to_string(c) + "] (or [num_groups])");
+    }
+    const bool back = g_.tensor(y).desc.shape != x;
+    y = emit1(OpKind::mul, {y, view(tin(n, 1, "scale"), per)}, {}, false);
+    y = emit1(OpKind::add, {y, view(tin(n, 2, "B"), per)}, {}, !back);
+    if (back) reshape_from(n, y, x);
+}
+
+// Tile(x, repeats): per axis repeated r > 1 times, a concat of r copies along it (each reads its input
+// and writes its output, as a tiling copy does); repeats must be constants.
+void Importer::map_tile(const OnnxNode& n) {
+    const Dims reps = ints(n, 1, "repeats");
+    const Dims& x = in(n, 0, "input").dims;
+    if (reps.size() != x.size())
+        throw InputError("repeats " + shape_str(reps) + " must have one entry per axis of the input " + shape_str(x));
+    std::vector<std::size_t> axes;
+    for (std::size_t a = 0; a < reps.size(); ++a) {
+        if (reps[a] < 0) throw InputError("repeats " + shape_str(reps) + " must not be negative");
+        if (reps[a] != 1) axes.push_back(a);
+    }
+    if (axes.empty()) return alias(n);
+    TensorId y = tin(n, 0, "input");
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+        Attrs a;
+        a.set("axis", static_cast<std::int64_t>(axes[i]));
+        const std::vector<TensorId> copies(static_cast<std::size_t>(reps[axes[i]]), y);
+        if (copies.empty()) throw InputError("repeats of 0 are not supported (an empty tensor)");
+        y = emit1(OpKind::concat, copies, a, i + 1 == axes.size());
     }
 }
 

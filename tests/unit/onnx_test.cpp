@@ -545,3 +545,84 @@ TEST_CASE("onnx: Pad in every mode; zero pads are no op; bad pads name the node"
     CHECK_THROWS_WITH(import_onnx(pad({0, 0, 4, 0, 0, 0, 0, 0}, "reflect"), {}),
                       Catch::Contains("node 'y_node' (Pad): pad: pads [0,0,4,0,0,0,0,0] in mode reflect exceed what axis 2 of size 4"));
 }
+
+TEST_CASE("onnx: Instance, Group and multi-axis Layer normalisation as one layernorm over rows", "[onnx]") {
+    OnnxAttr eps, groups, axis;
+    eps.type = OnnxAttr::Type::float_;
+    eps.f = 1e-3;
+    groups.type = axis.type = OnnxAttr::Type::int_;
+    groups.i = 2;
+    axis.i = 1;
+    // x [1, 4, 3, 3]: layernorm work (ops/norm_ops.cpp) is 5 per element + 3 per row and one rsqrt per
+    // row (Work::flops counts it too). InstanceNormalization: 4 rows of 9 (196), then the per-channel
+    // scale and bias (36 + 36)
+    const Graph inst = import_onnx(model({node("InstanceNormalization", {"x", "s", "b"}, {"y"}, {{"epsilon", eps}})},
+                                         {vi("x", {-1, 4, 3, 3})}, {tensor("s", {4}), tensor("b", {4})}, "y"),
+                                   {});
+    Totals t = totals(inst);
+    CHECK(t.n(OpKind::layernorm) == 1);
+    CHECK(t.flops == 36 * 5 + 4 * 4 + 36 + 36);
+    CHECK(inst.tensor(inst.find_tensor("y")).desc.shape == Shape{1, 4, 3, 3});
+    for (const Node& nd : inst.nodes()) {
+        if (nd.kind == OpKind::layernorm) CHECK(nd.attrs.get_double("eps", 0) == 1e-3);
+    }
+    // GroupNormalization, 2 groups: 2 rows of 18 (188); opset 18's per-group scale [2] and per-channel [4]
+    for (std::int64_t s : {2, 4}) {
+        INFO(s);
+        const Graph g = import_onnx(model({node("GroupNormalization", {"x", "s", "b"}, {"y"}, {{"num_groups", groups}})},
+                                          {vi("x", {-1, 4, 3, 3})}, {tensor("s", {s}), tensor("b", {s})}, "y"),
+                                    {});
+        CHECK(totals(g).flops == 36 * 5 + 2 * 4 + 36 + 36);
+        CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 4, 3, 3});
+        // values (CPU reference executor) against the definition: (x - mean) / sqrt(var + eps) over
+        // each group's 18 elements, times the channel's (or group's) scale, plus its bias
+        const auto v = execute(g, {}, RefPrecision::f64);
+        const auto& x = v.at(static_cast<std::size_t>(g.find_tensor("x"))).data;
+        const auto& sc = v.at(static_cast<std::size_t>(g.find_tensor("s"))).data;
+        const auto& bi = v.at(static_cast<std::size_t>(g.find_tensor("b"))).data;
+        const auto& y = v.at(static_cast<std::size_t>(g.find_tensor("y"))).data;
+        for (std::size_t grp = 0; grp < 2; ++grp) {
+            double mean = 0, var = 0;
+            for (std::size_t i = 0; i < 18; ++i) mean += x[grp * 18 + i] / 18;
+            for (std::size_t i = 0; i < 18; ++i) var += (x[grp * 18 + i] - mean) * (x[grp * 18 + i] - mean) / 18;
+            for (std::size_t i = 0; i < 18; ++i) {
+                const std::size_t k = s == 4 ? (grp * 18 + i) / 9 : grp;  // the scale's index
+                CHECK(y[grp * 18 + i] == Approx((x[grp * 18 + i] - mean) / std::sqrt(var + 1e-5) * sc[k] + bi[k]));
+            }
+        }
+    }
+    // LayerNormalization over axes 1 and 2 of [2, 3, 4] with Scale and B [3, 4]: 2 rows of 12, 7 per element
+    const Graph ln = import_onnx(model({node("LayerNormalization", {"x", "s", "b"}, {"y"}, {{"axis", axis}})}, {vi("x", {2, 3, 4})},
+                                       {tensor("s", {3, 4}), tensor("b", {3, 4})}, "y"),
+                                 {});
+    t = totals(ln);
+    CHECK(t.n(OpKind::layernorm) == 1);
+    CHECK(t.flops == 24 * 7 + 2 * 4);
+    CHECK(ln.tensor(ln.find_tensor("y")).desc.shape == Shape{2, 3, 4});
+    CHECK(t.parameters == 24);
+    // 3 groups do not divide 4 channels
+    groups.i = 3;
+    CHECK_THROWS_WITH(import_onnx(model({node("GroupNormalization", {"x", "s", "b"}, {"y"}, {{"num_groups", groups}})},
+                                        {vi("x", {-1, 4, 3, 3})}, {tensor("s", {3}), tensor("b", {3})}, "y"),
+                                  {}),
+                      Catch::Contains("node 'y_node' (GroupNormalization): num_groups 3 must be positive and divide the 4 channels"));
+}
+
+TEST_CASE("onnx: Tile is a concat of copies per repeated axis", "[onnx]") {
+    const OnnxModel m = model({node("Tile", {"x", "r"}, {"y"})}, {vi("x", {-1, 2, 3})}, {tensor("r", {3}, {1, 2, 2})}, "y");
+    const Graph g = import_onnx(m, {});
+    CHECK(totals(g).n(OpKind::concat) == 2);
+    CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 4, 6});
+    // a tiling copy: the second concat reads two [1, 4, 3] copies (96 bytes) and writes [1, 4, 6] (96)
+    const Work w = g.work(1);
+    CHECK(w.bytes_read == 96);
+    CHECK(w.bytes_written == 96);
+    // y[0, j, k] = x[0, j % 2, k % 3] (CPU reference executor)
+    const auto v = execute(g, {}, RefPrecision::f64);
+    const auto& x = v.at(static_cast<std::size_t>(g.find_tensor("x"))).data;
+    const auto& y = v.at(static_cast<std::size_t>(g.find_tensor("y"))).data;
+    for (std::size_t j = 0; j < 4; ++j)
+        for (std::size_t k = 0; k < 6; ++k) CHECK(y[j * 6 + k] == x[(j % 2) * 3 + k % 3]);
+    CHECK_THROWS_WITH(import_onnx(model({node("Tile", {"x", "r"}, {"y"})}, {vi("x", {-1, 2, 3})}, {tensor("r", {2}, {1, 2})}, "y"), {}),
+                      Catch::Contains("node 'y_node' (Tile): repeats [1,2] must have one entry per axis of the input [1,2,3]"));
+}
