@@ -1091,6 +1091,7 @@ void Importer::map_einsum(const OnnxNode& n) {
     for (char c : attr_s(n, "equation", "")) {
         if (c != ' ') eq += c;
     }
+    if (eq.find('.') != std::string::npos) throw InputError("Einsum '" + eq + "': letters only, no ellipsis ('...') is supported");
     const auto arrow = eq.find("->");
     const std::string lhs = eq.substr(0, arrow);
     const auto comma = lhs.find(',');

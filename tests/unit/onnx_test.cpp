@@ -626,3 +626,56 @@ TEST_CASE("onnx: Tile is a concat of copies per repeated axis", "[onnx]") {
     CHECK_THROWS_WITH(import_onnx(model({node("Tile", {"x", "r"}, {"y"})}, {vi("x", {-1, 2, 3})}, {tensor("r", {2}, {1, 2})}, "y"), {}),
                       Catch::Contains("node 'y_node' (Tile): repeats [1,2] must have one entry per axis of the input [1,2,3]"));
 }
+
+TEST_CASE("onnx: Einsum of two operands is one matmul, transposes folded in", "[onnx]") {
+    const auto einsum = [](const std::string& eq, std::vector<std::int64_t> a, std::vector<std::int64_t> b) {
+        OnnxAttr e;
+        e.type = OnnxAttr::Type::string_;
+        e.s = eq;
+        return model({node("Einsum", {"a", "b"}, {"y"}, {{"equation", e}})}, {vi("a", a), vi("b", b)}, {}, "y");
+    };
+    struct Case {
+        const char* eq;
+        std::vector<std::int64_t> a, b;
+        Shape y;
+        int nodes;  // the matmul plus the permutes and reshapes it needs
+    };
+    const Case cases[] = {
+        {"B G H I D, B G H J D -> B G H I J", {2, 3, 4, 5, 6}, {2, 3, 4, 7, 6}, {2, 3, 4, 5, 7}, 1},  // maxvit_t's q k^T: transpose_b
+        {"bij,bjk->bik", {2, 3, 4}, {2, 4, 5}, {2, 3, 5}, 1},
+        {"ki,kj", {4, 3}, {4, 5}, {3, 5}, 1},                              // implicit output "ij": transpose_a
+        {"bqhd,bkhd->bhqk", {2, 3, 4, 5}, {2, 6, 4, 5}, {2, 4, 3, 6}, 3},  // both operands permuted to [b, h, ., d]
+        {"abc,cd->abd", {2, 3, 4}, {4, 5}, {2, 3, 5}, 3},                  // rows a, b flattened, then unflattened
+    };
+    for (const Case& c : cases) {
+        INFO(c.eq);
+        const Graph g = import_onnx(einsum(c.eq, c.a, c.b), {});
+        const Totals t = totals(g);
+        CHECK(t.n(OpKind::matmul) == 1);
+        CHECK(static_cast<int>(g.nodes().size()) == c.nodes);
+        CHECK(g.tensor(g.find_tensor("y")).desc.shape == c.y);
+        // 2 per multiply-add: every output element sums over the contracted index
+        const std::int64_t k = std::string(c.eq) == "bij,bjk->bik" || std::string(c.eq) == "ki,kj" || std::string(c.eq) == "abc,cd->abd" ? 4
+                               : std::string(c.eq) == "bqhd,bkhd->bhqk"                                                                  ? 5
+                                                                        : 6;
+        CHECK(t.matrix_flops == 2 * TensorDesc{c.y, DType::f32}.numel() * k);
+    }
+    // values: y[b, h, q, k] = sum_d a[b, q, h, d] b[b, k, h, d]
+    const Graph g = import_onnx(einsum("bqhd,bkhd->bhqk", {2, 3, 4, 5}, {2, 6, 4, 5}), {});
+    const auto v = execute(g, {}, RefPrecision::f64);
+    const auto& a = v.at(static_cast<std::size_t>(g.find_tensor("a"))).data;
+    const auto& b = v.at(static_cast<std::size_t>(g.find_tensor("b"))).data;
+    const auto& y = v.at(static_cast<std::size_t>(g.find_tensor("y"))).data;
+    for (std::size_t bb = 0; bb < 2; ++bb)
+        for (std::size_t h = 0; h < 4; ++h)
+            for (std::size_t q = 0; q < 3; ++q)
+                for (std::size_t kk = 0; kk < 6; ++kk) {
+                    double s = 0;
+                    for (std::size_t d = 0; d < 5; ++d) s += a[((bb * 3 + q) * 4 + h) * 5 + d] * b[((bb * 6 + kk) * 4 + h) * 5 + d];
+                    CHECK(y[((bb * 4 + h) * 3 + q) * 6 + kk] == Approx(s));
+                }
+    CHECK_THROWS_WITH(import_onnx(einsum("ij,jk,kl->il", {2, 3}, {3, 4}), {}), Catch::Contains("only two operands"));
+    CHECK_THROWS_WITH(import_onnx(einsum("ii,ij->ij", {3, 3}, {3, 4}), {}), Catch::Contains("index 'i' repeats within the first operand"));
+    CHECK_THROWS_WITH(import_onnx(einsum("ij,jk->k", {3, 3}, {3, 4}), {}), Catch::Contains("index 'i' is summed over one operand only"));
+    CHECK_THROWS_WITH(import_onnx(einsum("...ij,jk->...ik", {2, 3, 3}, {3, 4}), {}), Catch::Contains("letters only, no ellipsis"));
+}
