@@ -157,6 +157,7 @@ const std::set<std::string>& mapped_ops() {
                                               "Identity",
                                               "Dropout",
                                               "Constant",
+                                              "If",
                                               "Shape",
                                               "Size"};
     return ops;
@@ -470,6 +471,7 @@ private:
         emitted_ = 0;
         if (!supported(n)) return opaque(n);
         if (n.op_type == "Constant") return constant_node(n);
+        if (n.op_type == "If") return if_node(n);
         if (n.op_type == "Shape" || n.op_type == "Size") return shape_node(n);
         if (onnx_foldable(n.op_type) && try_fold(n)) return;
         if (!mapped_ops().count(n.op_type)) {
@@ -516,6 +518,35 @@ private:
         }
         if (n.outputs.empty() || n.outputs[0].empty()) return;
         set_constant(n.outputs[0], std::move(t));
+    }
+
+    // If with a constant condition (a shape test, folded): the chosen branch's nodes are imported in
+    // place, named "<if>/<node>", and its outputs become the If's. A runtime condition is an error.
+    void if_node(const OnnxNode& n) {
+        const OnnxTensor& c = constant(n, 0, "cond");
+        if (onnx_numel(c.dims) != 1) throw InputError("cond must be a single value, got shape " + shape_str(c.dims));
+        const std::string which = onnx_value(c, 0) != 0 ? "then_branch" : "else_branch";
+        const OnnxAttr* a = attr(n, which.c_str());
+        if (!a || a->type != OnnxAttr::Type::graph || !a->g) throw InputError("the graph attribute '" + which + "' is missing");
+        const OnnxGraph& g = *a->g;
+        if (g.outputs.size() != n.outputs.size())
+            throw InputError(which + " has " + std::to_string(g.outputs.size()) + " outputs, the If " + std::to_string(n.outputs.size()));
+        for (const OnnxTensor& t : g.initializers) set_constant(t.name, t);
+        std::vector<OnnxNode> nodes = g.nodes;  // kept alive: node_ points into it while a node imports
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            OnnxNode& b = nodes[i];
+            const std::string inner = b.name.empty() ? b.op_type + "_" + std::to_string(i) : b.name;
+            b.name = n.name + "/" + inner;
+            try {
+                if (!supported(b) && !ov_.allow_unknown) throw InputError("unsupported ONNX op type " + b.op_type);
+                import_node(b);
+            } catch (const InputError& e) {
+                throw InputError(which + ", node '" + inner + "' (" + b.op_type + "): " + e.what());
+            }
+        }
+        for (std::size_t i = 0; i < n.outputs.size(); ++i) {
+            if (!n.outputs[i].empty()) values_[n.outputs[i]] = value(g.outputs[i]);
+        }
     }
 
     void shape_node(const OnnxNode& n) {

@@ -52,14 +52,17 @@ struct OnnxValueInfo {
     std::vector<OnnxDim> dims;
 };
 
+struct OnnxGraph;
+
 struct OnnxAttr {
-    enum class Type { int_, float_, string_, ints, floats, tensor, other } type = Type::other;
+    enum class Type { int_, float_, string_, ints, floats, tensor, graph, other } type = Type::other;
     std::int64_t i = 0;
     double f = 0;
     std::string s;
     std::vector<std::int64_t> ints;
     std::vector<double> floats;
     std::shared_ptr<OnnxTensor> t;
+    std::shared_ptr<const OnnxGraph> g;  // If's then_branch and else_branch
 };
 
 struct OnnxNode {
@@ -69,6 +72,14 @@ struct OnnxNode {
     std::vector<std::string> inputs;  // "" for an omitted optional input
     std::vector<std::string> outputs;
     std::map<std::string, OnnxAttr> attrs;
+};
+
+// A subgraph (an If branch): its nodes read the enclosing graph's values by name.
+struct OnnxGraph {
+    std::vector<OnnxNode> nodes;
+    std::vector<std::string> outputs;
+    std::vector<OnnxTensor> initializers;
+    static constexpr int kMaxDepth = 8;  // nested subgraphs a file may have
 };
 
 struct OnnxModel {

@@ -8,6 +8,7 @@ committed. Needs Debian 12's python3-torch 1.13, python3-torchvision 0.14 and py
     apt-get install -y python3-torch python3-torchvision python3-onnx
     /usr/bin/python3 tests/tools/export_torchvision.py [model ...]
     /usr/bin/python3 tests/tools/export_torchvision.py --bad    # tests/data/bad/onnx-{pad-length,clip-runtime-bound}.onnx
+    /usr/bin/python3 tests/tools/export_torchvision.py --if     # tests/data/onnx/if.onnx
 
 Each model is built with weights=None (random weights: the graph is what matters), in eval mode,
 batch 1 at its own crop size (torchvision's weights.transforms().crop_size: 299 for inception_v3,
@@ -76,11 +77,33 @@ def bad_files():
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(BAD, "onnx-clip-runtime-bound.onnx"))
 
 
+def if_model():
+    """tests/data/onnx/if.onnx: an If on a shape test (x.shape[1] == 4), as exporters write for
+    shape-dependent branches: then relu(x) @ w, else sigmoid(x) @ w."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
+    inits = [helper.make_tensor("one", TensorProto.INT64, [], [1]), helper.make_tensor("four", TensorProto.INT64, [], [4]),
+             helper.make_tensor("w", TensorProto.FLOAT, [4, 8], [0.5] * 32)]
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("MatMul", ["r", "w"], ["t"], name="mm")],
+                             "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, ["batch", 8])])
+    other = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["g"], name="sig"), helper.make_node("MatMul", ["g", "w"], ["e"], name="mm")],
+                              "else", [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, ["batch", 8])])
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"), helper.make_node("Gather", ["s", "one"], ["d"], name="dim1"),
+             helper.make_node("Equal", ["d", "four"], ["c"], name="test"),
+             helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)]
+    g = helper.make_graph(nodes, "if", [x], [y], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(ROOT, "tests", "data", "onnx", "if.onnx"))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, onnx {onnx.__version__}")
     if sys.argv[1:] == ["--bad"]:
         return bad_files()
+    if sys.argv[1:] == ["--if"]:
+        return if_model()
     for name in sys.argv[1:] or MODELS:
         export(name)
 

@@ -507,7 +507,7 @@ TEST_CASE("onnx: HardSigmoid, HardSwish and Mish", "[onnx]") {
     CHECK(mish.work(0).transcendentals == 33);
 }
 
-TEST_CASE("onnx: Pad in every mode; zero pads are no op; bad pads name the node", "[onnx][errors]") {
+TEST_CASE("onnx: Pad in every mode, zero pads are no op, bad pads name the node", "[onnx][errors]") {
     const auto pad = [](std::vector<std::int64_t> pads, const std::string& mode, std::vector<std::string> extra = {},
                         std::vector<OnnxTensor> inits = {}) {
         OnnxAttr m;
@@ -678,4 +678,49 @@ TEST_CASE("onnx: Einsum of two operands is one matmul, transposes folded in", "[
     CHECK_THROWS_WITH(import_onnx(einsum("ii,ij->ij", {3, 3}, {3, 4}), {}), Catch::Contains("index 'i' repeats within the first operand"));
     CHECK_THROWS_WITH(import_onnx(einsum("ij,jk->k", {3, 3}, {3, 4}), {}), Catch::Contains("index 'i' is summed over one operand only"));
     CHECK_THROWS_WITH(import_onnx(einsum("...ij,jk->...ik", {2, 3, 3}, {3, 4}), {}), Catch::Contains("letters only, no ellipsis"));
+}
+
+TEST_CASE("onnx: If with a constant condition imports the chosen branch in place", "[onnx]") {
+    if (onnx_supported()) {
+        // if.onnx (tests/tools/export_torchvision.py --if): If(x.shape[1] == 4) then relu(x) @ w else
+        // sigmoid(x) @ w; x is [batch, 4], so the then branch: a relu and a 2*2*4*8 = 128-FLOP matmul
+        const Graph g = load("if", 2);
+        const Totals t = totals(g);
+        CHECK(t.n(OpKind::relu) == 1);
+        CHECK(t.n(OpKind::sigmoid) == 0);
+        CHECK(t.matrix_flops == 128);
+        CHECK(g.find_node("branch/relu") >= 0);
+        CHECK(g.tensor(g.find_tensor("t")).desc.shape == Shape{2, 8});  // the branch's output is the If's "y"
+    }
+    // hand-built: the else branch of a false constant, with an initializer of its own
+    const auto branch = [](const std::string& op, const std::string& out) {
+        auto g = std::make_shared<OnnxGraph>();
+        g->nodes.push_back(OnnxNode{"", op, "", {"x"}, {out}, {}});
+        g->outputs = {out};
+        return g;
+    };
+    OnnxAttr then_b, else_b;
+    then_b.type = else_b.type = OnnxAttr::Type::graph;
+    then_b.g = branch("Relu", "t");
+    else_b.g = branch("Tanh", "e");
+    OnnxTensor cond = tensor("c", {}, {0});
+    cond.elem_type = onnx_type::kBool;
+    cond.i = {0};
+    cond.has_values = true;
+    const OnnxModel m =
+        model({node("If", {"c"}, {"y"}, {{"then_branch", then_b}, {"else_branch", else_b}})}, {vi("x", {-1, 4})}, {cond}, "y");
+    const Graph g = import_onnx(m, {});
+    REQUIRE(g.nodes().size() == 1);
+    CHECK(g.node(0).kind == OpKind::tanh);
+    CHECK(g.node(0).name == "y_node/Tanh_0");
+    // a condition from runtime data, and an unsupported op inside the branch, name the If
+    OnnxModel runtime = m;
+    runtime.initializers.clear();
+    runtime.inputs.push_back(vi("c", {}, onnx_type::kBool));
+    CHECK_THROWS_WITH(import_onnx(runtime, {}), Catch::Contains("node 'y_node' (If): input 0 (cond, 'c') must be a constant"));
+    else_b.g = branch("Hardmax", "e");
+    const OnnxModel unknown =
+        model({node("If", {"c"}, {"y"}, {{"then_branch", then_b}, {"else_branch", else_b}})}, {vi("x", {-1, 4})}, {cond}, "y");
+    CHECK_THROWS_WITH(import_onnx(unknown, {}),
+                      Catch::Contains("node 'y_node' (If): else_branch, node 'Hardmax_0' (Hardmax): unsupported ONNX op type Hardmax"));
 }
