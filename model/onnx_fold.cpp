@@ -358,7 +358,7 @@ std::optional<Tensors> scatter_nd(const OnnxNode& n, const OnnxTensor& data, con
     const Dims st = strides(data.dims);
     OnnxTensor y = data;
     const std::vector<std::int64_t> index = ints_of(idx);
-    const std::size_t count_idx = k == 0 ? 0 : index.size() / k;
+    const auto count_idx = static_cast<std::size_t>(onnx_numel(Dims(idx.dims.begin(), idx.dims.end() - 1)));
     for (std::size_t u = 0; u < count_idx; ++u) {
         std::int64_t off = 0;
         for (std::size_t d = 0; d < k; ++d) {

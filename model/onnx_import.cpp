@@ -1303,8 +1303,10 @@ void Importer::map_tile(const OnnxNode& n) {
     if (reps.size() != x.size())
         throw InputError("repeats " + shape_str(reps) + " must have one entry per axis of the input " + shape_str(x));
     std::vector<std::size_t> axes;
+    constexpr std::int64_t kMaxRepeats = 4096;  // one concat input per copy: bounds the graph a file can make
     for (std::size_t a = 0; a < reps.size(); ++a) {
-        if (reps[a] < 0) throw InputError("repeats " + shape_str(reps) + " must not be negative");
+        if (reps[a] < 0 || reps[a] > kMaxRepeats)
+            throw InputError("repeats " + shape_str(reps) + " must be within 0.." + std::to_string(kMaxRepeats));
         if (reps[a] != 1) axes.push_back(a);
     }
     if (axes.empty()) return alias(n);

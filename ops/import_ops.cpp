@@ -276,7 +276,7 @@ std::vector<std::array<std::int64_t, 2>> pad_plan(const TensorDesc& x, const Att
     std::vector<std::array<std::int64_t, 2>> plan;
     for (std::size_t d = 0; d < rank; ++d) {
         const std::int64_t dim = x.shape[d], b = pads[d], e = pads[d + rank];
-        if (b < -dim || e < -dim || b + e < -dim)
+        if (b < -dim || e < -dim || (b < 0 && e < 0 && b + e < -dim))  // no overflow: both >= -dim
             throw InputError("pads " + shape_str(pads) + " crop more than axis " + std::to_string(d) + "'s " + std::to_string(dim));
         const std::int64_t grow = std::max(b, e);
         // reflect mirrors without repeating the edge: at most dim - 1 on each side; wrap at most dim
