@@ -151,6 +151,8 @@ const std::set<std::string>& mapped_ops() {
                                               "Slice",
                                               "Expand",
                                               "Tile",
+                                              "Resize",
+                                              "Upsample",
                                               "Where",
                                               "Not",
                                               "Cast",
@@ -621,6 +623,7 @@ private:
     void map_einsum(const OnnxNode& n);
     void map_norm(const OnnxNode& n);
     void map_tile(const OnnxNode& n);
+    void map_resize(const OnnxNode& n);
     TensorId view(TensorId t, const Dims& shape) {
         if (g_.tensor(t).desc.shape == shape) return t;
         Attrs a;
@@ -795,6 +798,8 @@ void Importer::map_node(const OnnxNode& n) {
         emit1(OpKind::expand, {tin(n, 0, "input")}, a);
     } else if (op == "Tile") {
         map_tile(n);
+    } else if (op == "Resize" || op == "Upsample") {
+        map_resize(n);
     } else if (op == "Where") {
         map_where(n);
     } else if (op == "Not") {
@@ -1318,6 +1323,64 @@ void Importer::map_tile(const OnnxNode& n) {
         if (copies.empty()) throw InputError("repeats of 0 are not supported (an empty tensor)");
         y = emit1(OpKind::concat, copies, a, i + 1 == axes.size());
     }
+}
+
+// Resize (opset 10: X, scales; from 11: X, roi, scales, sizes; 18: axes) and Upsample (X, scales;
+// opset 7: a scales attribute): the output shape from constant sizes, or floor(dim * scale); nearest
+// or linear (Upsample's and Resize-10's coordinates are asymmetric, nearest rounding down). Cubic,
+// tf_crop_and_resize, antialiasing and aspect-ratio policies are not supported.
+void Importer::map_resize(const OnnxNode& n) {
+    const Dims& x = in(n, 0, "X").dims;
+    const bool legacy = n.op_type == "Upsample" || m_.opset < 11;
+    Dims sizes;
+    std::vector<double> scales;
+    auto floats = [&](std::size_t k, const char* role) {
+        const OnnxTensor& t = constant(n, k, role);
+        std::vector<double> v;
+        for (std::size_t i = 0; i < static_cast<std::size_t>(onnx_numel(t.dims)); ++i) v.push_back(onnx_value(t, i));
+        return v;
+    };
+    if (n.op_type == "Upsample" && attr(n, "scales")) {
+        const OnnxAttr* a = attr(n, "scales");
+        if (a->type != OnnxAttr::Type::floats) throw InputError("attribute 'scales' must be a list of floats");
+        scales = a->floats;
+    } else if (legacy) {
+        scales = floats(1, "scales");
+    } else if (has_input(n, 3) && onnx_numel(in(n, 3, "sizes").dims) > 0) {
+        sizes = ints(n, 3, "sizes");
+    } else {
+        scales = floats(2, "scales");
+    }
+    Dims axes = attr_ints(n, "axes", {});
+    const std::size_t given = sizes.empty() ? scales.size() : sizes.size();
+    if (axes.empty())
+        for (std::size_t d = 0; d < given; ++d) axes.push_back(static_cast<std::int64_t>(d));
+    if (axes.size() != given || given > x.size() || (attr(n, "axes") == nullptr && given != x.size()))
+        throw InputError("Resize takes " + std::to_string(given) + " sizes or scales for the " + std::to_string(x.size()) + "-d input " +
+                         shape_str(x) + " (one per axis)");
+    Dims out = x;
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+        const auto d = static_cast<std::size_t>(normalize_axis(axes[i], static_cast<std::int64_t>(x.size())));
+        if (!sizes.empty()) {
+            out[d] = sizes[i];
+            continue;
+        }
+        const double v = static_cast<double>(x[d]) * scales[i];
+        if (!(scales[i] > 0) || !(v < 9.0e18)) throw InputError("scale " + std::to_string(scales[i]) + " must be positive and finite");
+        out[d] = static_cast<std::int64_t>(std::floor(v));
+    }
+    if (attr_s(n, "keep_aspect_ratio_policy", "stretch") != "stretch" || attr_i(n, "antialias", 0) != 0)
+        throw InputError("keep_aspect_ratio_policy and antialias are not supported");
+    std::string mode = attr_s(n, "mode", "nearest");
+    if (mode == "bilinear") mode = "linear";  // Upsample-7's spelling
+    if (mode != "nearest" && mode != "linear") throw InputError("mode " + mode + " is not supported (nearest and linear are)");
+    if (out == x) return alias(n);
+    Attrs a;
+    a.set("sizes", out);
+    a.set("mode", mode);
+    a.set("coordinate_transformation_mode", legacy ? std::string("asymmetric") : attr_s(n, "coordinate_transformation_mode", "half_pixel"));
+    a.set("nearest_mode", legacy ? std::string("floor") : attr_s(n, "nearest_mode", "round_prefer_floor"));
+    emit1(OpKind::resize, {tin(n, 0, "X")}, a);
 }
 
 // Pad(data, pads, constant_value, axes): pads are an attribute before opset 11 and a constant input

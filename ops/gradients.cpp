@@ -515,6 +515,7 @@ GradFn grad_rule_of(OpKind k) {
         case OpKind::avg_pool2d_grad: return nullptr;
         // Not differentiable: autodiff stops with "<node>: <op> has no gradient rule".
         case OpKind::opaque: return nullptr;
+        case OpKind::resize: return nullptr;  // no rule yet: training a graph with a resize names it
     }
     return nullptr;
 }

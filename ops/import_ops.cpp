@@ -109,6 +109,43 @@ Work pad_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& a
     return w;
 }
 
+// resize(x) with attributes sizes (the output shape), mode (nearest or linear; default nearest),
+// coordinate_transformation_mode (half_pixel, pytorch_half_pixel, asymmetric or align_corners;
+// default half_pixel) and nearest_mode (round_prefer_floor, round_prefer_ceil, floor or ceil), with
+// ONNX Resize semantics.
+std::vector<TensorDesc> resize_infer(OpKind k, Inputs in, const Attrs& attrs) {
+    require_floating(k, in[0], "x");
+    const Shape sizes = attrs.require_ints("sizes");
+    if (static_cast<std::int64_t>(sizes.size()) != in[0].rank())
+        throw InputError("attribute 'sizes' " + shape_str(sizes) + " must have one entry per axis of " + desc_str(in[0]));
+    check_dims(sizes);
+    for (std::size_t d = 0; d < sizes.size(); ++d) {
+        if (in[0].shape[d] == 0 && sizes[d] != 0) throw InputError("axis " + std::to_string(d) + " of " + desc_str(in[0]) + " is empty");
+    }
+    const std::string mode = attrs.get_string("mode", "nearest");
+    if (mode != "nearest" && mode != "linear") throw InputError("attribute 'mode' must be nearest or linear, got '" + mode + "'");
+    (void)resize_source(attrs, 0, 1, 1);  // validates the coordinate mode
+    const std::string nm = attrs.get_string("nearest_mode", "round_prefer_floor");
+    if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")
+        throw InputError("attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor or ceil, got '" + nm + "'");
+    return {TensorDesc{sizes, in[0].dtype}};
+}
+
+// nearest: a gather, no arithmetic: each output element read from x (x read at most once when
+// upsampling) and written. linear over r resized axes: each output element interpolates 2^r
+// neighbours with 2^r - 1 lerps of 3 FLOPs (a - b, times the weight, plus b).
+Work resize_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    const bool linear = attrs.get_string("mode", "nearest") == "linear";
+    std::int64_t r = 0;
+    for (std::size_t d = 0; d < out[0].shape.size(); ++d) r += out[0].shape[d] != in[0].shape[d] ? 1 : 0;
+    const std::int64_t taps = linear ? std::int64_t{1} << r : 1;
+    Work w;
+    w.bytes_read = checked_mul(std::min(in[0].numel(), checked_mul(out[0].numel(), taps, "taps")), dtype_bytes(in[0].dtype), "bytes");
+    w.bytes_written = out[0].bytes();
+    if (linear) w.vector_flops = checked_mul(out[0].numel(), 3 * (taps - 1), "FLOPs");
+    return w;
+}
+
 // max_pool2d / avg_pool2d(x[N, C, H, W]) with attributes kernel (kh, kw), stride (default 1, 1),
 // padding (symmetric, default 0, 0), dilation (max only, default 1, 1), ceil_mode (default false),
 // count_include_pad (avg only, default false); output size as ONNX MaxPool/AveragePool and torch.
@@ -235,6 +272,12 @@ const OpRule& pad_rule() {
     return r;
 }
 
+const OpRule& resize_rule() {
+    static const OpRule r{OpFamily::movement, 1,          1, {"sizes", "mode", "coordinate_transformation_mode", "nearest_mode"},
+                          resize_infer,       resize_work};
+    return r;
+}
+
 const OpRule& pool2d_rule() {
     static const OpRule r{OpFamily::reduction, 1,          1, {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"},
                           pool2d_infer,        pool2d_work};
@@ -262,6 +305,18 @@ std::vector<std::array<std::int64_t, 3>> slice_plan(const TensorDesc& x, const A
     for (std::int64_t a = 0; a < x.rank(); ++a) plan.push_back({0, 1, x.shape[static_cast<std::size_t>(a)]});
     for (const SliceAxis& s : slice_axes(x, attrs)) plan[static_cast<std::size_t>(s.axis)] = {s.start, s.step, s.len};
     return plan;
+}
+
+double resize_source(const Attrs& attrs, std::int64_t o, std::int64_t in_len, std::int64_t out_len) {
+    const std::string m = attrs.get_string("coordinate_transformation_mode", "half_pixel");
+    const double scale = in_len > 0 ? static_cast<double>(out_len) / static_cast<double>(in_len) : 1.0;
+    const auto x = static_cast<double>(o);
+    if (m == "half_pixel") return (x + 0.5) / scale - 0.5;
+    if (m == "pytorch_half_pixel") return out_len > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    if (m == "asymmetric") return x / scale;
+    if (m == "align_corners") return out_len > 1 ? x * static_cast<double>(in_len - 1) / static_cast<double>(out_len - 1) : 0.0;
+    throw InputError(
+        "attribute 'coordinate_transformation_mode' must be half_pixel, pytorch_half_pixel, asymmetric or align_corners, got '" + m + "'");
 }
 
 std::vector<std::array<std::int64_t, 2>> pad_plan(const TensorDesc& x, const Attrs& attrs) {

@@ -43,8 +43,9 @@ enum class OpKind {
     // elementwise unary with a scalar operand, as eager PyTorch runs `x + c` and `x ** c`:
     // shift: x + offset; pow: x ^ exponent
     shift, pow,
-    // imported from ONNX: pad (ONNX Pad: constant, reflect, edge or wrap; negative pads crop)
-    pad,
+    // imported from ONNX: pad (ONNX Pad: constant, reflect, edge or wrap; negative pads crop) and
+    // resize (ONNX Resize/Upsample: nearest or linear)
+    pad, resize,
 };
 
 inline constexpr OpKind kAllOpKinds[] = {
@@ -62,7 +63,7 @@ inline constexpr OpKind kAllOpKinds[] = {
     OpKind::conv2d_grad_input, OpKind::conv2d_grad_weight, OpKind::reduce_max_grad, OpKind::expand, OpKind::fill,
     OpKind::cast, OpKind::sgd_update, OpKind::adam_update, OpKind::where, OpKind::slice,
     OpKind::max_pool2d, OpKind::avg_pool2d, OpKind::opaque, OpKind::max_pool2d_grad, OpKind::avg_pool2d_grad,
-    OpKind::shift, OpKind::pow, OpKind::pad,
+    OpKind::shift, OpKind::pow, OpKind::pad, OpKind::resize,
 };
 // clang-format on
 

@@ -108,6 +108,7 @@ const OpDef kOps[] = {
     {OpKind::shift, "shift", unary_rule, {}},
     {OpKind::pow, "pow", pow_rule, {}},
     {OpKind::pad, "pad", pad_rule, {}},
+    {OpKind::resize, "resize", resize_rule, {}},
 };
 
 constexpr std::size_t kOpCount = sizeof(kOps) / sizeof(kOps[0]);

@@ -724,3 +724,37 @@ TEST_CASE("onnx: If with a constant condition imports the chosen branch in place
     CHECK_THROWS_WITH(import_onnx(unknown, {}),
                       Catch::Contains("node 'y_node' (If): else_branch, node 'Hardmax_0' (Hardmax): unsupported ONNX op type Hardmax"));
 }
+
+TEST_CASE("onnx: Resize and Upsample to the resize op", "[onnx]") {
+    OnnxAttr linear;
+    linear.type = OnnxAttr::Type::string_;
+    linear.s = "linear";
+    OnnxTensor scales = tensor("scales", {4});
+    scales.f = {1, 1, 2, 2};
+    scales.has_values = true;
+    // opset 17: Resize(X, roi omitted, scales) linear, [1, 2, 4, 4] -> [1, 2, 8, 8]; 128 outputs, each 3
+    // lerps of 3 FLOPs over the 2 resized axes
+    const Graph g =
+        import_onnx(model({node("Resize", {"x", "", "scales"}, {"y"}, {{"mode", linear}})}, {vi("x", {-1, 2, 4, 4})}, {scales}, "y"), {});
+    REQUIRE(g.nodes().size() == 1);
+    CHECK(g.node(0).kind == OpKind::resize);
+    CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 2, 8, 8});
+    CHECK(g.work(0).vector_flops == 128 * 9);
+    CHECK(g.node(0).attrs.get_string("coordinate_transformation_mode", "") == "half_pixel");
+    // sizes instead of scales; Upsample (opset 9): asymmetric coordinates, rounding down
+    const Graph s = import_onnx(
+        model({node("Resize", {"x", "", "", "sizes"}, {"y"})}, {vi("x", {-1, 2, 4, 4})}, {tensor("sizes", {4}, {1, 2, 6, 3})}, "y"), {});
+    CHECK(s.tensor(s.find_tensor("y")).desc.shape == Shape{1, 2, 6, 3});
+    OnnxModel up = model({node("Upsample", {"x", "scales"}, {"y"})}, {vi("x", {-1, 2, 4, 4})}, {scales}, "y");
+    up.opset = 9;
+    const Graph u = import_onnx(up, {});
+    CHECK(u.node(0).attrs.get_string("coordinate_transformation_mode", "") == "asymmetric");
+    CHECK(u.node(0).attrs.get_string("nearest_mode", "") == "floor");
+    CHECK(u.work(0).flops() == 0);
+    // cubic is not supported, and says so naming the node
+    OnnxAttr cubic = linear;
+    cubic.s = "cubic";
+    CHECK_THROWS_WITH(
+        import_onnx(model({node("Resize", {"x", "", "scales"}, {"y"}, {{"mode", cubic}})}, {vi("x", {-1, 2, 4, 4})}, {scales}, "y"), {}),
+        Catch::Contains("node 'y_node' (Resize): mode cubic is not supported (nearest and linear are)"));
+}

@@ -213,6 +213,8 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::slice, {X}, A({{"starts", Ints{1}}, {"ends", Ints{3}}, {"axes", Ints{1}}}), "f32[2,2]", {.br = 16, .bw = 16}},
         // pad X by 1 column before and 2 after: [2,6]; reads X once (24 bytes), writes 12*4 = 48; no FLOPs
         {OpKind::pad, {X}, A({{"pads", Ints{0, 1, 0, 2}}}), "f32[2,6]", {.br = 24, .bw = 48}},
+        // nearest resize of X to [2,6]: a gather reading X once (24 bytes), writing 12*4 = 48; no FLOPs
+        {OpKind::resize, {X}, A({{"sizes", Ints{2, 6}}}), "f32[2,6]", {.br = 24, .bw = 48}},
         // 3x3 max pool, stride 2, padding 1 on [1,2,5,5]: Ho = Wo = (5 + 2 - 3)/2 + 1 = 3; 18 outputs x 8 compares = 144;
         // read 50*4 = 200; write 18*4 = 72
         {OpKind::max_pool2d,
@@ -1194,6 +1196,27 @@ TEST_CASE("ops_test: pad follows ONNX Pad in every mode", "[ops][onnx]") {
     CHECK_INPUT_ERROR(run_op(OpKind::pad, {x.desc}, A({{"pads", Ints{4, 0}}, {"mode", str("reflect")}})), "in mode reflect exceed");
     CHECK_INPUT_ERROR(run_op(OpKind::pad, {x.desc}, A({{"pads", Ints{-3, -2}}})), "crop more than axis 0's 4");
     CHECK_INPUT_ERROR(run_op(OpKind::pad, {x.desc}, A({{"pads", Ints{0, 0}}, {"mode", str("mirror")}})), "must be constant, reflect");
+}
+
+TEST_CASE("ops_test: resize follows ONNX Resize, nearest and linear", "[ops][onnx]") {
+    // x = [1 2 3 4] to 8 elements; values as ONNX's Resize definition computes them (onnx/docs/Operators.md)
+    const HostTensor x{T({4}, DType::f64), {1, 2, 3, 4}};
+    const auto ref = [&](const char* mode, const char* coords, const char* nearest = "round_prefer_floor") {
+        const Attrs a =
+            A({{"sizes", Ints{8}}, {"mode", str(mode)}, {"coordinate_transformation_mode", str(coords)}, {"nearest_mode", str(nearest)}});
+        return run_reference(OpKind::resize, {&x}, a, {run_op(OpKind::resize, {x.desc}, a).out[0]}, RefPrecision::f64)[0].data;
+    };
+    CHECK(ref("nearest", "asymmetric", "floor") == std::vector<double>{1, 1, 2, 2, 3, 3, 4, 4});
+    CHECK(ref("nearest", "half_pixel") == std::vector<double>{1, 1, 2, 2, 3, 3, 4, 4});
+    // half_pixel sources -0.25, 0.25, ..., 3.25 clamped to [0, 3]: PyTorch's bilinear, align_corners=False
+    CHECK(ref("linear", "half_pixel") == std::vector<double>{1, 1.25, 1.75, 2.25, 2.75, 3.25, 3.75, 4});
+    const auto ac = ref("linear", "align_corners");  // 1 + o * 3/7
+    for (std::size_t o = 0; o < 8; ++o) CHECK(ac[o] == Approx(1 + static_cast<double>(o) * 3 / 7));
+    // linear over 2 resized axes of [1,1,2,2] -> [1,1,4,4]: 16 outputs, 3 lerps of 3 FLOPs each
+    const Ran r = run_op(OpKind::resize, {T({1, 1, 2, 2})}, A({{"sizes", Ints{1, 1, 4, 4}}, {"mode", str("linear")}}));
+    CHECK(r.work.vector_flops == 16 * 9);
+    CHECK_INPUT_ERROR(run_op(OpKind::resize, {x.desc}, A({{"sizes", Ints{8}}, {"mode", str("cubic")}})), "must be nearest or linear");
+    CHECK_INPUT_ERROR(run_op(OpKind::resize, {x.desc}, A({{"sizes", Ints{8, 2}}})), "one entry per axis");
 }
 
 TEST_CASE("ops_test: pooling output sizes and errors", "[ops][onnx]") {
