@@ -393,33 +393,56 @@ Grads where_grad(GradBuilder& b, const GradArgs& a) {
     return g;
 }
 
-// slice with unit steps: dy padded back to x's shape with zeros, one concat of fills per sliced axis
-// (as tinygrad pads). Other steps have no rule yet; a one-element slice counts as a unit step.
+// slice: dy put back at x's shape with zeros. A unit step: one concat of fills per sliced axis (as
+// tinygrad pads). A step s > 1 (swin_t's patch merging, x[..., 0::2, 0::2, :]): dy interleaved with
+// s - 1 zeros after each element (a concat of fills on a new axis after it, reshaped into it), then
+// padded by the start before and the rest after (a negative end pad crops the trailing zeros).
+// Negative steps have no rule yet; a one-element slice counts as a unit step.
 Grads slice_grad(GradBuilder& b, const GradArgs& a) {
     Grads g = none(a);
     if (!a.needs[0]) return g;
     const TensorDesc x = b.desc(a.inputs[0]);
     const auto plan = slice_plan(x, a.attrs);
     TensorRef r = dy(a);
+    auto zeros = [&](Shape s) {
+        Attrs at = attr2("shape", s, "dtype", std::string(dtype_name(x.dtype)));
+        at.set("value", 0.0);
+        return b.one(OpKind::fill, {}, at);
+    };
     for (std::size_t ax = 0; ax < plan.size(); ++ax) {
         const auto [start, step, len] = plan[ax];
         const std::int64_t dim = x.shape[ax];
         if (len == dim && (step == 1 || len <= 1)) continue;  // the whole axis, in order
-        if (step != 1 && len > 1) {
+        if (step < 0 && len > 1) {
             throw InputError("slice with step " + std::to_string(step) + " on axis " + std::to_string(ax) +
-                             " has no gradient rule (unit steps only)");
+                             " has no gradient rule (positive steps only)");
+        }
+        if (step > 1 && len > 1) {
+            Shape s = b.desc(r).shape;
+            Shape split = s;
+            split.insert(split.begin() + static_cast<std::ptrdiff_t>(ax) + 1, 1);
+            Shape gap = split;
+            gap[ax + 1] = step - 1;
+            const TensorRef col = b.one(OpKind::reshape, {r}, attr("shape", split));
+            const TensorRef spread =
+                b.one(OpKind::concat, {col, zeros(gap)}, attr("axis", static_cast<std::int64_t>(ax) + 1));  // [.., len, step, ..]
+            s[ax] = len * step;
+            r = b.one(OpKind::reshape, {spread}, attr("shape", s));
+            std::vector<std::int64_t> pads(2 * plan.size(), 0);
+            pads[ax] = start;
+            pads[ax + plan.size()] = dim - start - len * step;
+            r = b.one(OpKind::pad, {r}, attr("pads", pads));
+            continue;
         }
         std::vector<TensorRef> parts;
-        auto zeros = [&](std::int64_t n) {
+        auto fill_len = [&](std::int64_t n) {
             Shape s = b.desc(r).shape;
             s[ax] = n;
-            Attrs at = attr2("shape", s, "dtype", std::string(dtype_name(x.dtype)));
-            at.set("value", 0.0);
-            return b.one(OpKind::fill, {}, at);
+            return zeros(s);
         };
-        if (start > 0) parts.push_back(zeros(start));
+        if (start > 0) parts.push_back(fill_len(start));
         parts.push_back(r);
-        if (dim - start - len > 0) parts.push_back(zeros(dim - start - len));
+        if (dim - start - len > 0) parts.push_back(fill_len(dim - start - len));
         if (parts.size() > 1) r = b.one(OpKind::concat, parts, attr("axis", static_cast<std::int64_t>(ax)));
     }
     g[0] = r;

@@ -140,6 +140,12 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
         // slice: two axes (one from the start, one in the middle, a negative start) and a one-axis slice to the end
         {OpKind::slice, {f64({3, 5, 4})}, attr2("starts", std::vector<std::int64_t>{1, -3}, "ends", std::vector<std::int64_t>{3, 3}), {}},
         {OpKind::slice, {m}, attr2("starts", std::vector<std::int64_t>{2}, "ends", std::vector<std::int64_t>{100}), {}},
+        // a strided slice: step 2 from 1 on an axis of 5 (rows 1, 3), step 3 from 0 on an axis of 4 (columns 0, 3)
+        {OpKind::slice, {f64({5, 4})}, [] {
+             Attrs at = attr2("starts", std::vector<std::int64_t>{1, 0}, "ends", std::vector<std::int64_t>{5, 4});
+             at.set("steps", std::vector<std::int64_t>{2, 3});
+             return at;
+         }(), {}},
         // pad: one row added before, one column cropped at the start and two added at the end
         {OpKind::pad, {m}, attr("pads", std::vector<std::int64_t>{1, -1, 0, 2}), {}},
         // pooling: overlapping windows with padding, dilation and ceil mode; average with and without the padding counted

@@ -19,6 +19,7 @@
 
 #include <filesystem>
 
+#include "model/autodiff.hpp"
 #include "model/model_json.hpp"
 #include "model/onnx_model.hpp"
 #include "support.hpp"
@@ -76,5 +77,28 @@ TEST_CASE("onnx zoo: analyze runs on the mobile nets' Clip, HardSigmoid and Hard
         const auto r = run_cli("analyze '" + zoo_file(m) + "' --batch 8 -q -o '" + test::tmp_path(std::string(m) + "-zoo.json") + "'");
         CHECK(r.code == 0);
         CHECK(std::filesystem::exists(test::tmp_path(std::string(m) + "-zoo.json")));
+    }
+}
+
+// Training (an appended mean as the stand-in loss, README): each matrix op's backward is its dx and
+// dw, twice its forward, except the first convolution's dx (the image needs no gradient): so the
+// backward matrix FLOPs are at most 2x the forward and at least 2x minus the first conv's share,
+// largest in squeezenet1_0 (its 7x7 stem is 21% of the model: 1.79x). Swin's patch merging
+// differentiates its step-2 slices; the mobile nets their relu6, hardsigmoid and hardswish.
+TEST_CASE("onnx zoo: every torchvision classifier trains, backward about twice forward", "[onnx][zoo][training]") {
+    if (!onnx_supported()) return;
+    for (const ZooModel& z : kZoo) {
+        INFO(z.name);
+        Graph g = load_model_arg(zoo_file(z.name), ModelOverrides{});
+        add_stand_in_loss(g);
+        const Graph t = build_training_step(g, TrainingOptions{});
+        double fwd = 0, bwd = 0;
+        for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
+            const auto flops = static_cast<double>(t.work(n).matrix_flops);
+            if (t.node(n).phase == Phase::forward) fwd += flops;
+            if (t.node(n).phase == Phase::backward) bwd += flops;
+        }
+        CHECK(bwd / fwd <= 2.0);
+        CHECK(bwd / fwd >= 1.75);
     }
 }
