@@ -339,6 +339,49 @@ std::optional<Tensors> concat(const OnnxNode& n, const std::vector<const OnnxTen
     return Tensors{y};
 }
 
+// ScatterND(data, indices, updates): indices [..., k] address slices data[i0, .., ik-1] of the
+// shape data.dims[k:]; updates [...indices.dims[:-1], ...data.dims[k:]] replace (or, with
+// reduction, combine with) them in order. Masks built from shapes (swin_t's shifted windows).
+std::optional<Tensors> scatter_nd(const OnnxNode& n, const OnnxTensor& data, const OnnxTensor& idx, const OnnxTensor& upd) {
+    if (idx.dims.empty()) throw InputError("ScatterND indices must have rank >= 1");
+    const auto k = static_cast<std::size_t>(idx.dims.back());
+    if (k > data.dims.size()) throw InputError("ScatterND index depth " + std::to_string(k) + " exceeds the data's rank");
+    Dims want(idx.dims.begin(), idx.dims.end() - 1);
+    want.insert(want.end(), data.dims.begin() + static_cast<std::ptrdiff_t>(k), data.dims.end());
+    if (upd.dims != want) throw InputError("ScatterND updates " + shape_str(upd.dims) + " must be " + shape_str(want));
+    const OnnxAttr* r = find_attr(n, "reduction");
+    const std::string reduction = r ? r->s : "none";
+    if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+        throw InputError("ScatterND reduction '" + reduction + "'");
+    std::int64_t slice = 1;
+    for (std::size_t d = k; d < data.dims.size(); ++d) slice *= data.dims[d];
+    const Dims st = strides(data.dims);
+    OnnxTensor y = data;
+    const std::vector<std::int64_t> index = ints_of(idx);
+    const auto count_idx = static_cast<std::size_t>(onnx_numel(Dims(idx.dims.begin(), idx.dims.end() - 1)));
+    for (std::size_t u = 0; u < count_idx; ++u) {
+        std::int64_t off = 0;
+        for (std::size_t d = 0; d < k; ++d) {
+            std::int64_t v = index[u * k + d];
+            const std::int64_t dim = data.dims[d];
+            if (v < -dim || v >= dim)
+                throw InputError("ScatterND index " + std::to_string(v) + " out of range for dimension " + std::to_string(dim));
+            off += (v < 0 ? v + dim : v) * st[d];
+        }
+        for (std::int64_t j = 0; j < slice; ++j) {
+            const auto at = static_cast<std::size_t>(off + j);
+            const double a = onnx_value(y, at), b = onnx_value(upd, u * static_cast<std::size_t>(slice) + static_cast<std::size_t>(j));
+            const double v = reduction == "add"   ? a + b
+                             : reduction == "mul" ? a * b
+                             : reduction == "max" ? std::max(a, b)
+                             : reduction == "min" ? std::min(a, b)
+                                                  : b;
+            set(y, at, v);
+        }
+    }
+    return Tensors{y};
+}
+
 std::optional<Tensors> range(const OnnxTensor& start, const OnnxTensor& limit, const OnnxTensor& delta) {
     if (count(start) != 1 || count(limit) != 1 || count(delta) != 1) throw InputError("Range takes scalars");
     const double s = onnx_value(start, 0), l = onnx_value(limit, 0), d = onnx_value(delta, 0);
@@ -526,7 +569,8 @@ bool onnx_foldable(const std::string& op) {
                                               "Size",
                                               "Constant",
                                               "ReduceProd",
-                                              "Transpose"};
+                                              "Transpose",
+                                              "ScatterND"};
     return ops.count(op) != 0;
 }
 
@@ -586,6 +630,7 @@ std::optional<Tensors> fold_onnx_node(const OnnxNode& n, const std::vector<const
         return Tensors{y};
     }
     if (op == "Range") return range(need(0), need(1), need(2));
+    if (op == "ScatterND") return scatter_nd(n, need(0), need(1), need(2));
     if (op == "ConstantOfShape") {
         const Dims out = ints_of(need(0));
         check_dims(out);

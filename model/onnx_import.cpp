@@ -1,11 +1,15 @@
 // OnnxModel -> Graph: structural checks, the batch symbol, constant folding of shape computations,
 // and the mapping of ONNX ops onto the op vocabulary (README.md, "ONNX models").
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
+#include <tuple>
 
 #include "model/model_json.hpp"
 #include "model/onnx_fold.hpp"
@@ -108,6 +112,12 @@ const std::set<std::string>& mapped_ops() {
                                               "Sin",
                                               "Erf",
                                               "Gelu",
+                                              "Softplus",
+                                              "Mish",
+                                              "HardSwish",
+                                              "HardSigmoid",
+                                              "Clip",
+                                              "Pad",
                                               "Add",
                                               "Sub",
                                               "Mul",
@@ -116,6 +126,7 @@ const std::set<std::string>& mapped_ops() {
                                               "Pow",
                                               "MatMul",
                                               "Gemm",
+                                              "Einsum",
                                               "Conv",
                                               "BatchNormalization",
                                               "MaxPool",
@@ -129,6 +140,8 @@ const std::set<std::string>& mapped_ops() {
                                               "Transpose",
                                               "Softmax",
                                               "LayerNormalization",
+                                              "InstanceNormalization",
+                                              "GroupNormalization",
                                               "ReduceMean",
                                               "ReduceSum",
                                               "ReduceMax",
@@ -137,12 +150,16 @@ const std::set<std::string>& mapped_ops() {
                                               "Split",
                                               "Slice",
                                               "Expand",
+                                              "Tile",
+                                              "Resize",
+                                              "Upsample",
                                               "Where",
                                               "Not",
                                               "Cast",
                                               "Identity",
                                               "Dropout",
                                               "Constant",
+                                              "If",
                                               "Shape",
                                               "Size"};
     return ops;
@@ -456,6 +473,7 @@ private:
         emitted_ = 0;
         if (!supported(n)) return opaque(n);
         if (n.op_type == "Constant") return constant_node(n);
+        if (n.op_type == "If") return if_node(n);
         if (n.op_type == "Shape" || n.op_type == "Size") return shape_node(n);
         if (onnx_foldable(n.op_type) && try_fold(n)) return;
         if (!mapped_ops().count(n.op_type)) {
@@ -502,6 +520,35 @@ private:
         }
         if (n.outputs.empty() || n.outputs[0].empty()) return;
         set_constant(n.outputs[0], std::move(t));
+    }
+
+    // If with a constant condition (a shape test, folded): the chosen branch's nodes are imported in
+    // place, named "<if>/<node>", and its outputs become the If's. A runtime condition is an error.
+    void if_node(const OnnxNode& n) {
+        const OnnxTensor& c = constant(n, 0, "cond");
+        if (onnx_numel(c.dims) != 1) throw InputError("cond must be a single value, got shape " + shape_str(c.dims));
+        const std::string which = onnx_value(c, 0) != 0 ? "then_branch" : "else_branch";
+        const OnnxAttr* a = attr(n, which.c_str());
+        if (!a || a->type != OnnxAttr::Type::graph || !a->g) throw InputError("the graph attribute '" + which + "' is missing");
+        const OnnxGraph& g = *a->g;
+        if (g.outputs.size() != n.outputs.size())
+            throw InputError(which + " has " + std::to_string(g.outputs.size()) + " outputs, the If " + std::to_string(n.outputs.size()));
+        for (const OnnxTensor& t : g.initializers) set_constant(t.name, t);
+        std::vector<OnnxNode> nodes = g.nodes;  // kept alive: node_ points into it while a node imports
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            OnnxNode& b = nodes[i];
+            const std::string inner = b.name.empty() ? b.op_type + "_" + std::to_string(i) : b.name;
+            b.name = n.name + "/" + inner;
+            try {
+                if (!supported(b) && !ov_.allow_unknown) throw InputError("unsupported ONNX op type " + b.op_type);
+                import_node(b);
+            } catch (const InputError& e) {
+                throw InputError(which + ", node '" + inner + "' (" + b.op_type + "): " + e.what());
+            }
+        }
+        for (std::size_t i = 0; i < n.outputs.size(); ++i) {
+            if (!n.outputs[i].empty()) values_[n.outputs[i]] = value(g.outputs[i]);
+        }
     }
 
     void shape_node(const OnnxNode& n) {
@@ -570,6 +617,41 @@ private:
     void map_split(const OnnxNode& n);
     void map_slice(const OnnxNode& n);
     void map_where(const OnnxNode& n);
+    void map_hardsigmoid(const OnnxNode& n);
+    void map_clip(const OnnxNode& n);
+    void map_pad(const OnnxNode& n);
+    void map_einsum(const OnnxNode& n);
+    void map_norm(const OnnxNode& n);
+    void map_tile(const OnnxNode& n);
+    void map_resize(const OnnxNode& n);
+    TensorId view(TensorId t, const Dims& shape) {
+        if (g_.tensor(t).desc.shape == shape) return t;
+        Attrs a;
+        a.set("shape", shape);
+        return emit1(OpKind::reshape, {t}, a, false);
+    }
+    // Emits y = x through a chain of unary ops (kind, its attribute, value), the last named after the node.
+    void unary_chain(const OnnxNode& n, const std::vector<std::tuple<OpKind, const char*, double>>& chain) {
+        TensorId y = tin(n, 0, "x");
+        for (std::size_t i = 0; i < chain.size(); ++i) {
+            const auto& [k, name, v] = chain[i];
+            Attrs a;
+            if (name != nullptr) a.set(name, v);
+            y = emit1(k, {y}, a, i + 1 == chain.size());
+        }
+    }
+    // A scalar constant input k (Clip's bounds, Pad's value), nullopt when the input is omitted.
+    std::optional<double> scalar_input(const OnnxNode& n, std::size_t k, const char* role) const {
+        if (!has_input(n, k)) return std::nullopt;
+        const OnnxTensor& t = constant(n, k, role);
+        if (onnx_numel(t.dims) != 1) throw InputError(std::string(role) + " must be a scalar, got shape " + shape_str(t.dims));
+        return onnx_value(t, 0);
+    }
+    void reshape_from(const OnnxNode&, TensorId t, const Dims& to) {
+        Attrs a;
+        a.set("shape", to);
+        emit1(OpKind::reshape, {t}, a);
+    }
     void reshape_to(const OnnxNode& n, const Dims& to) {
         if (to == in(n, 0, "data").dims) return alias(n);
         emit1(OpKind::reshape, {tin(n, 0, "data")}, [&] {
@@ -607,14 +689,23 @@ OpKind unary_kind(const std::string& op) {
     if (op == "Sqrt") return OpKind::sqrt;
     if (op == "Neg") return OpKind::neg;
     if (op == "Sin") return OpKind::sin;
+    if (op == "Softplus") return OpKind::softplus;
+    if (op == "Mish") return OpKind::mish;
+    if (op == "HardSwish") return OpKind::hardswish;
     return OpKind::erf;
 }
 
 void Importer::map_node(const OnnxNode& n) {
     const std::string& op = n.op_type;
     if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Exp" || op == "Log" || op == "Sqrt" || op == "Neg" || op == "Sin" ||
-        op == "Erf") {
+        op == "Erf" || op == "Softplus" || op == "Mish" || op == "HardSwish") {
         emit1(unary_kind(op), {tin(n, 0, "x")});
+    } else if (op == "HardSigmoid") {
+        map_hardsigmoid(n);
+    } else if (op == "Clip") {
+        map_clip(n);
+    } else if (op == "Pad") {
+        map_pad(n);
     } else if (op == "Gelu") {
         const std::string approx = attr_s(n, "approximate", "none");
         emit1(OpKind::gelu, {tin(n, 0, "x")}, [&] {
@@ -641,6 +732,8 @@ void Importer::map_node(const OnnxNode& n) {
         emit1(OpKind::matmul, {tin(n, 0, "A"), tin(n, 1, "B")});
     } else if (op == "Gemm") {
         map_gemm(n);
+    } else if (op == "Einsum") {
+        map_einsum(n);
     } else if (op == "Conv") {
         map_conv(n);
     } else if (op == "BatchNormalization") {
@@ -676,17 +769,8 @@ void Importer::map_node(const OnnxNode& n) {
         Attrs a;
         a.set("axis", axis);
         emit1(OpKind::softmax, {tin(n, 0, "x")}, a);
-    } else if (op == "LayerNormalization") {
-        single_output(n);
-        const auto rank = static_cast<std::int64_t>(in(n, 0, "X").dims.size());
-        if (normalize_axis(attr_i(n, "axis", -1), rank) != rank - 1)
-            throw InputError("LayerNormalization over more than the last axis is not supported");
-        std::vector<TensorId> ins{tin(n, 0, "X")};
-        if (has_input(n, 1)) ins.push_back(tin(n, 1, "Scale"));
-        if (has_input(n, 2)) ins.push_back(tin(n, 2, "B"));
-        Attrs a;
-        a.set("eps", attr_f(n, "epsilon", 1e-5));
-        emit1(OpKind::layernorm, ins, a);
+    } else if (op == "LayerNormalization" || op == "InstanceNormalization" || op == "GroupNormalization") {
+        map_norm(n);
     } else if (op == "ReduceMean") {
         map_reduce(n, OpKind::reduce_mean);
     } else if (op == "ReduceSum") {
@@ -712,6 +796,10 @@ void Importer::map_node(const OnnxNode& n) {
         Attrs a;
         a.set("shape", to);
         emit1(OpKind::expand, {tin(n, 0, "input")}, a);
+    } else if (op == "Tile") {
+        map_tile(n);
+    } else if (op == "Resize" || op == "Upsample") {
+        map_resize(n);
     } else if (op == "Where") {
         map_where(n);
     } else if (op == "Not") {
@@ -727,7 +815,17 @@ void Importer::map_node(const OnnxNode& n) {
         a.set("dtype", std::string(dtype_name(d)));
         emit1(OpKind::cast, {tin(n, 0, "input")}, a);
     } else if (op == "Identity" || op == "Dropout") {
-        single_output(n);
+        if (op == "Dropout" && n.outputs.size() == 2 && !n.outputs[1].empty()) {
+            // inference: the mask (swin_t's attention dropout exports it) keeps everything, a
+            // constant of the input's shape (all true; its values are not needed)
+            Value mask;
+            mask.dims = in(n, 0, "data").dims;
+            mask.type = onnx_type::kBool;
+            mask.role = TensorRole::input;
+            values_[n.outputs[1]] = std::move(mask);
+        } else {
+            single_output(n);
+        }
         alias(n);
     } else {
         throw InputError("internal: no mapping for " + op);
@@ -967,6 +1065,360 @@ void Importer::map_where(const OnnxNode& n) {
         std::swap(ia, ib);
     }
     emit1(OpKind::where, {tensor(cond), tin(n, ia, "X"), tin(n, ib, "Y")});
+}
+
+// HardSigmoid(x) = max(0, min(1, alpha x + beta)). PyTorch exports its hardsigmoid, relu6(x + 3) / 6,
+// with alpha 1/6 and beta 1/2: the hardsigmoid op; other alpha and beta (ONNX's defaults are 0.2 and
+// 0.5) scale and shift x into it first: hardsigmoid(6 alpha x + 6 beta - 3) = that clamp.
+void Importer::map_hardsigmoid(const OnnxNode& n) {
+    const double alpha = attr_f(n, "alpha", 0.2), beta = attr_f(n, "beta", 0.5);
+    if (std::fabs(alpha - 1.0 / 6.0) < 1e-6 && beta == 0.5) return unary_chain(n, {{OpKind::hardsigmoid, nullptr, 0}});
+    unary_chain(n, {{OpKind::scale, "factor", 6 * alpha}, {OpKind::shift, "offset", 6 * beta - 3}, {OpKind::hardsigmoid, nullptr, 0}});
+}
+
+// Clip(x, min, max): the bounds are attributes before opset 11 and optional scalar inputs from it,
+// and must be constants. [0, none] is relu and [0, 6] relu6 (PyTorch's ReLU6, the mobile nets'); other
+// bounds become a chain around relu or relu6 that computes the same values: [a, none] = relu(x - a) +
+// a, [none, b] = b - relu(b - x), [a, b] = a + (b - a)/6 relu6(6 (x - a)/(b - a)).
+void Importer::map_clip(const OnnxNode& n) {
+    // unbounded: -inf and inf; +-FLT_MAX (the defaults before opset 11) do not bound a float either
+    constexpr double kFltMax = 3.4028234663852886e38, kInf = std::numeric_limits<double>::infinity();
+    double lo = -kInf, hi = kInf;
+    if (m_.opset < 11) {
+        lo = attr_f(n, "min", -kInf);
+        hi = attr_f(n, "max", kInf);
+    } else {
+        lo = scalar_input(n, 1, "min").value_or(-kInf);
+        hi = scalar_input(n, 2, "max").value_or(kInf);
+    }
+    if (std::isnan(lo) || std::isnan(hi)) throw InputError("Clip with a NaN bound");
+    if (lo > hi) throw InputError("Clip with min " + std::to_string(lo) + " above max " + std::to_string(hi));
+    const bool has_lo = lo > -kFltMax, has_hi = hi < kFltMax;
+    if (!has_lo && !has_hi) return alias(n);
+    if (!has_hi) {
+        if (lo == 0) return unary_chain(n, {{OpKind::relu, nullptr, 0}});
+        return unary_chain(n, {{OpKind::shift, "offset", -lo}, {OpKind::relu, nullptr, 0}, {OpKind::shift, "offset", lo}});
+    }
+    if (!has_lo) {
+        return unary_chain(n, {{OpKind::neg, nullptr, 0},
+                               {OpKind::shift, "offset", hi},
+                               {OpKind::relu, nullptr, 0},
+                               {OpKind::neg, nullptr, 0},
+                               {OpKind::shift, "offset", hi}});
+    }
+    if (lo == 0 && hi == 6) return unary_chain(n, {{OpKind::relu6, nullptr, 0}});
+    if (lo == hi) throw InputError("Clip with min = max (" + std::to_string(lo) + ") is a constant, not supported");
+    const double w = hi - lo;
+    unary_chain(n, {{OpKind::shift, "offset", -lo},
+                    {OpKind::scale, "factor", 6 / w},
+                    {OpKind::relu6, nullptr, 0},
+                    {OpKind::scale, "factor", w / 6},
+                    {OpKind::shift, "offset", lo}});
+}
+
+// Einsum of two operands that is a batched matrix product (maxvit_t's attention, "B G H I D, B G H J
+// D -> B G H I J"): every index is a batch index (both operands and the output), a row index (the
+// first operand and the output), a column index (the second and the output) or a contracted one
+// (both operands, not the output). Each operand is permuted into [batch, rows, contracted] (or
+// [batch, contracted, columns]) unless it already is, or is its transpose; index groups of more
+// than one index are reshaped into one; one matmul; the result reshaped and permuted to the output.
+void Importer::map_einsum(const OnnxNode& n) {
+    std::string eq;
+    for (char c : attr_s(n, "equation", "")) {
+        if (c != ' ') eq += c;
+    }
+    if (eq.find('.') != std::string::npos) throw InputError("Einsum '" + eq + "': letters only, no ellipsis ('...') is supported");
+    const auto arrow = eq.find("->");
+    const std::string lhs = eq.substr(0, arrow);
+    const auto comma = lhs.find(',');
+    if (n.inputs.size() != 2 || comma == std::string::npos || lhs.find(',', comma + 1) != std::string::npos)
+        throw InputError("Einsum '" + eq + "': only two operands (a batched matrix product) are supported");
+    const std::string ta = lhs.substr(0, comma), tb = lhs.substr(comma + 1);
+    std::string out;
+    if (arrow != std::string::npos) {
+        out = eq.substr(arrow + 2);
+    } else {  // implicit output: the indices used once, in alphabetical order
+        std::string all = ta + tb;
+        std::sort(all.begin(), all.end());
+        for (char c : all) {
+            if (std::count(all.begin(), all.end(), c) == 1) out += c;
+        }
+    }
+    const Dims& da = in(n, 0, "Inputs").dims;
+    const Dims& db = in(n, 1, "Inputs").dims;
+    std::map<char, std::int64_t> size;
+    const Dims no_dims;  // the output's: not checked
+    auto check_term = [&](const std::string& t, const Dims& d, const char* what) {
+        if (&d != &no_dims && t.size() != d.size())
+            throw InputError("Einsum '" + eq + "': " + what + " has " + std::to_string(t.size()) + " indices for shape " + shape_str(d));
+        for (std::size_t i = 0; i < t.size(); ++i) {
+            if (!std::isalpha(static_cast<unsigned char>(t[i])))
+                throw InputError("Einsum '" + eq + "': index '" + std::string(1, t[i]) + "' is not supported (letters only, no ellipsis)");
+            if (t.find(t[i], i + 1) != std::string::npos)
+                throw InputError("Einsum '" + eq + "': index '" + std::string(1, t[i]) + "' repeats within " + what + " (a diagonal)");
+            if (&d == &no_dims) continue;
+            if (size.count(t[i]) && size[t[i]] != d[i])
+                throw InputError("Einsum '" + eq + "': index '" + std::string(1, t[i]) + "' has sizes " + std::to_string(size[t[i]]) +
+                                 " and " + std::to_string(d[i]));
+            size[t[i]] = d[i];
+        }
+    };
+    check_term(ta, da, "the first operand");
+    check_term(tb, db, "the second operand");
+    check_term(out, no_dims, "the output");
+    std::string batch, rows, cols, contracted;
+    for (char c : out) {
+        const bool a = ta.find(c) != std::string::npos, b = tb.find(c) != std::string::npos;
+        if (a && b)
+            batch += c;
+        else if (a)
+            rows += c;
+        else if (b)
+            cols += c;
+        else
+            throw InputError("Einsum '" + eq + "': output index '" + std::string(1, c) + "' is in no operand");
+    }
+    for (char c : ta + tb) {
+        if (out.find(c) != std::string::npos || contracted.find(c) != std::string::npos) continue;
+        if (ta.find(c) == std::string::npos || tb.find(c) == std::string::npos)
+            throw InputError("Einsum '" + eq + "': index '" + std::string(1, c) + "' is summed over one operand only (not supported)");
+        contracted += c;
+    }
+    auto dims_of = [&](const std::string& letters) {
+        Dims d;
+        for (char c : letters) d.push_back(size.at(c));
+        return d;
+    };
+    auto numel = [&](const std::string& letters) { return onnx_numel(dims_of(letters)); };
+    // an operand as [batch..., first, second]: permuted (unless `term` is in that order already) and reshaped
+    auto operand = [&](std::size_t k, const std::string& term, const std::string& first, const std::string& second) {
+        TensorId t = tin(n, k, "Inputs");
+        const std::string order = batch + first + second;
+        if (term != order) {
+            Dims perm;
+            for (char c : order) perm.push_back(static_cast<std::int64_t>(term.find(c)));
+            Attrs a;
+            a.set("perm", perm);
+            t = emit1(OpKind::permute, {t}, a, false);
+        }
+        Dims shape = dims_of(batch);
+        shape.push_back(numel(first));
+        shape.push_back(numel(second));
+        if (shape != dims_of(order)) {
+            Attrs a;
+            a.set("shape", shape);
+            t = emit1(OpKind::reshape, {t}, a, false);
+        }
+        return t;
+    };
+    Attrs mm;
+    const bool ta_t = ta == batch + contracted + rows && ta != batch + rows + contracted;
+    const bool tb_t = tb == batch + cols + contracted && tb != batch + contracted + cols;
+    const TensorId a = ta_t ? operand(0, ta, contracted, rows) : operand(0, ta, rows, contracted);
+    const TensorId b = tb_t ? operand(1, tb, cols, contracted) : operand(1, tb, contracted, cols);
+    if (ta_t) mm.set("transpose_a", true);
+    if (tb_t) mm.set("transpose_b", true);
+    const std::string product = batch + rows + cols;
+    Dims flat = dims_of(batch);
+    flat.push_back(numel(rows));
+    flat.push_back(numel(cols));
+    const bool reshape = flat != dims_of(product), permute = product != out;
+    TensorId y = emit1(OpKind::matmul, {a, b}, mm, !reshape && !permute);
+    if (reshape) {
+        Attrs r;
+        r.set("shape", dims_of(product));
+        y = emit1(OpKind::reshape, {y}, r, !permute);
+    }
+    if (permute) {
+        Dims perm;
+        for (char c : out) perm.push_back(static_cast<std::int64_t>(product.find(c)));
+        Attrs p;
+        p.set("perm", perm);
+        emit1(OpKind::permute, {y}, p);
+    }
+}
+
+// The normalisations as one layernorm over rows of a reshaped x: LayerNormalization over the axes
+// from `axis` (the rows: those axes flattened, Scale and B flattened alike); InstanceNormalization
+// over each (n, c)'s spatial elements, GroupNormalization over each (n, group)'s channels and
+// spatial elements (num_groups), both followed by the per-channel scale and bias (GroupNormalization's
+// opset-18 per-group scale and bias on the grouped view). The reshapes are views (no work).
+void Importer::map_norm(const OnnxNode& n) {
+    single_output(n);
+    const std::string& op = n.op_type;
+    const Dims x = in(n, 0, "X").dims;
+    const auto rank = static_cast<std::int64_t>(x.size());
+    Attrs eps;
+    eps.set("eps", attr_f(n, "epsilon", 1e-5));
+    auto prod = [](Dims::const_iterator b, Dims::const_iterator e) {
+        std::int64_t p = 1;
+        for (; b != e; ++b) p = checked_mul(p, *b, "element count");
+        return p;
+    };
+    if (op == "LayerNormalization") {
+        const std::int64_t axis = normalize_axis(attr_i(n, "axis", -1), rank);
+        Dims rows(x.begin(), x.begin() + axis);
+        const std::int64_t len = prod(x.begin() + axis, x.end());
+        rows.push_back(len);
+        std::vector<TensorId> ins{view(tin(n, 0, "X"), rows)};
+        for (std::size_t k = 1; k <= 2; ++k) {
+            if (!has_input(n, k)) continue;
+            if (in(n, k, "Scale or B").dims != Dims(x.begin() + axis, x.end()))
+                throw InputError("input " + std::to_string(k) + " must have the normalised shape " +
+                                 shape_str(Dims(x.begin() + axis, x.end())));
+            ins.push_back(view(tin(n, k, "Scale or B"), {len}));
+        }
+        if (ins.size() == 2 && !has_input(n, 1)) throw InputError("B without Scale is not supported");
+        const bool last = rows == x;
+        const TensorId y = emit1(OpKind::layernorm, ins, eps, last);
+        if (!last) reshape_from(n, y, x);
+        return;
+    }
+    if (rank < 3) throw InputError("input must be [N, C, spatial...], got " + shape_str(x));
+    const std::int64_t c = x[1];
+    const std::int64_t groups = op == "GroupNormalization" ? attr_i(n, "num_groups", 0) : c;
+    if (groups <= 0 || c % groups != 0)
+        throw InputError("num_groups " + std::to_string(groups) + " must be positive and divide the " + std::to_string(c) + " channels");
+    const std::int64_t spatial = prod(x.begin() + 2, x.end());
+    const Dims grouped{x[0], groups, checked_mul(c / groups, spatial, "group size")};
+    TensorId y = emit1(OpKind::layernorm, {view(tin(n, 0, "X"), grouped)}, eps, false);
+    const Dims& sd = in(n, 1, "scale").dims;
+    if (in(n, 2, "B").dims != sd) throw InputError("scale " + shape_str(sd) + " and B " + shape_str(in(n, 2, "B").dims) + " differ");
+    Dims per;  // the scale's broadcast shape
+    if (sd == Dims{c}) {
+        y = view(y, x);
+        per = {c};
+        per.resize(x.size() - 1, 1);
+    } else if (sd == Dims{groups}) {
+        per = {groups, 1};
+    } else {
+        throw InputError("scale " + shape_str(sd) + " must be [" + std::to_string(c) + "] (or [num_groups])");
+    }
+    const bool back = g_.tensor(y).desc.shape != x;
+    y = emit1(OpKind::mul, {y, view(tin(n, 1, "scale"), per)}, {}, false);
+    y = emit1(OpKind::add, {y, view(tin(n, 2, "B"), per)}, {}, !back);
+    if (back) reshape_from(n, y, x);
+}
+
+// Tile(x, repeats): per axis repeated r > 1 times, a concat of r copies along it (each reads its input
+// and writes its output, as a tiling copy does); repeats must be constants.
+void Importer::map_tile(const OnnxNode& n) {
+    const Dims reps = ints(n, 1, "repeats");
+    const Dims& x = in(n, 0, "input").dims;
+    if (reps.size() != x.size())
+        throw InputError("repeats " + shape_str(reps) + " must have one entry per axis of the input " + shape_str(x));
+    std::vector<std::size_t> axes;
+    constexpr std::int64_t kMaxRepeats = 4096;  // one concat input per copy: bounds the graph a file can make
+    for (std::size_t a = 0; a < reps.size(); ++a) {
+        if (reps[a] < 0 || reps[a] > kMaxRepeats)
+            throw InputError("repeats " + shape_str(reps) + " must be within 0.." + std::to_string(kMaxRepeats));
+        if (reps[a] != 1) axes.push_back(a);
+    }
+    if (axes.empty()) return alias(n);
+    TensorId y = tin(n, 0, "input");
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+        Attrs a;
+        a.set("axis", static_cast<std::int64_t>(axes[i]));
+        const std::vector<TensorId> copies(static_cast<std::size_t>(reps[axes[i]]), y);
+        if (copies.empty()) throw InputError("repeats of 0 are not supported (an empty tensor)");
+        y = emit1(OpKind::concat, copies, a, i + 1 == axes.size());
+    }
+}
+
+// Resize (opset 10: X, scales; from 11: X, roi, scales, sizes; 18: axes) and Upsample (X, scales;
+// opset 7: a scales attribute): the output shape from constant sizes, or floor(dim * scale); nearest
+// or linear (Upsample's and Resize-10's coordinates are asymmetric, nearest rounding down). Cubic,
+// tf_crop_and_resize, antialiasing and aspect-ratio policies are not supported.
+void Importer::map_resize(const OnnxNode& n) {
+    const Dims& x = in(n, 0, "X").dims;
+    const bool legacy = n.op_type == "Upsample" || m_.opset < 11;
+    Dims sizes;
+    std::vector<double> scales;
+    auto floats = [&](std::size_t k, const char* role) {
+        const OnnxTensor& t = constant(n, k, role);
+        std::vector<double> v;
+        for (std::size_t i = 0; i < static_cast<std::size_t>(onnx_numel(t.dims)); ++i) v.push_back(onnx_value(t, i));
+        return v;
+    };
+    if (n.op_type == "Upsample" && attr(n, "scales")) {
+        const OnnxAttr* a = attr(n, "scales");
+        if (a->type != OnnxAttr::Type::floats) throw InputError("attribute 'scales' must be a list of floats");
+        scales = a->floats;
+    } else if (legacy) {
+        scales = floats(1, "scales");
+    } else if (has_input(n, 3) && onnx_numel(in(n, 3, "sizes").dims) > 0) {
+        sizes = ints(n, 3, "sizes");
+    } else {
+        scales = floats(2, "scales");
+    }
+    Dims axes = attr_ints(n, "axes", {});
+    const std::size_t given = sizes.empty() ? scales.size() : sizes.size();
+    if (axes.empty())
+        for (std::size_t d = 0; d < given; ++d) axes.push_back(static_cast<std::int64_t>(d));
+    if (axes.size() != given || given > x.size() || (attr(n, "axes") == nullptr && given != x.size()))
+        throw InputError("Resize takes " + std::to_string(given) + " sizes or scales for the " + std::to_string(x.size()) + "-d input " +
+                         shape_str(x) + " (one per axis)");
+    Dims out = x;
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+        const auto d = static_cast<std::size_t>(normalize_axis(axes[i], static_cast<std::int64_t>(x.size())));
+        if (!sizes.empty()) {
+            out[d] = sizes[i];
+            continue;
+        }
+        const double v = static_cast<double>(x[d]) * scales[i];
+        if (!(scales[i] > 0) || !(v < 9.0e18)) throw InputError("scale " + std::to_string(scales[i]) + " must be positive and finite");
+        out[d] = static_cast<std::int64_t>(std::floor(v));
+    }
+    if (attr_s(n, "keep_aspect_ratio_policy", "stretch") != "stretch" || attr_i(n, "antialias", 0) != 0)
+        throw InputError("keep_aspect_ratio_policy and antialias are not supported");
+    std::string mode = attr_s(n, "mode", "nearest");
+    if (mode == "bilinear") mode = "linear";  // Upsample-7's spelling
+    if (mode != "nearest" && mode != "linear") throw InputError("mode " + mode + " is not supported (nearest and linear are)");
+    if (out == x) return alias(n);
+    Attrs a;
+    a.set("sizes", out);
+    a.set("mode", mode);
+    a.set("coordinate_transformation_mode", legacy ? std::string("asymmetric") : attr_s(n, "coordinate_transformation_mode", "half_pixel"));
+    a.set("nearest_mode", legacy ? std::string("floor") : attr_s(n, "nearest_mode", "round_prefer_floor"));
+    emit1(OpKind::resize, {tin(n, 0, "X")}, a);
+}
+
+// Pad(data, pads, constant_value, axes): pads are an attribute before opset 11 and a constant input
+// from it (axes from opset 18); zero pads are the input itself, anything else the pad op (a copy).
+void Importer::map_pad(const OnnxNode& n) {
+    const Dims& x = in(n, 0, "data").dims;
+    const auto rank = static_cast<std::int64_t>(x.size());
+    const std::string mode = attr_s(n, "mode", "constant");
+    Dims pads;
+    double value = 0;
+    if (m_.opset < 11) {
+        pads = attr_ints(n, "pads", {});
+        value = attr_f(n, "value", 0.0);
+    } else {
+        pads = ints(n, 1, "pads");
+        value = scalar_input(n, 2, "constant_value").value_or(0.0);
+        if (has_input(n, 3)) {
+            const Dims axes = ints(n, 3, "axes");
+            if (pads.size() != 2 * axes.size())
+                throw InputError("pads " + shape_str(pads) + " must have 2 entries per axis of axes " + shape_str(axes));
+            Dims full(2 * x.size(), 0);
+            for (std::size_t i = 0; i < axes.size(); ++i) {
+                const auto a = static_cast<std::size_t>(normalize_axis(axes[i], rank));
+                full[a] = pads[i];
+                full[a + x.size()] = pads[i + axes.size()];
+            }
+            pads = full;
+        }
+    }
+    if (pads.size() != 2 * x.size())
+        throw InputError("pads " + shape_str(pads) + " has " + std::to_string(pads.size()) + " entries; the input " + shape_str(x) +
+                         " needs 2 per axis (" + std::to_string(2 * x.size()) + ")");
+    if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; })) return alias(n);
+    Attrs a;
+    a.set("pads", pads);
+    a.set("mode", mode);
+    if (value != 0) a.set("value", value);
+    emit1(OpKind::pad, {tin(n, 0, "data")}, a);
 }
 
 }  // namespace

@@ -33,10 +33,11 @@ struct OnnxTensor {
     bool has_values = false;
     std::vector<double> f;        // float types
     std::vector<std::int64_t> i;  // integer and bool types
-    // Shape computations hold a few dozen values; 2^16 also covers constant masks up to 256x256.
-    // Beyond it a tensor stays shape-only (a parameter or constant input), which bounds the memory
-    // and time a hostile file can make folding spend.
-    static constexpr std::int64_t kMaxValueElements = 1 << 16;
+    // Shape computations hold a few dozen values; 2^18 also covers constant masks up to 512x512 and
+    // swin_t's shifted-window mask (64 windows x 49 x 49 = 153,664). Beyond it a tensor stays
+    // shape-only (a parameter or constant input), which bounds the memory (2 MiB of doubles) and
+    // time a hostile file can make folding spend.
+    static constexpr std::int64_t kMaxValueElements = 1 << 18;
 };
 
 struct OnnxDim {
@@ -51,14 +52,17 @@ struct OnnxValueInfo {
     std::vector<OnnxDim> dims;
 };
 
+struct OnnxGraph;
+
 struct OnnxAttr {
-    enum class Type { int_, float_, string_, ints, floats, tensor, other } type = Type::other;
+    enum class Type { int_, float_, string_, ints, floats, tensor, graph, other } type = Type::other;
     std::int64_t i = 0;
     double f = 0;
     std::string s;
     std::vector<std::int64_t> ints;
     std::vector<double> floats;
     std::shared_ptr<OnnxTensor> t;
+    std::shared_ptr<const OnnxGraph> g;  // If's then_branch and else_branch
 };
 
 struct OnnxNode {
@@ -68,6 +72,14 @@ struct OnnxNode {
     std::vector<std::string> inputs;  // "" for an omitted optional input
     std::vector<std::string> outputs;
     std::map<std::string, OnnxAttr> attrs;
+};
+
+// A subgraph (an If branch): its nodes read the enclosing graph's values by name.
+struct OnnxGraph {
+    std::vector<OnnxNode> nodes;
+    std::vector<std::string> outputs;
+    std::vector<OnnxTensor> initializers;
+    static constexpr int kMaxDepth = 8;  // nested subgraphs a file may have
 };
 
 struct OnnxModel {

@@ -183,7 +183,20 @@ OnnxValueInfo to_value_info(const onnx::ValueInfoProto& p) {
     return v;
 }
 
-OnnxAttr to_attr(const onnx::AttributeProto& a, const std::string& origin) {
+OnnxAttr to_attr(const onnx::AttributeProto& a, const std::string& origin, int depth);
+
+OnnxNode to_node(const onnx::NodeProto& n, const std::string& origin, int depth) {
+    OnnxNode node;
+    node.name = n.name();
+    node.op_type = n.op_type();
+    node.domain = n.domain();
+    node.inputs.assign(n.input().begin(), n.input().end());
+    node.outputs.assign(n.output().begin(), n.output().end());
+    for (const auto& a : n.attribute()) node.attrs[a.name()] = to_attr(a, origin, depth);
+    return node;
+}
+
+OnnxAttr to_attr(const onnx::AttributeProto& a, const std::string& origin, int depth) {
     OnnxAttr r;
     switch (a.type()) {
         case onnx::AttributeProto::INT:
@@ -210,7 +223,19 @@ OnnxAttr to_attr(const onnx::AttributeProto& a, const std::string& origin) {
             r.type = OnnxAttr::Type::tensor;
             r.t = std::make_shared<OnnxTensor>(to_tensor(a.t(), origin));
             break;
-        default: r.type = OnnxAttr::Type::other; break;  // graphs, sparse tensors, type protos: unused by mapped ops
+        case onnx::AttributeProto::GRAPH: {
+            if (depth >= OnnxGraph::kMaxDepth)
+                fail(origin,
+                     "subgraphs nested deeper than " + std::to_string(OnnxGraph::kMaxDepth) + " levels (attribute '" + a.name() + "')");
+            auto g = std::make_shared<OnnxGraph>();
+            for (const auto& n : a.g().node()) g->nodes.push_back(to_node(n, origin, depth + 1));
+            for (const auto& o : a.g().output()) g->outputs.push_back(o.name());
+            for (const auto& t : a.g().initializer()) g->initializers.push_back(to_tensor(t, origin));
+            r.type = OnnxAttr::Type::graph;
+            r.g = std::move(g);
+            break;
+        }
+        default: r.type = OnnxAttr::Type::other; break;  // sparse tensors, type protos, graph lists: unused by mapped ops
     }
     return r;
 }
@@ -235,16 +260,7 @@ OnnxModel parse_onnx(std::string_view bytes, const std::string& origin) {
     for (const auto& v : g.input()) m.inputs.push_back(to_value_info(v));
     for (const auto& v : g.output()) m.outputs.push_back(to_value_info(v));
     for (const auto& t : g.initializer()) m.initializers.push_back(to_tensor(t, origin));
-    for (const auto& n : g.node()) {
-        OnnxNode node;
-        node.name = n.name();
-        node.op_type = n.op_type();
-        node.domain = n.domain();
-        node.inputs.assign(n.input().begin(), n.input().end());
-        node.outputs.assign(n.output().begin(), n.output().end());
-        for (const auto& a : n.attribute()) node.attrs[a.name()] = to_attr(a, origin);
-        m.nodes.push_back(std::move(node));
-    }
+    for (const auto& n : g.node()) m.nodes.push_back(to_node(n, origin, 0));
     (void)check_onnx_structure(m);
     // Window attributes checked before ONNX's shape inference runs: it divides by strides and
     // dilations and takes group as a divisor, so a 0 there kills the process (SIGFPE) instead of

@@ -451,6 +451,19 @@ Grads slice_grad(GradBuilder& b, const GradArgs& a) {
     return g;
 }
 
+// pad in constant mode: dx is dy with the pads undone, a pad by the negated pads (cropping what was
+// added, zero-filling what was cropped). The other modes copy x's elements more than once; no rule yet.
+Grads pad_grad(GradBuilder& b, const GradArgs& a) {
+    Grads g = none(a);
+    if (!a.needs[0]) return g;
+    const std::string mode = a.attrs.get_string("mode", "constant");
+    if (mode != "constant") throw InputError("pad in mode " + mode + " has no gradient rule (constant mode only)");
+    std::vector<std::int64_t> pads = a.attrs.require_ints("pads");
+    for (auto& p : pads) p = -p;
+    g[0] = b.one(OpKind::pad, {dy(a)}, attr("pads", pads));
+    return g;
+}
+
 // Pooling: dedicated backward kernels. max recomputes the argmax from x; avg needs only x's shape.
 Grads pool2d_grad(GradBuilder& b, const GradArgs& a) {
     Grads g = none(a);
@@ -520,12 +533,14 @@ GradFn grad_rule_of(OpKind k) {
         case OpKind::adam_update: return nullptr;
         case OpKind::where: return where_grad;
         case OpKind::slice: return slice_grad;
+        case OpKind::pad: return pad_grad;
         case OpKind::max_pool2d:
         case OpKind::avg_pool2d: return pool2d_grad;
         case OpKind::max_pool2d_grad:
         case OpKind::avg_pool2d_grad: return nullptr;
         // Not differentiable: autodiff stops with "<node>: <op> has no gradient rule".
         case OpKind::opaque: return nullptr;
+        case OpKind::resize: return nullptr;  // no rule yet: training a graph with a resize names it
     }
     return nullptr;
 }

@@ -1,6 +1,7 @@
 // Ops the ONNX importer needs beyond the hand-written vocabulary (model/onnx_import.cpp):
-// where (select), slice (strided copy), max/avg 2-d pooling, and opaque (an imported op without a
+// where (select), slice (strided copy), pad, max/avg 2-d pooling, and opaque (an imported op without a
 // rule, kept by --allow-unknown: zero work, its output shapes taken from ONNX shape inference).
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -80,6 +81,68 @@ Work slice_work(OpKind, Inputs, std::span<const TensorDesc> out, const Attrs&) {
     Work w;
     w.bytes_read = out[0].bytes();
     w.bytes_written = out[0].bytes();
+    return w;
+}
+
+// pad(x) with attributes pads (ONNX order: the begins of every axis, then the ends; negative values
+// crop), mode (constant, reflect, edge or wrap; default constant) and value (constant mode, default 0).
+std::vector<TensorDesc> pad_infer(OpKind, Inputs in, const Attrs& attrs) {
+    TensorDesc out = in[0];
+    const auto plan = pad_plan(in[0], attrs);
+    for (std::size_t d = 0; d < plan.size(); ++d)
+        out.shape[d] = checked_add(checked_add(out.shape[d], plan[d][0], "padded size"), plan[d][1], "padded size");
+    (void)attrs.get_double("value", 0.0);  // type check: a number
+    return {out};
+}
+
+// A copy into a larger (or, cropping, smaller) tensor: the ideal kernel reads each kept element of x
+// once and writes every output element; no arithmetic.
+Work pad_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    const auto plan = pad_plan(in[0], attrs);
+    std::int64_t kept = 1;
+    for (std::size_t d = 0; d < plan.size(); ++d)
+        kept =
+            checked_mul(kept, in[0].shape[d] + std::min<std::int64_t>(plan[d][0], 0) + std::min<std::int64_t>(plan[d][1], 0), "pad size");
+    Work w;
+    w.bytes_read = checked_mul(kept, dtype_bytes(in[0].dtype), "bytes");
+    w.bytes_written = out[0].bytes();
+    return w;
+}
+
+// resize(x) with attributes sizes (the output shape), mode (nearest or linear; default nearest),
+// coordinate_transformation_mode (half_pixel, pytorch_half_pixel, asymmetric or align_corners;
+// default half_pixel) and nearest_mode (round_prefer_floor, round_prefer_ceil, floor or ceil), with
+// ONNX Resize semantics.
+std::vector<TensorDesc> resize_infer(OpKind k, Inputs in, const Attrs& attrs) {
+    require_floating(k, in[0], "x");
+    const Shape sizes = attrs.require_ints("sizes");
+    if (static_cast<std::int64_t>(sizes.size()) != in[0].rank())
+        throw InputError("attribute 'sizes' " + shape_str(sizes) + " must have one entry per axis of " + desc_str(in[0]));
+    check_dims(sizes);
+    for (std::size_t d = 0; d < sizes.size(); ++d) {
+        if (in[0].shape[d] == 0 && sizes[d] != 0) throw InputError("axis " + std::to_string(d) + " of " + desc_str(in[0]) + " is empty");
+    }
+    const std::string mode = attrs.get_string("mode", "nearest");
+    if (mode != "nearest" && mode != "linear") throw InputError("attribute 'mode' must be nearest or linear, got '" + mode + "'");
+    (void)resize_source(attrs, 0, 1, 1);  // validates the coordinate mode
+    const std::string nm = attrs.get_string("nearest_mode", "round_prefer_floor");
+    if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")
+        throw InputError("attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor or ceil, got '" + nm + "'");
+    return {TensorDesc{sizes, in[0].dtype}};
+}
+
+// nearest: a gather, no arithmetic: each output element read from x (x read at most once when
+// upsampling) and written. linear over r resized axes: each output element interpolates 2^r
+// neighbours with 2^r - 1 lerps of 3 FLOPs (a - b, times the weight, plus b).
+Work resize_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    const bool linear = attrs.get_string("mode", "nearest") == "linear";
+    std::int64_t r = 0;
+    for (std::size_t d = 0; d < out[0].shape.size(); ++d) r += out[0].shape[d] != in[0].shape[d] ? 1 : 0;
+    const std::int64_t taps = linear ? std::int64_t{1} << r : 1;
+    Work w;
+    w.bytes_read = checked_mul(std::min(in[0].numel(), checked_mul(out[0].numel(), taps, "taps")), dtype_bytes(in[0].dtype), "bytes");
+    w.bytes_written = out[0].bytes();
+    if (linear) w.vector_flops = checked_mul(out[0].numel(), 3 * (taps - 1), "FLOPs");
     return w;
 }
 
@@ -204,6 +267,17 @@ const OpRule& slice_rule() {
     return r;
 }
 
+const OpRule& pad_rule() {
+    static const OpRule r{OpFamily::movement, 1, 1, {"pads", "mode", "value"}, pad_infer, pad_work};
+    return r;
+}
+
+const OpRule& resize_rule() {
+    static const OpRule r{OpFamily::movement, 1,          1, {"sizes", "mode", "coordinate_transformation_mode", "nearest_mode"},
+                          resize_infer,       resize_work};
+    return r;
+}
+
 const OpRule& pool2d_rule() {
     static const OpRule r{OpFamily::reduction, 1,          1, {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"},
                           pool2d_infer,        pool2d_work};
@@ -230,6 +304,42 @@ std::vector<std::array<std::int64_t, 3>> slice_plan(const TensorDesc& x, const A
     std::vector<std::array<std::int64_t, 3>> plan;
     for (std::int64_t a = 0; a < x.rank(); ++a) plan.push_back({0, 1, x.shape[static_cast<std::size_t>(a)]});
     for (const SliceAxis& s : slice_axes(x, attrs)) plan[static_cast<std::size_t>(s.axis)] = {s.start, s.step, s.len};
+    return plan;
+}
+
+double resize_source(const Attrs& attrs, std::int64_t o, std::int64_t in_len, std::int64_t out_len) {
+    const std::string m = attrs.get_string("coordinate_transformation_mode", "half_pixel");
+    const double scale = in_len > 0 ? static_cast<double>(out_len) / static_cast<double>(in_len) : 1.0;
+    const auto x = static_cast<double>(o);
+    if (m == "half_pixel") return (x + 0.5) / scale - 0.5;
+    if (m == "pytorch_half_pixel") return out_len > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    if (m == "asymmetric") return x / scale;
+    if (m == "align_corners") return out_len > 1 ? x * static_cast<double>(in_len - 1) / static_cast<double>(out_len - 1) : 0.0;
+    throw InputError(
+        "attribute 'coordinate_transformation_mode' must be half_pixel, pytorch_half_pixel, asymmetric or align_corners, got '" + m + "'");
+}
+
+std::vector<std::array<std::int64_t, 2>> pad_plan(const TensorDesc& x, const Attrs& attrs) {
+    const auto pads = attrs.require_ints("pads");
+    const auto rank = static_cast<std::size_t>(x.rank());
+    if (pads.size() != 2 * rank)
+        throw InputError("attribute 'pads' must have 2 entries per axis of " + desc_str(x) + " (" + std::to_string(2 * rank) + "), got " +
+                         std::to_string(pads.size()));
+    const std::string mode = attrs.get_string("mode", "constant");
+    if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+        throw InputError("attribute 'mode' must be constant, reflect, edge or wrap, got '" + mode + "'");
+    std::vector<std::array<std::int64_t, 2>> plan;
+    for (std::size_t d = 0; d < rank; ++d) {
+        const std::int64_t dim = x.shape[d], b = pads[d], e = pads[d + rank];
+        if (b < -dim || e < -dim || (b < 0 && e < 0 && b + e < -dim))  // no overflow: both >= -dim
+            throw InputError("pads " + shape_str(pads) + " crop more than axis " + std::to_string(d) + "'s " + std::to_string(dim));
+        const std::int64_t grow = std::max(b, e);
+        // reflect mirrors without repeating the edge: at most dim - 1 on each side; wrap at most dim
+        if (grow > 0 && mode != "constant" && (dim == 0 || (mode == "reflect" && grow > dim - 1) || (mode == "wrap" && grow > dim)))
+            throw InputError("pads " + shape_str(pads) + " in mode " + mode + " exceed what axis " + std::to_string(d) + " of size " +
+                             std::to_string(dim) + " allows");
+        plan.push_back({b, e});
+    }
     return plan;
 }
 

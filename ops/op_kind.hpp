@@ -13,7 +13,8 @@ enum class OpKind {
     // matrix
     matmul, linear, conv2d,
     // elementwise unary (scale: x * factor; shift and pow below); the plain ones from
-    // ops/unary_ops.def (silu, sigmoid, tanh, exp, log, sin, sqrt, rsqrt, erf)
+    // ops/unary_ops.def (silu, sigmoid, tanh, exp, log, sin, sqrt, rsqrt, erf, softplus,
+    // relu6, hardsigmoid, hardswish, mish)
     relu, gelu,
 #define ROOFLINE_UNARY(name, ...) name,
 #include "ops/unary_ops.def"
@@ -42,6 +43,9 @@ enum class OpKind {
     // elementwise unary with a scalar operand, as eager PyTorch runs `x + c` and `x ** c`:
     // shift: x + offset; pow: x ^ exponent
     shift, pow,
+    // imported from ONNX: pad (ONNX Pad: constant, reflect, edge or wrap; negative pads crop) and
+    // resize (ONNX Resize/Upsample: nearest or linear)
+    pad, resize,
 };
 
 inline constexpr OpKind kAllOpKinds[] = {
@@ -59,7 +63,7 @@ inline constexpr OpKind kAllOpKinds[] = {
     OpKind::conv2d_grad_input, OpKind::conv2d_grad_weight, OpKind::reduce_max_grad, OpKind::expand, OpKind::fill,
     OpKind::cast, OpKind::sgd_update, OpKind::adam_update, OpKind::where, OpKind::slice,
     OpKind::max_pool2d, OpKind::avg_pool2d, OpKind::opaque, OpKind::max_pool2d_grad, OpKind::avg_pool2d_grad,
-    OpKind::shift, OpKind::pow,
+    OpKind::shift, OpKind::pow, OpKind::pad, OpKind::resize,
 };
 // clang-format on
 

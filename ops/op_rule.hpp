@@ -60,6 +60,12 @@ DType matrix_output_dtype(DType in);
 // slice's normalised plan per axis of x: {start, step, length} (ops/import_ops.cpp), shared by the
 // rule and the reference kernel.
 std::vector<std::array<std::int64_t, 3>> slice_plan(const TensorDesc& x, const Attrs& attrs);
+// pad's pads as {begin, end} per axis of x, checked against its mode (ops/import_ops.cpp), shared by
+// the reference kernel and the gradient.
+std::vector<std::array<std::int64_t, 2>> pad_plan(const TensorDesc& x, const Attrs& attrs);
+// resize's source coordinate of output coordinate `o` on an axis of in_len -> out_len elements, per
+// the attribute coordinate_transformation_mode (ops/import_ops.cpp), shared by the reference kernel.
+double resize_source(const Attrs& attrs, std::int64_t o, std::int64_t in_len, std::int64_t out_len);
 
 // Rule definitions, one per family file.
 const OpRule& matmul_rule();
@@ -100,6 +106,8 @@ const OpRule& sgd_update_rule();
 const OpRule& adam_update_rule();
 const OpRule& where_rule();
 const OpRule& slice_rule();
+const OpRule& pad_rule();
+const OpRule& resize_rule();
 const OpRule& pool2d_rule();
 const OpRule& pool2d_grad_rule();
 const OpRule& opaque_rule();

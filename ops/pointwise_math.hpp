@@ -70,6 +70,25 @@ ROOFLINE_HD inline T sigmoid_value(T x) {
     return T(1) / (T(1) + pmath::m_exp(-x));
 }
 
+// PyTorch's hardsigmoid: relu6(x + 3) / 6 (an add, two compares, a multiply).
+template <class T>
+ROOFLINE_HD inline T hardsigmoid_value(T x) {
+    const T r = x + T(3);
+    return (r < T(0) ? T(0) : r > T(6) ? T(6) : r) / T(6);
+}
+
+// softplus as PyTorch computes it (threshold 20), and mish's derivative:
+// d/dx x tanh(sp(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp' being the sigmoid.
+template <class T>
+ROOFLINE_HD inline T softplus_value(T x) {
+    return x > T(20) ? x : pmath::m_log(T(1) + pmath::m_exp(x));
+}
+template <class T>
+ROOFLINE_HD inline T mish_grad_value(T x) {
+    const T t = pmath::m_tanh(softplus_value(x));
+    return t + x * sigmoid_value(x) * (T(1) - t * t);
+}
+
 // gelu, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 template <class T>
 ROOFLINE_HD inline T gelu_tanh_value(T x) {

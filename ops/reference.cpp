@@ -576,6 +576,84 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
+        case OpKind::pad: {
+            const auto plan = pad_plan(in[0]->desc, a);
+            const std::string mode = a.get_string("mode", "constant");
+            const double value = a.get_double("value", 0.0);
+            const auto st = strides_of(in[0]->desc.shape);
+            for (std::int64_t i = 0; i < out[0].numel(); ++i) {
+                const Coords c = unravel(i, out[0].shape);
+                std::int64_t off = 0;
+                bool inside = true;
+                for (std::size_t d = 0; d < c.size(); ++d) {
+                    const std::int64_t n = in[0]->desc.shape[d];
+                    std::int64_t s = c[d] - plan[d][0];  // the source coordinate
+                    if (s < 0 || s >= n) {
+                        if (mode == "constant") {
+                            inside = false;
+                            break;
+                        }
+                        if (mode == "edge") s = s < 0 ? 0 : n - 1;
+                        if (mode == "wrap") s = ((s % n) + n) % n;
+                        if (mode == "reflect") s = s < 0 ? -s : 2 * (n - 1) - s;
+                    }
+                    off += s * st[d];
+                }
+                Y[at(i)] = inside ? X[at(off)] : value;
+            }
+            break;
+        }
+        case OpKind::resize: {
+            const Shape& xs = in[0]->desc.shape;
+            const Shape& ys = out[0].shape;
+            const auto st = strides_of(xs);
+            const bool linear = a.get_string("mode", "nearest") == "linear";
+            const std::string nm = a.get_string("nearest_mode", "round_prefer_floor");
+            for (std::int64_t i = 0; i < out[0].numel(); ++i) {
+                const Coords c = unravel(i, ys);
+                // per axis: the two neighbours and the weight of the upper one (nearest: one neighbour)
+                std::vector<std::array<std::int64_t, 2>> idx(c.size());
+                std::vector<double> w(c.size(), 0.0);
+                for (std::size_t d = 0; d < c.size(); ++d) {
+                    const std::int64_t n = xs[d];
+                    if (n == ys[d]) {  // not resized
+                        idx[d] = {c[d], c[d]};
+                        continue;
+                    }
+                    double s = resize_source(a, c[d], n, ys[d]);
+                    auto clampi = [&](std::int64_t v) { return std::clamp<std::int64_t>(v, 0, n - 1); };
+                    if (linear) {
+                        s = std::clamp(s, 0.0, static_cast<double>(n - 1));
+                        const auto lo = static_cast<std::int64_t>(std::floor(s));
+                        idx[d] = {lo, clampi(lo + 1)};
+                        w[d] = s - static_cast<double>(lo);
+                    } else {
+                        const double f = std::floor(s);
+                        const bool half = s - f == 0.5;
+                        const double r = nm == "floor"  ? f
+                                         : nm == "ceil" ? std::ceil(s)
+                                         : half         ? (nm == "round_prefer_ceil" ? f + 1 : f)
+                                                        : std::round(s);
+                        const std::int64_t j = clampi(static_cast<std::int64_t>(r));
+                        idx[d] = {j, j};
+                    }
+                }
+                double sum = 0;
+                const std::size_t corners = std::size_t{1} << (linear ? c.size() : 0);
+                for (std::size_t m = 0; m < corners; ++m) {
+                    double weight = 1;
+                    std::int64_t off = 0;
+                    for (std::size_t d = 0; d < c.size(); ++d) {
+                        const bool upper = linear && ((m >> d) & 1u);
+                        weight *= linear ? (upper ? w[d] : 1 - w[d]) : 1.0;
+                        off += idx[d][upper ? 1 : 0] * st[d];
+                    }
+                    if (weight != 0) sum += weight * X[at(off)];
+                }
+                Y[at(i)] = sum;
+            }
+            break;
+        }
         case OpKind::max_pool2d:
         case OpKind::avg_pool2d: pool2d(k, *in[0], a, y[0]); break;
         case OpKind::max_pool2d_grad: pool2d_grad(k, in[0], *in[1], a, y[0]); break;

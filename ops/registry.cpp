@@ -107,6 +107,8 @@ const OpDef kOps[] = {
     {OpKind::avg_pool2d_grad, "avg_pool2d_grad", pool2d_grad_rule, {}},
     {OpKind::shift, "shift", unary_rule, {}},
     {OpKind::pow, "pow", pow_rule, {}},
+    {OpKind::pad, "pad", pad_rule, {}},
+    {OpKind::resize, "resize", resize_rule, {}},
 };
 
 constexpr std::size_t kOpCount = sizeof(kOps) / sizeof(kOps[0]);

@@ -66,6 +66,8 @@ bool launch_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& o
         // so `measure` names the op instead of running something else.
         case OpKind::where:
         case OpKind::slice:
+        case OpKind::pad:
+        case OpKind::resize:
         case OpKind::max_pool2d:
         case OpKind::avg_pool2d:
         case OpKind::max_pool2d_grad:

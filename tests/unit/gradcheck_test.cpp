@@ -148,6 +148,14 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
         {OpKind::slice, {f64({10, 3})},
          [] { Attrs a = attr2("starts", std::vector<std::int64_t>{1}, "ends", std::vector<std::int64_t>{6});
               a.set("steps", std::vector<std::int64_t>{2}); return a; }(), {}},
+        // a strided slice: step 2 from 1 on an axis of 5 (rows 1, 3), step 3 from 0 on an axis of 4 (columns 0, 3)
+        {OpKind::slice, {f64({5, 4})}, [] {
+             Attrs at = attr2("starts", std::vector<std::int64_t>{1, 0}, "ends", std::vector<std::int64_t>{5, 4});
+             at.set("steps", std::vector<std::int64_t>{2, 3});
+             return at;
+         }(), {}},
+        // pad: one row added before, one column cropped at the start and two added at the end
+        {OpKind::pad, {m}, attr("pads", std::vector<std::int64_t>{1, -1, 0, 2}), {}},
         // pooling: overlapping windows with padding, dilation and ceil mode; average with and without the padding counted
         {OpKind::max_pool2d, {f64({2, 2, 5, 5})}, attr2("kernel", std::vector<std::int64_t>{3, 3}, "stride", std::vector<std::int64_t>{2, 2}), {}},
         {OpKind::max_pool2d, {f64({1, 2, 6, 6})},

@@ -4,12 +4,14 @@
 // files give one clear message and exit 2. FLOP convention (docs/ARCHITECTURE.md): a multiply-add is 2 FLOPs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "model/autodiff.hpp"
+#include "model/executor.hpp"
 #include "model/model_json.hpp"
 #include "model/onnx_model.hpp"
 #include "ops/error.hpp"
@@ -211,6 +213,9 @@ TEST_CASE("onnx: bad files give one clear message and exit 2", "[onnx][cli][erro
         {"onnx-unknown-op.onnx", "unsupported ONNX op types: Det (node 'det'); Hardmax (nodes 'hm1', 'hm2')"},
         // ONNX's shape inference divides by the stride: checked first (it was a SIGFPE, found by fuzzing)
         {"onnx-conv-zero-stride.onnx", "node 'conv' (Conv): attribute 'strides' must be positive, got 0"},
+        // issue #21 (tests/tools/export_torchvision.py --bad): 3 pads for a 4-d input; a bound from runtime data
+        {"onnx-pad-length.onnx", "node 'pad' (Pad): pads [0,1,1] has 3 entries; the input [1,2,4,4] needs 2 per axis (8)"},
+        {"onnx-clip-runtime-bound.onnx", "node 'clip' (Clip): input 2 (max, 'hi') must be a constant"},
     };
     for (const auto& [file, message] : cases) {
         INFO(file);
@@ -419,4 +424,337 @@ TEST_CASE("onnx: a weight read through Identity under a new name is a parameter 
     CHECK(t.parameters == 72);
     CHECK(g.tensor(g.find_tensor("w2")).role == TensorRole::parameter);
     CHECK(t.n(OpKind::matmul) == 2);
+}
+
+// ---- issue #21: the ops of torchvision's mobile nets and pooling exports ----
+namespace {
+
+OnnxTensor scalar(const std::string& name, double v) {
+    OnnxTensor t = tensor(name, {});
+    t.f = {v};
+    t.has_values = true;
+    return t;
+}
+
+// y = op(x) for x = -8, -6.5, ..., 7 (11 values) through the CPU reference executor
+std::vector<double> run_values(const OnnxModel& m) {
+    const Graph g = import_onnx(m, {});
+    HostTensor x{g.tensor(g.find_tensor("x")).desc, {}};
+    for (int i = 0; i < 11; ++i) x.data.push_back(-8 + 1.5 * i);
+    const auto values = execute(g, {{g.find_tensor("x"), x}}, RefPrecision::f64);
+    return values.at(static_cast<std::size_t>(g.find_tensor("y"))).data;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: Clip maps to relu6, relu or a chain with the same values", "[onnx]") {
+    const auto clip = [](std::vector<std::string> in, std::vector<OnnxTensor> bounds) {
+        in.insert(in.begin(), "x");
+        return model({node("Clip", in, {"y"})}, {vi("x", {11})}, std::move(bounds), "y");
+    };
+    // [0, 6]: torchvision's ReLU6 (mobilenet_v2), one relu6 of 2 FLOPs per element
+    const OnnxModel relu6 = clip({"lo", "hi"}, {scalar("lo", 0), scalar("hi", 6)});
+    Totals t = totals(import_onnx(relu6, {}));
+    CHECK(t.n(OpKind::relu6) == 1);
+    CHECK(t.flops == 22);
+    CHECK(run_values(relu6) == std::vector<double>{0, 0, 0, 0, 0, 0, 1, 2.5, 4, 5.5, 6});
+    // [0, none] (max omitted): relu
+    t = totals(import_onnx(clip({"lo"}, {scalar("lo", 0)}), {}));
+    CHECK(t.n(OpKind::relu) == 1);
+    CHECK(t.flops == 11);
+    // other bounds: a chain of unary ops, checked against std::clamp on every input
+    for (const auto& [lo, hi] : std::vector<std::pair<double, double>>{{-1, 2}, {-1e30, 2}, {-1, 1e30}, {-2, 3}}) {
+        std::vector<std::string> in;
+        std::vector<OnnxTensor> bounds;
+        in.push_back(lo > -1e29 ? "lo" : "");
+        if (lo > -1e29) bounds.push_back(scalar("lo", lo));
+        if (hi < 1e29) {
+            in.push_back("hi");
+            bounds.push_back(scalar("hi", hi));
+        }
+        INFO(lo << " " << hi);
+        const std::vector<double> y = run_values(clip(in, bounds));
+        REQUIRE(y.size() == 11);
+        for (int i = 0; i < 11; ++i) CHECK(y[static_cast<std::size_t>(i)] == Approx(std::clamp(-8 + 1.5 * i, lo, hi)).margin(1e-12));
+    }
+    // the bounds must be constants; min above max is an error
+    const OnnxModel runtime = model({node("Clip", {"x", "", "hi"}, {"y"})}, {vi("x", {11}), vi("hi", {})}, {}, "y");
+    CHECK_THROWS_WITH(import_onnx(runtime, {}), Catch::Contains("node 'y_node' (Clip): input 2 (max, 'hi') must be a constant"));
+    CHECK_THROWS_WITH(import_onnx(clip({"lo", "hi"}, {scalar("lo", 2), scalar("hi", 1)}), {}), Catch::Contains("above max"));
+}
+
+TEST_CASE("onnx: HardSigmoid, HardSwish and Mish", "[onnx]") {
+    OnnxAttr sixth, point2;
+    sixth.type = point2.type = OnnxAttr::Type::float_;
+    sixth.f = 1.0 / 6.0;
+    point2.f = 0.2;
+    // PyTorch's export (alpha 1/6): one hardsigmoid, 4 FLOPs per element
+    const OnnxModel torch_hs = model({node("HardSigmoid", {"x"}, {"y"}, {{"alpha", sixth}})}, {vi("x", {11})}, {}, "y");
+    CHECK(totals(import_onnx(torch_hs, {})).flops == 44);
+    const std::vector<double> hs = run_values(torch_hs);  // (x + 3) / 6 within [0, 1]
+    for (int i = 0; i < 11; ++i) CHECK(hs[static_cast<std::size_t>(i)] == Approx(std::clamp((-8 + 1.5 * i + 3) / 6, 0.0, 1.0)));
+    // ONNX's default alpha 0.2, beta 0.5: scaled and shifted into it, same values as max(0, min(1, 0.2 x + 0.5))
+    const OnnxModel onnx_hs = model({node("HardSigmoid", {"x"}, {"y"}, {{"alpha", point2}})}, {vi("x", {11})}, {}, "y");
+    const std::vector<double> y = run_values(onnx_hs);
+    for (int i = 0; i < 11; ++i) CHECK(y[static_cast<std::size_t>(i)] == Approx(std::clamp(0.2 * (-8 + 1.5 * i) + 0.5, 0.0, 1.0)));
+    // HardSwish: x * hardsigmoid(x), 5 FLOPs; Mish: x tanh(softplus(x)), 4 FLOPs and 3 transcendentals
+    const OnnxModel hswish = model({node("HardSwish", {"x"}, {"y"})}, {vi("x", {11})}, {}, "y");
+    CHECK(totals(import_onnx(hswish, {})).flops == 55);
+    CHECK(run_values(hswish)[6] == Approx(1 * (1 + 3) / 6.0));  // x = 1
+    const Graph mish = import_onnx(model({node("Mish", {"x"}, {"y"})}, {vi("x", {11})}, {}, "y"), {});
+    CHECK(mish.node(0).kind == OpKind::mish);
+    CHECK(mish.work(0).vector_flops == 44);
+    CHECK(mish.work(0).transcendentals == 33);
+}
+
+TEST_CASE("onnx: Pad in every mode, zero pads are no op, bad pads name the node", "[onnx][errors]") {
+    const auto pad = [](std::vector<std::int64_t> pads, const std::string& mode, std::vector<std::string> extra = {},
+                        std::vector<OnnxTensor> inits = {}) {
+        OnnxAttr m;
+        m.type = OnnxAttr::Type::string_;
+        m.s = mode;
+        std::vector<std::string> in{"x", "pads"};
+        in.insert(in.end(), extra.begin(), extra.end());
+        inits.push_back(tensor("pads", {static_cast<std::int64_t>(pads.size())}, pads));
+        return model({node("Pad", in, {"y"}, {{"mode", m}})}, {vi("x", {-1, 2, 4, 4})}, std::move(inits), "y");
+    };
+    // the torchvision exports' Pad before AveragePool: zero pads (densenet121) are the input itself
+    CHECK(import_onnx(pad({0, 0, 0, 0, 0, 0, 0, 0}, "constant"), {}).nodes().empty());
+    // pads 1 on H and W (inception_v3): [1, 2, 6, 6], a copy of 0 FLOPs reading 128 bytes, writing 288
+    for (const char* mode : {"constant", "reflect", "edge"}) {
+        INFO(mode);
+        const Graph g = import_onnx(pad({0, 0, 1, 1, 0, 0, 1, 1}, mode), {});
+        REQUIRE(g.nodes().size() == 1);
+        CHECK(g.node(0).kind == OpKind::pad);
+        CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 2, 6, 6});
+        const Work w = g.work(0);
+        CHECK(w.flops() == 0);
+        CHECK(w.bytes_read == 2 * 4 * 4 * 4);
+        CHECK(w.bytes_written == 2 * 6 * 6 * 4);
+    }
+    // opset 18's axes: pads for axes 2 and 3 only (begins 1, 0; ends 1, 1); a constant value
+    OnnxModel axes = pad({1, 0, 1, 1}, "constant", {"v", "axes"}, {scalar("v", -1), tensor("axes", {2}, {2, -1})});
+    axes.opset = 18;
+    const Graph g = import_onnx(axes, {});
+    CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 2, 6, 5});
+    CHECK(g.node(0).attrs.get_double("value", 0) == -1);
+    // malformed: 3 pads for a 4-d input; reflect beyond the edge
+    CHECK_THROWS_WITH(
+        import_onnx(pad({0, 1, 1}, "constant"), {}),
+        Catch::Contains("inline.onnx: node 'y_node' (Pad): pads [0,1,1] has 3 entries; the input [1,2,4,4] needs 2 per axis (8)"));
+    CHECK_THROWS_WITH(import_onnx(pad({0, 0, 4, 0, 0, 0, 0, 0}, "reflect"), {}),
+                      Catch::Contains("node 'y_node' (Pad): pad: pads [0,0,4,0,0,0,0,0] in mode reflect exceed what axis 2 of size 4"));
+}
+
+TEST_CASE("onnx: Instance, Group and multi-axis Layer normalisation as one layernorm over rows", "[onnx]") {
+    OnnxAttr eps, groups, axis;
+    eps.type = OnnxAttr::Type::float_;
+    eps.f = 1e-3;
+    groups.type = axis.type = OnnxAttr::Type::int_;
+    groups.i = 2;
+    axis.i = 1;
+    // x [1, 4, 3, 3]: layernorm work (ops/norm_ops.cpp) is 5 per element + 3 per row and one rsqrt per
+    // row (Work::flops counts it too). InstanceNormalization: 4 rows of 9 (196), then the per-channel
+    // scale and bias (36 + 36)
+    const Graph inst = import_onnx(model({node("InstanceNormalization", {"x", "s", "b"}, {"y"}, {{"epsilon", eps}})},
+                                         {vi("x", {-1, 4, 3, 3})}, {tensor("s", {4}), tensor("b", {4})}, "y"),
+                                   {});
+    Totals t = totals(inst);
+    CHECK(t.n(OpKind::layernorm) == 1);
+    CHECK(t.flops == 36 * 5 + 4 * 4 + 36 + 36);
+    CHECK(inst.tensor(inst.find_tensor("y")).desc.shape == Shape{1, 4, 3, 3});
+    for (const Node& nd : inst.nodes()) {
+        if (nd.kind == OpKind::layernorm) CHECK(nd.attrs.get_double("eps", 0) == 1e-3);
+    }
+    // GroupNormalization, 2 groups: 2 rows of 18 (188); opset 18's per-group scale [2] and per-channel [4]
+    for (std::int64_t s : {2, 4}) {
+        INFO(s);
+        const Graph g = import_onnx(model({node("GroupNormalization", {"x", "s", "b"}, {"y"}, {{"num_groups", groups}})},
+                                          {vi("x", {-1, 4, 3, 3})}, {tensor("s", {s}), tensor("b", {s})}, "y"),
+                                    {});
+        CHECK(totals(g).flops == 36 * 5 + 2 * 4 + 36 + 36);
+        CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 4, 3, 3});
+        // values (CPU reference executor) against the definition: (x - mean) / sqrt(var + eps) over
+        // each group's 18 elements, times the channel's (or group's) scale, plus its bias
+        const auto v = execute(g, {}, RefPrecision::f64);
+        const auto& x = v.at(static_cast<std::size_t>(g.find_tensor("x"))).data;
+        const auto& sc = v.at(static_cast<std::size_t>(g.find_tensor("s"))).data;
+        const auto& bi = v.at(static_cast<std::size_t>(g.find_tensor("b"))).data;
+        const auto& y = v.at(static_cast<std::size_t>(g.find_tensor("y"))).data;
+        for (std::size_t grp = 0; grp < 2; ++grp) {
+            double mean = 0, var = 0;
+            for (std::size_t i = 0; i < 18; ++i) mean += x[grp * 18 + i] / 18;
+            for (std::size_t i = 0; i < 18; ++i) var += (x[grp * 18 + i] - mean) * (x[grp * 18 + i] - mean) / 18;
+            for (std::size_t i = 0; i < 18; ++i) {
+                const std::size_t k = s == 4 ? (grp * 18 + i) / 9 : grp;  // the scale's index
+                CHECK(y[grp * 18 + i] == Approx((x[grp * 18 + i] - mean) / std::sqrt(var + 1e-5) * sc[k] + bi[k]));
+            }
+        }
+    }
+    // LayerNormalization over axes 1 and 2 of [2, 3, 4] with Scale and B [3, 4]: 2 rows of 12, 7 per element
+    const Graph ln = import_onnx(model({node("LayerNormalization", {"x", "s", "b"}, {"y"}, {{"axis", axis}})}, {vi("x", {2, 3, 4})},
+                                       {tensor("s", {3, 4}), tensor("b", {3, 4})}, "y"),
+                                 {});
+    t = totals(ln);
+    CHECK(t.n(OpKind::layernorm) == 1);
+    CHECK(t.flops == 24 * 7 + 2 * 4);
+    CHECK(ln.tensor(ln.find_tensor("y")).desc.shape == Shape{2, 3, 4});
+    CHECK(t.parameters == 24);
+    // 3 groups do not divide 4 channels
+    groups.i = 3;
+    CHECK_THROWS_WITH(import_onnx(model({node("GroupNormalization", {"x", "s", "b"}, {"y"}, {{"num_groups", groups}})},
+                                        {vi("x", {-1, 4, 3, 3})}, {tensor("s", {3}), tensor("b", {3})}, "y"),
+                                  {}),
+                      Catch::Contains("node 'y_node' (GroupNormalization): num_groups 3 must be positive and divide the 4 channels"));
+}
+
+TEST_CASE("onnx: Tile is a concat of copies per repeated axis", "[onnx]") {
+    const OnnxModel m = model({node("Tile", {"x", "r"}, {"y"})}, {vi("x", {-1, 2, 3})}, {tensor("r", {3}, {1, 2, 2})}, "y");
+    const Graph g = import_onnx(m, {});
+    CHECK(totals(g).n(OpKind::concat) == 2);
+    CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 4, 6});
+    // a tiling copy: the second concat reads two [1, 4, 3] copies (96 bytes) and writes [1, 4, 6] (96)
+    const Work w = g.work(1);
+    CHECK(w.bytes_read == 96);
+    CHECK(w.bytes_written == 96);
+    // y[0, j, k] = x[0, j % 2, k % 3] (CPU reference executor)
+    const auto v = execute(g, {}, RefPrecision::f64);
+    const auto& x = v.at(static_cast<std::size_t>(g.find_tensor("x"))).data;
+    const auto& y = v.at(static_cast<std::size_t>(g.find_tensor("y"))).data;
+    for (std::size_t j = 0; j < 4; ++j)
+        for (std::size_t k = 0; k < 6; ++k) CHECK(y[j * 6 + k] == x[(j % 2) * 3 + k % 3]);
+    CHECK_THROWS_WITH(import_onnx(model({node("Tile", {"x", "r"}, {"y"})}, {vi("x", {-1, 2, 3})}, {tensor("r", {2}, {1, 2})}, "y"), {}),
+                      Catch::Contains("node 'y_node' (Tile): repeats [1,2] must have one entry per axis of the input [1,2,3]"));
+}
+
+TEST_CASE("onnx: Einsum of two operands is one matmul, transposes folded in", "[onnx]") {
+    const auto einsum = [](const std::string& eq, std::vector<std::int64_t> a, std::vector<std::int64_t> b) {
+        OnnxAttr e;
+        e.type = OnnxAttr::Type::string_;
+        e.s = eq;
+        return model({node("Einsum", {"a", "b"}, {"y"}, {{"equation", e}})}, {vi("a", a), vi("b", b)}, {}, "y");
+    };
+    struct Case {
+        const char* eq;
+        std::vector<std::int64_t> a, b;
+        Shape y;
+        int nodes;  // the matmul plus the permutes and reshapes it needs
+    };
+    const Case cases[] = {
+        {"B G H I D, B G H J D -> B G H I J", {2, 3, 4, 5, 6}, {2, 3, 4, 7, 6}, {2, 3, 4, 5, 7}, 1},  // maxvit_t's q k^T: transpose_b
+        {"bij,bjk->bik", {2, 3, 4}, {2, 4, 5}, {2, 3, 5}, 1},
+        {"ki,kj", {4, 3}, {4, 5}, {3, 5}, 1},                              // implicit output "ij": transpose_a
+        {"bqhd,bkhd->bhqk", {2, 3, 4, 5}, {2, 6, 4, 5}, {2, 4, 3, 6}, 3},  // both operands permuted to [b, h, ., d]
+        {"abc,cd->abd", {2, 3, 4}, {4, 5}, {2, 3, 5}, 3},                  // rows a, b flattened, then unflattened
+    };
+    for (const Case& c : cases) {
+        INFO(c.eq);
+        const Graph g = import_onnx(einsum(c.eq, c.a, c.b), {});
+        const Totals t = totals(g);
+        CHECK(t.n(OpKind::matmul) == 1);
+        CHECK(static_cast<int>(g.nodes().size()) == c.nodes);
+        CHECK(g.tensor(g.find_tensor("y")).desc.shape == c.y);
+        // 2 per multiply-add: every output element sums over the contracted index
+        const std::int64_t k = std::string(c.eq) == "bij,bjk->bik" || std::string(c.eq) == "ki,kj" || std::string(c.eq) == "abc,cd->abd" ? 4
+                               : std::string(c.eq) == "bqhd,bkhd->bhqk"                                                                  ? 5
+                                                                        : 6;
+        CHECK(t.matrix_flops == 2 * TensorDesc{c.y, DType::f32}.numel() * k);
+    }
+    // values: y[b, h, q, k] = sum_d a[b, q, h, d] b[b, k, h, d]
+    const Graph g = import_onnx(einsum("bqhd,bkhd->bhqk", {2, 3, 4, 5}, {2, 6, 4, 5}), {});
+    const auto v = execute(g, {}, RefPrecision::f64);
+    const auto& a = v.at(static_cast<std::size_t>(g.find_tensor("a"))).data;
+    const auto& b = v.at(static_cast<std::size_t>(g.find_tensor("b"))).data;
+    const auto& y = v.at(static_cast<std::size_t>(g.find_tensor("y"))).data;
+    for (std::size_t bb = 0; bb < 2; ++bb)
+        for (std::size_t h = 0; h < 4; ++h)
+            for (std::size_t q = 0; q < 3; ++q)
+                for (std::size_t kk = 0; kk < 6; ++kk) {
+                    double s = 0;
+                    for (std::size_t d = 0; d < 5; ++d) s += a[((bb * 3 + q) * 4 + h) * 5 + d] * b[((bb * 6 + kk) * 4 + h) * 5 + d];
+                    CHECK(y[((bb * 4 + h) * 3 + q) * 6 + kk] == Approx(s));
+                }
+    CHECK_THROWS_WITH(import_onnx(einsum("ij,jk,kl->il", {2, 3}, {3, 4}), {}), Catch::Contains("only two operands"));
+    CHECK_THROWS_WITH(import_onnx(einsum("ii,ij->ij", {3, 3}, {3, 4}), {}), Catch::Contains("index 'i' repeats within the first operand"));
+    CHECK_THROWS_WITH(import_onnx(einsum("ij,jk->k", {3, 3}, {3, 4}), {}), Catch::Contains("index 'i' is summed over one operand only"));
+    CHECK_THROWS_WITH(import_onnx(einsum("...ij,jk->...ik", {2, 3, 3}, {3, 4}), {}), Catch::Contains("letters only, no ellipsis"));
+}
+
+TEST_CASE("onnx: If with a constant condition imports the chosen branch in place", "[onnx]") {
+    if (onnx_supported()) {
+        // if.onnx (tests/tools/export_torchvision.py --if): If(x.shape[1] == 4) then relu(x) @ w else
+        // sigmoid(x) @ w; x is [batch, 4], so the then branch: a relu and a 2*2*4*8 = 128-FLOP matmul
+        const Graph g = load("if", 2);
+        const Totals t = totals(g);
+        CHECK(t.n(OpKind::relu) == 1);
+        CHECK(t.n(OpKind::sigmoid) == 0);
+        CHECK(t.matrix_flops == 128);
+        CHECK(g.find_node("branch/relu") >= 0);
+        CHECK(g.tensor(g.find_tensor("t")).desc.shape == Shape{2, 8});  // the branch's output is the If's "y"
+    }
+    // hand-built: the else branch of a false constant, with an initializer of its own
+    const auto branch = [](const std::string& op, const std::string& out) {
+        auto g = std::make_shared<OnnxGraph>();
+        g->nodes.push_back(OnnxNode{"", op, "", {"x"}, {out}, {}});
+        g->outputs = {out};
+        return g;
+    };
+    OnnxAttr then_b, else_b;
+    then_b.type = else_b.type = OnnxAttr::Type::graph;
+    then_b.g = branch("Relu", "t");
+    else_b.g = branch("Tanh", "e");
+    OnnxTensor cond = tensor("c", {}, {0});
+    cond.elem_type = onnx_type::kBool;
+    cond.i = {0};
+    cond.has_values = true;
+    const OnnxModel m =
+        model({node("If", {"c"}, {"y"}, {{"then_branch", then_b}, {"else_branch", else_b}})}, {vi("x", {-1, 4})}, {cond}, "y");
+    const Graph g = import_onnx(m, {});
+    REQUIRE(g.nodes().size() == 1);
+    CHECK(g.node(0).kind == OpKind::tanh);
+    CHECK(g.node(0).name == "y_node/Tanh_0");
+    // a condition from runtime data, and an unsupported op inside the branch, name the If
+    OnnxModel runtime = m;
+    runtime.initializers.clear();
+    runtime.inputs.push_back(vi("c", {}, onnx_type::kBool));
+    CHECK_THROWS_WITH(import_onnx(runtime, {}), Catch::Contains("node 'y_node' (If): input 0 (cond, 'c') must be a constant"));
+    else_b.g = branch("Hardmax", "e");
+    const OnnxModel unknown =
+        model({node("If", {"c"}, {"y"}, {{"then_branch", then_b}, {"else_branch", else_b}})}, {vi("x", {-1, 4})}, {cond}, "y");
+    CHECK_THROWS_WITH(import_onnx(unknown, {}),
+                      Catch::Contains("node 'y_node' (If): else_branch, node 'Hardmax_0' (Hardmax): unsupported ONNX op type Hardmax"));
+}
+
+TEST_CASE("onnx: Resize and Upsample to the resize op", "[onnx]") {
+    OnnxAttr linear;
+    linear.type = OnnxAttr::Type::string_;
+    linear.s = "linear";
+    OnnxTensor scales = tensor("scales", {4});
+    scales.f = {1, 1, 2, 2};
+    scales.has_values = true;
+    // opset 17: Resize(X, roi omitted, scales) linear, [1, 2, 4, 4] -> [1, 2, 8, 8]; 128 outputs, each 3
+    // lerps of 3 FLOPs over the 2 resized axes
+    const Graph g =
+        import_onnx(model({node("Resize", {"x", "", "scales"}, {"y"}, {{"mode", linear}})}, {vi("x", {-1, 2, 4, 4})}, {scales}, "y"), {});
+    REQUIRE(g.nodes().size() == 1);
+    CHECK(g.node(0).kind == OpKind::resize);
+    CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 2, 8, 8});
+    CHECK(g.work(0).vector_flops == 128 * 9);
+    CHECK(g.node(0).attrs.get_string("coordinate_transformation_mode", "") == "half_pixel");
+    // sizes instead of scales; Upsample (opset 9): asymmetric coordinates, rounding down
+    const Graph s = import_onnx(
+        model({node("Resize", {"x", "", "", "sizes"}, {"y"})}, {vi("x", {-1, 2, 4, 4})}, {tensor("sizes", {4}, {1, 2, 6, 3})}, "y"), {});
+    CHECK(s.tensor(s.find_tensor("y")).desc.shape == Shape{1, 2, 6, 3});
+    OnnxModel up = model({node("Upsample", {"x", "scales"}, {"y"})}, {vi("x", {-1, 2, 4, 4})}, {scales}, "y");
+    up.opset = 9;
+    const Graph u = import_onnx(up, {});
+    CHECK(u.node(0).attrs.get_string("coordinate_transformation_mode", "") == "asymmetric");
+    CHECK(u.node(0).attrs.get_string("nearest_mode", "") == "floor");
+    CHECK(u.work(0).flops() == 0);
+    // cubic is not supported, and says so naming the node
+    OnnxAttr cubic = linear;
+    cubic.s = "cubic";
+    CHECK_THROWS_WITH(
+        import_onnx(model({node("Resize", {"x", "", "scales"}, {"y"}, {{"mode", cubic}})}, {vi("x", {-1, 2, 4, 4})}, {scales}, "y"), {}),
+        Catch::Contains("node 'y_node' (Resize): mode cubic is not supported (nearest and linear are)"));
 }

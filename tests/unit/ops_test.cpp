@@ -104,6 +104,13 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::rsqrt, {X}, {}, "f32[2,3]", {.tr = 6, .br = 24, .bw = 24}},
         // softplus: x > 20 ? x : log(1 + exp(x)): compare, select, +1 (3); exp and log (2)
         {OpKind::softplus, {X}, {}, "f32[2,3]", {.vf = 6 * 3, .tr = 6 * 2, .br = 24, .bw = 24}},
+        // relu6: max(x, 0) then min(., 6), one FLOP each as relu's max is one (2)
+        {OpKind::relu6, {X}, {}, "f32[2,3]", {.vf = 6 * 2, .br = 24, .bw = 24}},
+        // hardsigmoid: relu6(x + 3) / 6: add, max, min, divide (4); hardswish: x * that (5)
+        {OpKind::hardsigmoid, {X}, {}, "f32[2,3]", {.vf = 6 * 4, .br = 24, .bw = 24}},
+        {OpKind::hardswish, {X}, {}, "f32[2,3]", {.vf = 6 * 5, .br = 24, .bw = 24}},
+        // mish: x * tanh(softplus(x)): softplus's 3 and one multiply (4); exp, log, tanh (3)
+        {OpKind::mish, {X}, {}, "f32[2,3]", {.vf = 6 * 4, .tr = 6 * 3, .br = 24, .bw = 24}},
         {OpKind::neg, {X}, {}, "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
         {OpKind::scale, {X}, A({{"factor", 0.5}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
         {OpKind::shift, {X}, A({{"offset", 1.0}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},   // x + 1: one add each
@@ -204,6 +211,10 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::where, {T({2, 1}, DType::u8), X, T({})}, {}, "f32[2,3]", {.vf = 6, .br = 30, .bw = 24}},
         // slice of X[:, 1:3]: a strided copy reads and writes only the 2*2 selected elements (16 bytes each way)
         {OpKind::slice, {X}, A({{"starts", Ints{1}}, {"ends", Ints{3}}, {"axes", Ints{1}}}), "f32[2,2]", {.br = 16, .bw = 16}},
+        // pad X by 1 column before and 2 after: [2,6]; reads X once (24 bytes), writes 12*4 = 48; no FLOPs
+        {OpKind::pad, {X}, A({{"pads", Ints{0, 1, 0, 2}}}), "f32[2,6]", {.br = 24, .bw = 48}},
+        // nearest resize of X to [2,6]: a gather reading X once (24 bytes), writing 12*4 = 48; no FLOPs
+        {OpKind::resize, {X}, A({{"sizes", Ints{2, 6}}}), "f32[2,6]", {.br = 24, .bw = 48}},
         // 3x3 max pool, stride 2, padding 1 on [1,2,5,5]: Ho = Wo = (5 + 2 - 3)/2 + 1 = 3; 18 outputs x 8 compares = 144;
         // read 50*4 = 200; write 18*4 = 72
         {OpKind::max_pool2d,
@@ -900,6 +911,15 @@ TEST_CASE("ops_test: unary_grad per-element derivative costs", "[ops]") {
         {"rsqrt", nullptr, 4, 0},
         // softplus: x > 20 ? dy : dy e^x / (e^x + 1): compare, select, +1, divide, * dy (5); one exp
         {"softplus", nullptr, 5, 1},
+        // relu6: 0 < x < 6 ? dy : 0: two compares, select (3)
+        {"relu6", nullptr, 3, 0},
+        // hardsigmoid: -3 < x < 3 ? dy / 6 : 0: two compares, divide, select (4)
+        {"hardsigmoid", nullptr, 4, 0},
+        // hardswish: x < -3 ? 0 : x <= 3 ? dy (x/3 + 1/2) : dy: two compares, two selects, divide, add, multiply (7)
+        {"hardswish", nullptr, 7, 0},
+        // mish: dy (tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)): softplus 3 + sigmoid 3 + square, 1 -, two
+        // multiplies, add, * dy (12); exp, log, tanh, the sigmoid's exp (4)
+        {"mish", nullptr, 12, 4},
     };
     for (const Case& c : cases) {
         INFO(c.of << (c.approximate ? std::string(" ") + c.approximate : std::string()));
@@ -1157,6 +1177,46 @@ TEST_CASE("ops_test: slice follows ONNX Slice semantics", "[ops][onnx]") {
     CHECK_INPUT_ERROR(run_op(OpKind::slice, {x}, A({{"starts", Ints{0}}, {"ends", Ints{1}}, {"steps", Ints{0}}})), "a step of 0");
     CHECK_INPUT_ERROR(run_op(OpKind::slice, {x}, A({{"starts", Ints{0}}, {"ends", Ints{1, 2}}})), "must have the same length");
     CHECK_INPUT_ERROR(run_op(OpKind::slice, {x}, A({{"starts", Ints{0, 0}}, {"ends", Ints{1, 1}}, {"axes", Ints{1, -1}}})), "sliced twice");
+}
+
+TEST_CASE("ops_test: pad follows ONNX Pad in every mode", "[ops][onnx]") {
+    // x = [1 2 3 4] padded by 2 before and 1 after; values from ONNX's Pad examples (onnx/docs/Operators.md)
+    const HostTensor x{T({4}, DType::f64), {1, 2, 3, 4}};
+    const auto ref = [&](const std::string& mode, Ints pads) {
+        Attrs a = A({{"pads", pads}, {"mode", str(mode.c_str())}, {"value", 9.0}});
+        const TensorDesc out = run_op(OpKind::pad, {x.desc}, a).out[0];
+        return run_reference(OpKind::pad, {&x}, a, {out}, RefPrecision::f64)[0].data;
+    };
+    CHECK(ref("constant", {2, 1}) == std::vector<double>{9, 9, 1, 2, 3, 4, 9});
+    CHECK(ref("reflect", {2, 1}) == std::vector<double>{3, 2, 1, 2, 3, 4, 3});  // the edge is not repeated
+    CHECK(ref("edge", {2, 1}) == std::vector<double>{1, 1, 1, 2, 3, 4, 4});
+    CHECK(ref("wrap", {2, 1}) == std::vector<double>{3, 4, 1, 2, 3, 4, 1});
+    CHECK(ref("constant", {-1, 1}) == std::vector<double>{2, 3, 4, 9});  // a negative pad crops
+    CHECK_INPUT_ERROR(run_op(OpKind::pad, {x.desc}, A({{"pads", Ints{1}}})), "attribute 'pads' must have 2 entries per axis");
+    CHECK_INPUT_ERROR(run_op(OpKind::pad, {x.desc}, A({{"pads", Ints{4, 0}}, {"mode", str("reflect")}})), "in mode reflect exceed");
+    CHECK_INPUT_ERROR(run_op(OpKind::pad, {x.desc}, A({{"pads", Ints{-3, -2}}})), "crop more than axis 0's 4");
+    CHECK_INPUT_ERROR(run_op(OpKind::pad, {x.desc}, A({{"pads", Ints{0, 0}}, {"mode", str("mirror")}})), "must be constant, reflect");
+}
+
+TEST_CASE("ops_test: resize follows ONNX Resize, nearest and linear", "[ops][onnx]") {
+    // x = [1 2 3 4] to 8 elements; values as ONNX's Resize definition computes them (onnx/docs/Operators.md)
+    const HostTensor x{T({4}, DType::f64), {1, 2, 3, 4}};
+    const auto ref = [&](const char* mode, const char* coords, const char* nearest = "round_prefer_floor") {
+        const Attrs a =
+            A({{"sizes", Ints{8}}, {"mode", str(mode)}, {"coordinate_transformation_mode", str(coords)}, {"nearest_mode", str(nearest)}});
+        return run_reference(OpKind::resize, {&x}, a, {run_op(OpKind::resize, {x.desc}, a).out[0]}, RefPrecision::f64)[0].data;
+    };
+    CHECK(ref("nearest", "asymmetric", "floor") == std::vector<double>{1, 1, 2, 2, 3, 3, 4, 4});
+    CHECK(ref("nearest", "half_pixel") == std::vector<double>{1, 1, 2, 2, 3, 3, 4, 4});
+    // half_pixel sources -0.25, 0.25, ..., 3.25 clamped to [0, 3]: PyTorch's bilinear, align_corners=False
+    CHECK(ref("linear", "half_pixel") == std::vector<double>{1, 1.25, 1.75, 2.25, 2.75, 3.25, 3.75, 4});
+    const auto ac = ref("linear", "align_corners");  // 1 + o * 3/7
+    for (std::size_t o = 0; o < 8; ++o) CHECK(ac[o] == Approx(1 + static_cast<double>(o) * 3 / 7));
+    // linear over 2 resized axes of [1,1,2,2] -> [1,1,4,4]: 16 outputs, 3 lerps of 3 FLOPs each
+    const Ran r = run_op(OpKind::resize, {T({1, 1, 2, 2})}, A({{"sizes", Ints{1, 1, 4, 4}}, {"mode", str("linear")}}));
+    CHECK(r.work.vector_flops == 16 * 9);
+    CHECK_INPUT_ERROR(run_op(OpKind::resize, {x.desc}, A({{"sizes", Ints{8}}, {"mode", str("cubic")}})), "must be nearest or linear");
+    CHECK_INPUT_ERROR(run_op(OpKind::resize, {x.desc}, A({{"sizes", Ints{8, 2}}})), "one entry per axis");
 }
 
 TEST_CASE("ops_test: pooling output sizes and errors", "[ops][onnx]") {
