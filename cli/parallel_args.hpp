@@ -23,6 +23,7 @@ struct ParallelArgs {
     bool sp = false;
     double bucket_mb = 25;
     std::string grad_buffer = "persistent";
+    std::string overlap_grad_reduce = "on";
     std::int64_t global_batch = 0;
     CLI::Option* hw_option = nullptr;  // --hw, to tell an explicit chip from the default
     std::optional<Cluster> loaded;
@@ -77,6 +78,11 @@ struct ParallelArgs {
                         "transient (PyTorch's zero_grad(set_to_none=True): a gradient exists from backward to the update)")
             ->check(CLI::IsMember({"persistent", "transient"}))
             ->capture_default_str();
+        cmd->add_option("--overlap-grad-reduce", overlap_grad_reduce,
+                        "with --dp: on (gradient buckets reduced beside backward, as PyTorch DDP and Megatron-LM's "
+                        "--overlap-grad-reduce do) or off (every reduction after the last backward)")
+            ->check(CLI::IsMember({"on", "off"}))
+            ->capture_default_str();
     }
     bool wanted() const {
         return !cluster.empty() || dp > 1 || tp > 1 || cp > 1 || ep > 1 || pp > 1 || zero > 0 || global_batch > 0 || interleave > 1 || sp;
@@ -108,6 +114,7 @@ struct ParallelArgs {
         o.global_batch = global_batch;
         o.interleave = interleave;
         o.persistent_gradients = grad_buffer == "persistent";
+        o.overlap_grad_reduce = overlap_grad_reduce == "on";
         return o;
     }
 };

@@ -645,6 +645,8 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
     for (StageProfile::Gradient& gr : grads) gr.ready_s = shifted(gr.ready_s) + earlier;
     std::stable_sort(grads.begin(), grads.end(),
                      [](const StageProfile::Gradient& x, const StageProfile::Gradient& y) { return x.ready_s < y.ready_s; });
+    if (!opt.overlap_grad_reduce)
+        for (StageProfile::Gradient& gr : grads) gr.ready_s = std::max(gr.ready_s, earlier + backward_end);
 
     double stream = 0;  // the communication stream's clock
     auto issue = [&](std::string what, Collective coll, double bytes, double ready, CommGroup among) {

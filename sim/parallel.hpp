@@ -44,6 +44,11 @@ struct ParallelOptions {
     // exists from the op that makes it to the optimizer step (still across gradient-accumulation
     // micro-batches).
     bool persistent_gradients = true;
+    // Gradient buckets reduced as backward produces them, beside it (PyTorch DDP; Megatron-LM's
+    // --overlap-grad-reduce). false: every reduction after the last backward, as the 2022
+    // Megatron-LM runs of Korthikanti et al. did ("we do not use any overlapping of gradient
+    // all-reduces with back-propagation", section 6.3).
+    bool overlap_grad_reduce = true;
 };
 
 struct CommOp {

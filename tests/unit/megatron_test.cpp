@@ -51,7 +51,9 @@ Predicted predict(const Run& r) {
     args << "analyze '" << test::source_path(std::string("tests/data/megatron/gpt-") + r.model + ".json") << "' --mode training --cluster '"
          << test::source_path("tests/data/megatron/selene.json") << "' --tp 8 --pp " << r.pp << " --interleave " << r.interleave << " --dp "
          << r.dp << " --batch " << r.microbatch << " --global-batch " << r.global_batch
-         << (r.selective ? " --sp --recompute selective" : " --recompute full") << " -q -o '" << out << "'";
+         << (r.selective ? " --sp --recompute selective" : " --recompute full")
+         << (r.dp > 1 ? " --overlap-grad-reduce off" : "")  // section 6.3: "we do not use any overlapping of gradient all-reduces"
+         << " -q -o '" << out << "'";
     const test::CliResult res = test::run_cli(args.str());
     INFO(res.out);
     REQUIRE(res.code == 0);

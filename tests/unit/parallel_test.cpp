@@ -62,6 +62,22 @@ TEST_CASE("one rank is the single-device step", "[parallel]") {
     CHECK(m.peak_bytes <= p.peak_bytes + gradient_bytes(s));
 }
 
+TEST_CASE("gradient reduction without overlap: every bucket after the last backward", "[parallel]") {
+    // --overlap-grad-reduce off (the 2022 Megatron-LM runs): no bucket starts before backward has
+    // ended, so the step is at least as long as with the overlap, by at most the reductions' time.
+    const Cluster c = builtin_cluster("dgx-a100");
+    const Step s = gpt2_step(c, 4);
+    ParallelOptions on, off;
+    on.dp = off.dp = 16;
+    off.overlap_grad_reduce = false;
+    const ParallelAnalysis a = analyze_parallel(s.g, s.a, c, on), b = analyze_parallel(s.g, s.a, c, off);
+    REQUIRE(b.comms.size() == a.comms.size());
+    for (const CommOp& k : b.comms) CHECK(k.start_s >= b.pass_s - 1e-12);
+    CHECK(b.step_time_s >= a.step_time_s);
+    CHECK(b.step_time_s <= a.step_time_s + b.comm_s + 1e-12);
+    CHECK(b.comm_s == Approx(a.comm_s));
+}
+
 TEST_CASE("gradient buckets: every gradient reduced once, in stream order, after it exists", "[parallel]") {
     const Cluster c = builtin_cluster("dgx-a100");
     const Step s = gpt2_step(c, 4);
