@@ -4,9 +4,7 @@ times, the median wall time and the largest max-RSS printed. Usage:
     python3 bench/process_times.py [path/to/roofline]
 Figures go to docs/PERFORMANCE.md with the machine and date."""
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 

@@ -193,12 +193,16 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
     // The kernel time of the ops of a node's gradient that read a tensor `from` gives (directly or
     // through views) and of those that do not: a linear's weight-gradient GEMM reads its input, the
     // input-gradient GEMM does not.
+    // The schedule's ops of each node's gradient, in order, gathered once.
+    std::vector<std::vector<const ScheduledOp*>> gradient_ops(n);
+    for (const ScheduledOp& s : a.schedule.ops)
+        if (const NodeId d = g.node(s.node).differentiates; d != kNoNode) gradient_ops[static_cast<std::size_t>(d)].push_back(&s);
     const auto split_gradient = [&](NodeId of, const auto& from) {
         std::set<TensorId> derived;
         std::pair<double, double> reads_other{0.0, 0.0};
-        for (const ScheduledOp& s : a.schedule.ops) {
+        for (const ScheduledOp* sp : gradient_ops[static_cast<std::size_t>(of)]) {
+            const ScheduledOp& s = *sp;
             const Node& op = g.node(s.node);
-            if (op.differentiates != of) continue;
             const bool reads =
                 std::any_of(op.inputs.begin(), op.inputs.end(), [&](TensorId t) { return from(t) || derived.count(t) != 0; });
             if (reads && s.kernel_s == 0) derived.insert(op.outputs.begin(), op.outputs.end());
@@ -353,9 +357,8 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
     p.saved_activation_bytes = a.memory.saved_activation_bytes;
     p.optimizer_flops = static_cast<double>(a.by_phase[static_cast<int>(Phase::optimizer)].work.flops());
     p.flops = static_cast<double>(a.total.flops());
-    for (const Node& node : g.nodes())
-        if (node.recomputes != kNoNode)
-            p.recompute_flops += static_cast<double>(g.work(static_cast<NodeId>(&node - g.nodes().data())).flops());
+    for (std::size_t i = 0; i < n; ++i)
+        if (g.nodes()[i].recomputes != kNoNode) p.recompute_flops += static_cast<double>(g.work(static_cast<NodeId>(i)).flops());
     return p;
 }
 
