@@ -183,15 +183,31 @@ void add_model(CLI::App& app) {
     auto* list = cmd->add_subcommand("list", "list the built-in templates");
     list->footer("Example: roofline model list\n");
     list->callback([] { print(template_choices() + "\n"); });
-    auto* exp = cmd->add_subcommand("export", "print a template as the roofline-model/1 JSON it expands to");
-    auto name = std::make_shared<std::string>();
+    auto* exp =
+        cmd->add_subcommand("export",
+                            "print a model as roofline-model/1 JSON: a template as it expands (symbolic dims), or any MODEL with "
+                            "its options applied (an ONNX file, a Hugging Face config, an inference --phase) as its concrete graph");
+    auto args = std::make_shared<GraphArgs>();
     auto out = std::make_shared<std::string>();
-    exp->add_option("TEMPLATE", *name, "template name: " + template_choices())->required();
+    args->add_to(exp);
     exp->add_option("-o,--output", *out, "write to this file instead of standard output");
-    exp->footer("Example: roofline model export gpt2-small -o gpt2-small.json\n");
+    exp->footer(
+        "Example: roofline model export gpt2-small -o gpt2-small.json\n"
+        "         roofline model export resnet50.onnx --batch 32 --dtype f16 -o resnet50.json\n"
+        "         roofline model export llama-2-7b --phase decode --context 1024 --batch 8 -o decode.json\n"
+        "A template with no options is written as it expands, with its symbolic dims (batch, seq) for --batch and --seq to\n"
+        "override; anything else is the loaded graph with concrete shapes, which any command reads back as the same graph.\n"
+        "The forward graph only: analyze, plan and measure --mode training build the training step from it.\n");
     exp->callback([=] {
-        if (!is_template_name(*name)) throw InputError("unknown template '" + *name + "' (templates: " + template_choices() + ")");
-        const std::string text = expand_template(*name, nlohmann::json::object(), "template '" + *name + "'").dump(2) + "\n";
+        const GraphArgs& a = *args;
+        if (a.training())
+            throw InputError("model export writes the forward graph; --mode training builds the step from it when the file is analyzed");
+        const bool plain = is_template_name(a.model) && !is_model_file_arg(a.model) && a.dtype.empty() && a.batch == 0 && a.seq == 0 &&
+                           a.phase.empty() && a.context < 0 && !a.quant.any();
+        const std::string text = (plain ? expand_template(a.model, nlohmann::json::object(), "template '" + a.model + "'")
+                                        : graph_to_model_json(a.build(nullptr)))
+                                     .dump(2) +
+                                 "\n";
         if (out->empty())
             print(text);
         else

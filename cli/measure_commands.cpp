@@ -44,6 +44,19 @@ void require_device(int device) {
                          " CUDA device(s)");
     }
 }
+
+// What rebuilds an inference step's graph (--phase and its options): validate reads it back
+// (reports/validate.cpp, measured_graph), since the phase graph's origin names no file.
+nlohmann::json inference_record(const GraphArgs& a) {
+    nlohmann::json r = {{"model", a.model}, {"phase", a.phase}, {"dtype", a.dtype}, {"tokens", a.seq}};
+    if (a.phase == "decode") r["context"] = a.context;
+    if (a.quant.any())
+        r["quantization"] = {{"weights", a.quant.weights},
+                             {"group_size", a.quant.group_size},
+                             {"activations", a.quant.activations},
+                             {"kv_cache", a.quant.kv_cache}};
+    return r;
+}
 #else
 // The commands that need a GPU run in roofline-gpu, the same command line linked with the CUDA
 // runtime, cuBLASLt and CUPTI, installed beside this executable: every other command starts
@@ -138,7 +151,9 @@ void add_measure(CLI::App& app) {
         opt.reuse_memory = *memory == "reuse";
         opt.recompute = *recompute;
         const Measurement m = measure_graph(g, opt);
-        const std::string text = measurement_to_json(g, m, args->mode).dump(2) + "\n";
+        nlohmann::json doc = measurement_to_json(g, m, args->mode);
+        if (!args->phase.empty()) doc["model"]["inference"] = inference_record(*args);
+        const std::string text = doc.dump(2) + "\n";
         OutputFiles files{{"measurement", *out, text}};
         if (outputs->wanted()) outputs->render(nlohmann::ordered_json::parse(text), files);
         const std::string written = write_outputs(files);

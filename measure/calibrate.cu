@@ -6,6 +6,7 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -54,7 +55,7 @@ __host__ __device__ inline std::uint32_t hash_u32(std::uint64_t x) {
     return static_cast<std::uint32_t>(x);
 }
 
-enum FillMode : int { fill_words = 0, fill_f32 = 1, fill_f16 = 2, fill_bf16 = 3, fill_i8 = 4 };
+enum FillMode : int { fill_words = 0, fill_f32 = 1, fill_f16 = 2, fill_bf16 = 3, fill_i8 = 4, fill_fp8_e4m3 = 5 };
 
 // n elements of the mode's type: nonzero hash words, or pseudo-random values in [-1, 1)
 // (int8: [-127, 127]).
@@ -68,6 +69,7 @@ __global__ void fill_kernel(void* p, long long n, int mode, unsigned seed) {
             case fill_f32: static_cast<float*>(p)[i] = u; break;
             case fill_f16: static_cast<__half*>(p)[i] = __float2half_rn(u); break;
             case fill_bf16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(u); break;
+            case fill_fp8_e4m3: static_cast<__nv_fp8_e4m3*>(p)[i] = __nv_fp8_e4m3(u); break;
             default: static_cast<std::int8_t*>(p)[i] = static_cast<std::int8_t>(static_cast<int>(h % 255u) - 127); break;
         }
     }
@@ -534,7 +536,7 @@ void measure_launch(const Ctx& c, std::vector<CalibrationPoint>& points) {
 // cuBLASLt GEMMs
 
 struct GemmType {
-    const char* name;  // "f16", "bf16", "tf32", "int8"
+    const char* name;  // "f16", "bf16", "tf32", "int8", "fp8_e4m3"
     cudaDataType_t ab, cd;
     cublasComputeType_t compute;
     cudaDataType_t scale;
@@ -545,6 +547,9 @@ constexpr GemmType kGemmF16{"f16", CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, C
 constexpr GemmType kGemmBf16{"bf16", CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, fill_bf16};
 constexpr GemmType kGemmTf32{"tf32", CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F, fill_f32};
 constexpr GemmType kGemmI8{"int8", CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I, fill_i8};
+// fp8 (Hopper, Ada): e4m3 inputs, f32 accumulation, bf16 C and D, unit scales (cuBLASLt's default
+// when no scale pointer is set). cuBLASLt runs fp8 only as TN, the layout every GEMM here uses.
+constexpr GemmType kGemmFp8{"fp8_e4m3", CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, fill_fp8_e4m3};
 
 // D = C = op(A) op(B) with op(A) = A^T ("TN", what int8 requires): A is K x M, B is K x N, C is M x N,
 // column-major. The heuristic's first algorithm.
@@ -668,18 +673,24 @@ void measure_gemms(const Ctx& c, Calibration& cal) {
     cal.points.push_back(rate_point("matrix_flop_per_s.tf32", flop, time_gemm(c, lt.get(), buf, kGemmTf32, big, big, big, false), "FLOP/s",
                                     format(method, static_cast<double>(big)) + ", f32 data, CUBLAS_COMPUTE_32F_FAST_TF32"));
 
-    fill_gemm_inputs(c, buf, kGemmI8, elems);
-    std::vector<double> s;
-    try {
-        s = time_gemm(c, lt.get(), buf, kGemmI8, big, big, big, true);
-    } catch (const CudaError&) {
-        // cuBLASLt may reject int8 at run time although its heuristic offered an algorithm;
-        // int8 is optional. A sticky CUDA error would surface at the next checked call.
-        s.clear();
+    // The 8-bit types are optional: a chip without them (fp8 before Ada and Hopper) has no point.
+    // cuBLASLt may also reject one at run time although its heuristic offered an algorithm; a
+    // sticky CUDA error would surface at the next checked call.
+    const std::pair<const GemmType*, const char*> eight_bit[] = {
+        {&kGemmI8, ", int8 data, int32 accumulation and output"},
+        {&kGemmFp8, ", fp8 e4m3 data, f32 accumulation, bf16 output, unit scales"}};
+    for (const auto& [t, what] : eight_bit) {
+        fill_gemm_inputs(c, buf, *t, elems);
+        std::vector<double> s;
+        try {
+            s = time_gemm(c, lt.get(), buf, *t, big, big, big, true);
+        } catch (const CudaError&) {
+            s.clear();
+        }
+        if (!s.empty())
+            cal.points.push_back(rate_point(std::string("matrix_flop_per_s.") + t->name, flop, s, t->ab == CUDA_R_8I ? "OP/s" : "FLOP/s",
+                                            format(method, static_cast<double>(big)) + what));
     }
-    if (!s.empty())
-        cal.points.push_back(rate_point("matrix_flop_per_s.int8", flop, s, "OP/s",
-                                        format(method, static_cast<double>(big)) + ", int8 data, int32 accumulation and output"));
 }
 
 std::string utc_now_iso8601() {

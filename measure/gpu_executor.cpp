@@ -12,6 +12,7 @@
 #include "measure/cuda_session.hpp"
 #include "measure/cupti.hpp"
 #include "measure/gpu_op.hpp"
+#include "measure/source_fill.hpp"
 #include "model/arena_plan.hpp"
 #include "model/executor.hpp"
 #include "ops/cuda/cuda_check.hpp"
@@ -139,14 +140,20 @@ private:
         }
     }
 
+    // deterministic_value's values, written on the device (measure/source_fill.hpp).
     void fill_sources() {
         const auto& ts = g_.tensors();
         for (std::size_t t = 0; t < ts.size(); ++t) {
             if (ts[t].producer != kNoNode) continue;
-            const HostTensor v = deterministic_value(g_, static_cast<TensorId>(t), opt_.seed);
-            const std::vector<std::byte> bytes = encode_tensor(v);
-            cuda::check(cudaMemcpy(dev_[t].data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "cudaMemcpy(source)");
+            const TensorDesc& d = ts[t].desc;
+            if (ts[t].role == TensorRole::optimizer_state) {
+                cuda::check(cudaMemset(dev_[t].data, 0, static_cast<std::size_t>(d.numel() * dtype_bytes(d.dtype))), "cudaMemset(source)");
+                continue;
+            }
+            const std::int64_t bound = is_floating(d.dtype) ? 0 : source_index_bound(g_, static_cast<TensorId>(t));
+            fill_source_on_device(dev_[t].data, d.dtype, d.numel(), opt_.seed, static_cast<std::uint64_t>(t), bound, nullptr);
         }
+        cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize(sources)");
     }
 
     const Graph& g_;

@@ -17,3 +17,22 @@ def time_call(fn, reps=20, warm=3):
     torch.cuda.synchronize()
     t = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
     return t[len(t) // 2]
+
+
+def time_steps(step, model, runs=12, best=5):
+    """A whole training or inference step, the protocol of the end-to-end rows: one untimed step,
+    then `runs` steps each between two CUDA events, the model's gradients cleared after each; the
+    mean of the `best` fastest in milliseconds, and the number of timed runs."""
+    step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        step()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+        model.zero_grad(set_to_none=True)
+    fastest = sorted(times)[:best]
+    return sum(fastest) / len(fastest), len(times)

@@ -1,20 +1,11 @@
 #include "model/executor.hpp"
 
+#include "model/deterministic.hpp"
 #include "ops/error.hpp"
 
 namespace roofline {
-namespace {
 
-double uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t i) {
-    std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL + stream * 0xD1B54A32D192ED03ULL + i + 0x632BE59BD9B4E019ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) * 0x1.0p-53;
-}
-
-// The exclusive upper bound an index tensor's consumers accept.
-std::int64_t index_bound(const Graph& g, TensorId t) {
+std::int64_t source_index_bound(const Graph& g, TensorId t) {
     std::int64_t bound = 2;
     for (NodeId n : g.consumers(t)) {
         const Node& node = g.node(n);
@@ -25,19 +16,16 @@ std::int64_t index_bound(const Graph& g, TensorId t) {
     return bound;
 }
 
-}  // namespace
-
 HostTensor deterministic_value(const Graph& g, TensorId t, std::uint64_t seed) {
     const Tensor& ten = g.tensor(t);
     HostTensor h{ten.desc, std::vector<double>(static_cast<std::size_t>(ten.desc.numel()), 0.0)};
     if (ten.role == TensorRole::optimizer_state) return h;
     const bool index = !is_floating(ten.desc.dtype);
-    const std::int64_t bound = index ? index_bound(g, t) : 0;
-    for (std::size_t i = 0; i < h.data.size(); ++i) {
-        const double u = uniform(seed, static_cast<std::uint64_t>(t), i);
-        h.data[i] =
-            index ? static_cast<double>(static_cast<std::int64_t>(u * static_cast<double>(bound))) : round_to(2 * u - 1, ten.desc.dtype);
-    }
+    const std::int64_t bound = index ? source_index_bound(g, t) : 0;
+    const auto stream = static_cast<std::uint64_t>(t);
+    for (std::size_t i = 0; i < h.data.size(); ++i)
+        h.data[i] = index ? static_cast<double>(deterministic_index(seed, stream, i, bound))
+                          : round_to(deterministic_real(seed, stream, i), ten.desc.dtype);
     return h;
 }
 

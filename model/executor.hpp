@@ -17,7 +17,13 @@ namespace roofline {
 std::vector<HostTensor> execute(const Graph& g, const std::map<TensorId, HostTensor>& given, RefPrecision precision,
                                 std::uint64_t seed = 1);
 
-// The deterministic fill used for sources that are not given.
+// The deterministic fill used for sources that are not given (model/deterministic.hpp): floating
+// sources uniform in [-1, 1) rounded to their dtype, integer sources indices below
+// source_index_bound, optimizer state zero.
 HostTensor deterministic_value(const Graph& g, TensorId t, std::uint64_t seed);
+
+// The exclusive upper bound of an integer source's values: the row count of the embedding or the
+// class count of the cross-entropy that reads it as indices (2 when nothing does).
+std::int64_t source_index_bound(const Graph& g, TensorId t);
 
 }  // namespace roofline

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_set>
+#include <variant>
 
 #include "model/hf_config.hpp"
 #include "model/json_check.hpp"
@@ -709,6 +710,50 @@ Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
         return load_model(expand_template(model, config, "template '" + model + "'"), "template '" + model + "'", rest);
     }
     throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " + template_choices() + ")");
+}
+
+json graph_to_model_json(const Graph& g) {
+    const auto tensor_json = [&](const Tensor& t) {
+        return json{{"name", t.name}, {"shape", t.desc.shape}, {"dtype", std::string(dtype_name(t.desc.dtype))}};
+    };
+    json inputs = json::array(), parameters = json::array(), nodes = json::array(), outputs = json::array();
+    for (const Tensor& t : g.tensors()) {
+        if (t.producer != kNoNode) continue;
+        if (t.role == TensorRole::input) inputs.push_back(tensor_json(t));
+        if (t.role == TensorRole::parameter) parameters.push_back(tensor_json(t));
+        if (t.role == TensorRole::optimizer_state)
+            throw InputError("graph '" + g.name + "' holds optimizer state: only a forward graph can be written as a model file");
+    }
+    for (const NodeId id : g.topological_order()) {
+        const Node& n = g.node(id);
+        if (n.phase != Phase::forward)
+            throw InputError("graph '" + g.name + "' has " + std::string(phase_name(n.phase)) + " node '" + n.name +
+                             "': only a forward graph can be written as a model file");
+        json node = {{"name", n.name}, {"op", std::string(op_name(n.kind))}};
+        json ins = json::array(), outs = json::array();
+        for (const TensorId t : n.inputs) ins.push_back(g.tensor(t).name);
+        for (const TensorId t : n.outputs) outs.push_back(g.tensor(t).name);
+        node["inputs"] = std::move(ins);
+        node["outputs"] = std::move(outs);
+        if (!n.attrs.all().empty()) {
+            json attrs = json::object();
+            for (const auto& [k, v] : n.attrs.all()) std::visit([&](const auto& x) { attrs[k] = x; }, v);
+            node["attrs"] = std::move(attrs);
+        }
+        nodes.push_back(std::move(node));
+    }
+    for (const TensorId t : g.outputs()) outputs.push_back(g.tensor(t).name);
+    return json{{"format", "roofline-model/1"},
+                {"name", g.name},
+                {"description", "written by roofline model export from " + g.origin},
+                {"dtype_policy",
+                 {{"compute", std::string(dtype_name(g.compute_dtype))},
+                  {"master_weights", g.precision.master_weights},
+                  {"loss_scale", g.precision.loss_scale}}},
+                {"inputs", std::move(inputs)},
+                {"parameters", std::move(parameters)},
+                {"nodes", std::move(nodes)},
+                {"outputs", std::move(outputs)}};
 }
 
 }  // namespace roofline

@@ -63,6 +63,12 @@ bool is_model_file_arg(const std::string& model);
 // Resolves MODEL as given on the command line: an existing file path, or a built-in template name.
 Graph load_model_arg(const std::string& model, const ModelOverrides& ov = {});
 
+// A forward graph as the roofline-model/1 document that loads back into the same graph: every
+// tensor with its concrete shape and dtype, every node with explicit outputs and attributes, in
+// topological order (`roofline model export`). InputError for a training step (backward or
+// optimizer nodes), which analyze --mode training builds from the forward graph instead.
+nlohmann::json graph_to_model_json(const Graph& g);
+
 // Reads and parses a JSON file; malformed JSON is an InputError with file, line and column.
 nlohmann::json read_json_file(const std::string& path);
 // The parsing half of read_json_file: malformed JSON, duplicate keys and numbers beyond double's

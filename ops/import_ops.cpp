@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ops/checked.hpp"
+#include "ops/index_map.hpp"
 #include "ops/op_rule.hpp"
 
 namespace roofline {
@@ -124,10 +125,8 @@ std::vector<TensorDesc> resize_infer(OpKind k, Inputs in, const Attrs& attrs) {
     }
     const std::string mode = attrs.get_string("mode", "nearest");
     if (mode != "nearest" && mode != "linear") throw InputError("attribute 'mode' must be nearest or linear, got '" + mode + "'");
-    (void)resize_source(attrs, 0, 1, 1);  // validates the coordinate mode
-    const std::string nm = attrs.get_string("nearest_mode", "round_prefer_floor");
-    if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")
-        throw InputError("attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor or ceil, got '" + nm + "'");
+    (void)parse_resize_coord(attrs.get_string("coordinate_transformation_mode", "half_pixel"));
+    (void)parse_nearest_mode(attrs.get_string("nearest_mode", "round_prefer_floor"));
     return {TensorDesc{sizes, in[0].dtype}};
 }
 
@@ -307,16 +306,30 @@ std::vector<std::array<std::int64_t, 3>> slice_plan(const TensorDesc& x, const A
     return plan;
 }
 
-double resize_source(const Attrs& attrs, std::int64_t o, std::int64_t in_len, std::int64_t out_len) {
-    const std::string m = attrs.get_string("coordinate_transformation_mode", "half_pixel");
-    const double scale = in_len > 0 ? static_cast<double>(out_len) / static_cast<double>(in_len) : 1.0;
-    const auto x = static_cast<double>(o);
-    if (m == "half_pixel") return (x + 0.5) / scale - 0.5;
-    if (m == "pytorch_half_pixel") return out_len > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-    if (m == "asymmetric") return x / scale;
-    if (m == "align_corners") return out_len > 1 ? x * static_cast<double>(in_len - 1) / static_cast<double>(out_len - 1) : 0.0;
+PadMode parse_pad_mode(const std::string& mode) {
+    if (mode == "constant") return PadMode::constant;
+    if (mode == "edge") return PadMode::edge;
+    if (mode == "wrap") return PadMode::wrap;
+    if (mode == "reflect") return PadMode::reflect;
+    throw InputError("attribute 'mode' must be constant, reflect, edge or wrap, got '" + mode + "'");
+}
+
+ResizeCoord parse_resize_coord(const std::string& mode) {
+    if (mode == "half_pixel") return ResizeCoord::half_pixel;
+    if (mode == "pytorch_half_pixel") return ResizeCoord::pytorch_half_pixel;
+    if (mode == "asymmetric") return ResizeCoord::asymmetric;
+    if (mode == "align_corners") return ResizeCoord::align_corners;
     throw InputError(
-        "attribute 'coordinate_transformation_mode' must be half_pixel, pytorch_half_pixel, asymmetric or align_corners, got '" + m + "'");
+        "attribute 'coordinate_transformation_mode' must be half_pixel, pytorch_half_pixel, asymmetric or align_corners, got '" + mode +
+        "'");
+}
+
+NearestMode parse_nearest_mode(const std::string& mode) {
+    if (mode == "round_prefer_floor") return NearestMode::round_prefer_floor;
+    if (mode == "round_prefer_ceil") return NearestMode::round_prefer_ceil;
+    if (mode == "floor") return NearestMode::floor;
+    if (mode == "ceil") return NearestMode::ceil;
+    throw InputError("attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor or ceil, got '" + mode + "'");
 }
 
 std::vector<std::array<std::int64_t, 2>> pad_plan(const TensorDesc& x, const Attrs& attrs) {
@@ -325,9 +338,7 @@ std::vector<std::array<std::int64_t, 2>> pad_plan(const TensorDesc& x, const Att
     if (pads.size() != 2 * rank)
         throw InputError("attribute 'pads' must have 2 entries per axis of " + desc_str(x) + " (" + std::to_string(2 * rank) + "), got " +
                          std::to_string(pads.size()));
-    const std::string mode = attrs.get_string("mode", "constant");
-    if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
-        throw InputError("attribute 'mode' must be constant, reflect, edge or wrap, got '" + mode + "'");
+    const PadMode pm = parse_pad_mode(attrs.get_string("mode", "constant"));
     std::vector<std::array<std::int64_t, 2>> plan;
     for (std::size_t d = 0; d < rank; ++d) {
         const std::int64_t dim = x.shape[d], b = pads[d], e = pads[d + rank];
@@ -335,9 +346,10 @@ std::vector<std::array<std::int64_t, 2>> pad_plan(const TensorDesc& x, const Att
             throw InputError("pads " + shape_str(pads) + " crop more than axis " + std::to_string(d) + "'s " + std::to_string(dim));
         const std::int64_t grow = std::max(b, e);
         // reflect mirrors without repeating the edge: at most dim - 1 on each side; wrap at most dim
-        if (grow > 0 && mode != "constant" && (dim == 0 || (mode == "reflect" && grow > dim - 1) || (mode == "wrap" && grow > dim)))
-            throw InputError("pads " + shape_str(pads) + " in mode " + mode + " exceed what axis " + std::to_string(d) + " of size " +
-                             std::to_string(dim) + " allows");
+        if (grow > 0 && pm != PadMode::constant &&
+            (dim == 0 || (pm == PadMode::reflect && grow > dim - 1) || (pm == PadMode::wrap && grow > dim)))
+            throw InputError("pads " + shape_str(pads) + " in mode " + attrs.get_string("mode", "constant") + " exceed what axis " +
+                             std::to_string(d) + " of size " + std::to_string(dim) + " allows");
         plan.push_back({b, e});
     }
     return plan;

@@ -63,9 +63,7 @@ std::vector<std::array<std::int64_t, 3>> slice_plan(const TensorDesc& x, const A
 // pad's pads as {begin, end} per axis of x, checked against its mode (ops/import_ops.cpp), shared by
 // the reference kernel and the gradient.
 std::vector<std::array<std::int64_t, 2>> pad_plan(const TensorDesc& x, const Attrs& attrs);
-// resize's source coordinate of output coordinate `o` on an axis of in_len -> out_len elements, per
-// the attribute coordinate_transformation_mode (ops/import_ops.cpp), shared by the reference kernel.
-double resize_source(const Attrs& attrs, std::int64_t o, std::int64_t in_len, std::int64_t out_len);
+// (resize's and pad's per-axis index maps: ops/index_map.hpp)
 
 // Rule definitions, one per family file.
 const OpRule& matmul_rule();

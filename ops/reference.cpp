@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "ops/error.hpp"
+#include "ops/index_map.hpp"
 #include "ops/op_rule.hpp"
 #include "ops/pointwise_math.hpp"
 
@@ -578,25 +579,16 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
         }
         case OpKind::pad: {
             const auto plan = pad_plan(in[0]->desc, a);
-            const std::string mode = a.get_string("mode", "constant");
+            const PadMode mode = parse_pad_mode(a.get_string("mode", "constant"));
             const double value = a.get_double("value", 0.0);
             const auto st = strides_of(in[0]->desc.shape);
             for (std::int64_t i = 0; i < out[0].numel(); ++i) {
                 const Coords c = unravel(i, out[0].shape);
                 std::int64_t off = 0;
                 bool inside = true;
-                for (std::size_t d = 0; d < c.size(); ++d) {
-                    const std::int64_t n = in[0]->desc.shape[d];
-                    std::int64_t s = c[d] - plan[d][0];  // the source coordinate
-                    if (s < 0 || s >= n) {
-                        if (mode == "constant") {
-                            inside = false;
-                            break;
-                        }
-                        if (mode == "edge") s = s < 0 ? 0 : n - 1;
-                        if (mode == "wrap") s = ((s % n) + n) % n;
-                        if (mode == "reflect") s = s < 0 ? -s : 2 * (n - 1) - s;
-                    }
+                for (std::size_t d = 0; d < c.size() && inside; ++d) {
+                    const std::int64_t s = pad_source(mode, c[d] - plan[d][0], in[0]->desc.shape[d]);
+                    inside = s >= 0;
                     off += s * st[d];
                 }
                 Y[at(i)] = inside ? X[at(off)] : value;
@@ -608,34 +600,23 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             const Shape& ys = out[0].shape;
             const auto st = strides_of(xs);
             const bool linear = a.get_string("mode", "nearest") == "linear";
-            const std::string nm = a.get_string("nearest_mode", "round_prefer_floor");
+            const ResizeCoord coord = parse_resize_coord(a.get_string("coordinate_transformation_mode", "half_pixel"));
+            const NearestMode nm = parse_nearest_mode(a.get_string("nearest_mode", "round_prefer_floor"));
             for (std::int64_t i = 0; i < out[0].numel(); ++i) {
                 const Coords c = unravel(i, ys);
                 // per axis: the two neighbours and the weight of the upper one (nearest: one neighbour)
-                std::vector<std::array<std::int64_t, 2>> idx(c.size());
-                std::vector<double> w(c.size(), 0.0);
+                std::vector<LinearTaps> taps(c.size());
                 for (std::size_t d = 0; d < c.size(); ++d) {
-                    const std::int64_t n = xs[d];
-                    if (n == ys[d]) {  // not resized
-                        idx[d] = {c[d], c[d]};
+                    if (xs[d] == ys[d]) {  // not resized
+                        taps[d] = {c[d], c[d], 0.0};
                         continue;
                     }
-                    double s = resize_source(a, c[d], n, ys[d]);
-                    auto clampi = [&](std::int64_t v) { return std::clamp<std::int64_t>(v, 0, n - 1); };
+                    const double s = resize_coordinate(coord, c[d], xs[d], ys[d]);
                     if (linear) {
-                        s = std::clamp(s, 0.0, static_cast<double>(n - 1));
-                        const auto lo = static_cast<std::int64_t>(std::floor(s));
-                        idx[d] = {lo, clampi(lo + 1)};
-                        w[d] = s - static_cast<double>(lo);
+                        taps[d] = resize_linear(s, xs[d]);
                     } else {
-                        const double f = std::floor(s);
-                        const bool half = s - f == 0.5;
-                        const double r = nm == "floor"  ? f
-                                         : nm == "ceil" ? std::ceil(s)
-                                         : half         ? (nm == "round_prefer_ceil" ? f + 1 : f)
-                                                        : std::round(s);
-                        const std::int64_t j = clampi(static_cast<std::int64_t>(r));
-                        idx[d] = {j, j};
+                        const std::int64_t j = resize_nearest(nm, s, xs[d]);
+                        taps[d] = {j, j, 0.0};
                     }
                 }
                 double sum = 0;
@@ -645,8 +626,8 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
                     std::int64_t off = 0;
                     for (std::size_t d = 0; d < c.size(); ++d) {
                         const bool upper = linear && ((m >> d) & 1u);
-                        weight *= linear ? (upper ? w[d] : 1 - w[d]) : 1.0;
-                        off += idx[d][upper ? 1 : 0] * st[d];
+                        weight *= linear ? (upper ? taps[d].w : 1 - taps[d].w) : 1.0;
+                        off += (upper ? taps[d].hi : taps[d].lo) * st[d];
                     }
                     if (weight != 0) sum += weight * X[at(off)];
                 }

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "model/autodiff.hpp"
+#include "model/inference.hpp"
 #include "model/model_json.hpp"
 #include "ops/checked.hpp"
 #include "ops/error.hpp"
@@ -405,7 +406,11 @@ private:
             c.op = "e2e";
             c.family = "e2e";
             c.dims = {batch, seq};
+            // A Hugging Face config.json, or an ONNX file of the model (a vision model: seq is its
+            // image size, which the file fixes)
             c.config = (configs / (model + ".json")).string();
+            if (std::error_code ec; !fs::is_regular_file(c.config, ec) && fs::is_regular_file(configs / (model + ".onnx"), ec))
+                c.config = (configs / (model + ".onnx")).string();
             c.shape = fmt::format("{} {} batch={} seq={}", model, c.mode, batch, seq);
             cases.push_back(std::move(c));
         }
@@ -447,7 +452,50 @@ std::string measured_model_arg(const std::string& origin, const std::string& fil
     throw InputError(file + ": /model/origin: cannot find '" + origin + "' (the model this measurement ran)");
 }
 
+std::int64_t json_count(const json& obj, const char* key, const std::string& where) {
+    if (!obj.contains(key) || !obj.at(key).is_number_integer() || obj.at(key).get<std::int64_t>() < 0)
+        throw InputError(where + "/" + key + ": expected a non-negative integer");
+    return obj.at(key).get<std::int64_t>();
+}
+
+// An LLM inference step (measure --phase), rebuilt from the measurement's `model.inference`
+// record (cli/measure_commands.cpp) as `analyze --phase` builds it.
+Graph measured_phase_graph(const json& model, const std::string& file) {
+    const json& r = model.at("inference");
+    const std::string where = file + ": /model/inference";
+    if (!r.is_object()) throw InputError(where + ": expected an object");
+    PhaseOptions p;
+    const std::string phase = json_string(r, "phase");
+    if (phase != "prefill" && phase != "decode") throw InputError(where + "/phase: expected \"prefill\" or \"decode\"");
+    p.phase = phase == "decode" ? InferencePhase::decode : InferencePhase::prefill;
+    if (p.phase == InferencePhase::decode) p.context = json_count(r, "context", where);
+    if (r.contains("quantization")) {
+        const json& q = r.at("quantization");
+        if (!q.is_object()) throw InputError(where + "/quantization: expected an object");
+        p.quant.weights = json_string(q, "weights");
+        p.quant.activations = json_string(q, "activations");
+        p.quant.kv_cache = json_string(q, "kv_cache");
+        p.quant.group_size = json_count(q, "group_size", where + "/quantization");
+        check_quantization(p.quant);
+    }
+    ModelOverrides ov;
+    ov.frozen_weights = true;
+    const json dims = model.value("dims", json::object());
+    if (dims.contains("batch") && dims["batch"].is_number_integer()) ov.batch = dims["batch"].get<std::int64_t>();
+    if (const std::int64_t tokens = json_count(r, "tokens", where); tokens > 0) ov.seq = tokens;
+    if (const std::string d = json_string(r, "dtype"); !d.empty()) {
+        ov.dtype = parse_dtype(d);
+        if (!ov.dtype) throw InputError(where + "/dtype: unknown dtype '" + d + "'");
+    }
+    ov.phase = p;
+    const std::string m = json_string(r, "model");
+    if (m.empty()) throw InputError(where + "/model: expected the MODEL argument measure was given");
+    const bool named_file = m.find('/') != std::string::npos || fs::path(m).has_extension();
+    return load_model_arg(named_file ? measured_model_arg(m, file) : m, ov);
+}
+
 Graph measured_graph(const json& model, const std::string& file, TrainingOptions& t) {
+    if (model.contains("inference")) return measured_phase_graph(model, file);
     ModelOverrides ov;
     const json dims = model.value("dims", json::object());
     if (dims.contains("batch") && dims["batch"].is_number_integer()) ov.batch = dims["batch"].get<std::int64_t>();
@@ -579,13 +627,14 @@ std::string e2e_key(const ValidationCase& c) { return fmt::format("{}|{}|{}|{}",
 Graph e2e_graph(const ValidationCase& c) {
     ModelOverrides ov;
     ov.batch = c.dims[0];
-    ov.seq = c.dims[1];
+    if (fs::path(c.config).extension() != ".onnx") ov.seq = c.dims[1];
     ov.dtype = DType::f32;
     ov.eval = c.mode != "train";  // inference rows ran under model.eval(): no dropout
     std::error_code ec;
     if (!fs::is_regular_file(c.config, ec)) throw InputError("no config file " + c.config + " (give the directory with --configs)");
     Graph g = load_model_arg(c.config, ov);
-    if (c.mode == "train") {  // forward + backward, no optimizer step (the public rows' README)
+    if (c.mode == "train") {   // forward + backward, no optimizer step (the public rows' README)
+        add_stand_in_loss(g);  // an ONNX model: the mean of its logits, as the vision rows' loss
         TrainingOptions t;
         t.optimizer = backward_only_optimizer<Optimizer>();
         t.momentum = 0;

@@ -45,6 +45,7 @@ constexpr Target kTargets[] = {
     {"matrix_flop_per_s.bf16", "/matrix_flop_per_s/bf16", nullptr},
     {"matrix_flop_per_s.tf32", "/matrix_flop_per_s/tf32", nullptr},
     {"matrix_flop_per_s.int8", "/matrix_flop_per_s/int8", nullptr},
+    {"matrix_flop_per_s.fp8_e4m3", "/matrix_flop_per_s/fp8_e4m3", nullptr},
     {"launch_overhead_s", "/launch_overhead_s", nullptr},
     {"sm_clock_observed_hz", "/clock_hz", nullptr},
 };

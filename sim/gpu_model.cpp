@@ -469,7 +469,15 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         s.n = out.back();
         s.m = out.size() >= 2 ? out[out.size() - 2] : 1;
         s.batch = g.tensor(node.outputs[0]).desc.numel() / std::max<std::int64_t>(1, s.m * s.n);
-        if (traits.kernel == KernelForm::linear_gemm) {  // rows x out, one GEMM
+        // linear: rows x out, one GEMM. matmul with one B matrix shared by every batch (a 2-D
+        // weight, or batch dims all 1) and A not transposed: the batch folds into M, one GEMM of
+        // batch x m rows, as at::matmul folds it (aten/src/ATen/native/LinearAlgebra.cpp,
+        // _matmul_impl) and the executor's batch planner does (ops/cuda/gemm.cpp, fold_m): the
+        // weight is read once, not once per batch, and a decode step's m = 1 rows fill a tile.
+        const Shape& b_shape = g.tensor(node.inputs.size() > 1 ? node.inputs[1] : node.inputs[0]).desc.shape;
+        const bool shared_b = node.kind == OpKind::matmul && !node.attrs.get_bool("transpose_a", false) && b_shape.size() >= 2 &&
+                              numel(Shape(b_shape.begin(), b_shape.end() - 2)) == 1;
+        if (traits.kernel == KernelForm::linear_gemm || shared_b) {
             s.m = g.tensor(node.outputs[0]).desc.numel() / s.n;
             s.batch = 1;
         }

@@ -62,14 +62,14 @@ bool launch_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& o
         case OpKind::adam_update:
         case OpKind::shift:
         case OpKind::pow: return launch_pointwise(k, in, a, out, ctx);
-        // Imported-model ops without CUDA kernels yet: launch_op reports "no CUDA kernel for <op>",
-        // so `measure` names the op instead of running something else.
         case OpKind::where:
         case OpKind::slice:
         case OpKind::pad:
         case OpKind::resize:
         case OpKind::max_pool2d:
-        case OpKind::avg_pool2d:
+        case OpKind::avg_pool2d: return launch_gather_family(k, in, a, out, ctx);
+        // Ops without CUDA kernels yet: launch_op reports "no CUDA kernel for <op>", so `measure`
+        // names the op instead of running something else.
         case OpKind::max_pool2d_grad:
         case OpKind::avg_pool2d_grad: return false;
         case OpKind::opaque:

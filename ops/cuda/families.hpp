@@ -25,4 +25,7 @@ bool launch_conv(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out
 bool launch_gemm(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx);
 bool launch_attention(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx);
 
+// gather.cu: the imported index-mapping ops slice, pad, resize, where, max_pool2d, avg_pool2d.
+bool launch_gather_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx);
+
 }  // namespace roofline::cuda

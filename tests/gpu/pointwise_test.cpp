@@ -339,3 +339,77 @@ TEST_CASE("embedding and embedding_grad kernels match the reference", "[gpu]") {
         }
     }
 }
+
+// ---- the index-mapping ops of ops/cuda/gather.cu: slice, pad, resize, where, pool2d ----
+// Copies (slice, pad, nearest resize, where, max pool) move elements unchanged: the GPU output must
+// equal the reference's to the bit (tolerance 0 for integers, the dtype's tolerance above for
+// floats, which a copy meets with error 0). Linear resize and average pooling accumulate in f32:
+// the dtype's tolerance.
+
+using Ints = std::vector<std::int64_t>;
+
+TEST_CASE("slice kernel matches the reference: steps, negative steps, clamped ends, every dtype width", "[gpu]") {
+    SKIP_WITHOUT_GPU();
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+        check_op(OpKind::slice, {random_tensor({3, 7, 33}, d, 1)},
+                 attrs("starts", Ints{1, -30}, "ends", Ints{7, 1000}, "axes", Ints{1, 2}));
+        check_op(OpKind::slice, {random_tensor({5, 9}, d, 2)},
+                 attrs("starts", Ints{-1}, "ends", Ints{-100}, "axes", Ints{1}, "steps", Ints{-2}));
+        check_op(OpKind::slice, {random_tensor({2, 1025, 64}, d, 3)}, attrs("starts", Ints{-1}, "ends", Ints{1025}, "axes", Ints{1}));
+    }
+    check_op(OpKind::slice, {int_tensor({4, 10}, DType::int64, -50, 50, 4)},
+             attrs("starts", Ints{0, 2}, "ends", Ints{4, 9}, "steps", Ints{3, 3}));
+    check_op(OpKind::slice, {int_tensor({40}, DType::u8, 0, 2, 5)}, attrs("starts", Ints{5}, "ends", Ints{39}));
+}
+
+TEST_CASE("pad kernel matches the reference in constant, edge, wrap and reflect modes, growing and cropping", "[gpu]") {
+    SKIP_WITHOUT_GPU();
+    for (DType d : {DType::f32, DType::f16, DType::bf16, DType::int32}) {
+        const HostTensor x = d == DType::int32 ? int_tensor({2, 3, 5, 6}, d, -9, 9, 6) : random_tensor({2, 3, 5, 6}, d, 6);
+        for (const char* mode : {"constant", "edge", "wrap", "reflect"}) {
+            check_op(OpKind::pad, {x}, attrs("pads", Ints{0, 0, 2, 3, 0, 1, 4, 2}, "mode", std::string(mode), "value", 0.75));
+        }
+        check_op(OpKind::pad, {x}, attrs("pads", Ints{0, -1, 1, -2, 0, 0, 1, 1}));  // crop and grow at once
+    }
+}
+
+TEST_CASE("resize kernel matches the reference: nearest modes, linear, every coordinate transformation", "[gpu]") {
+    SKIP_WITHOUT_GPU();
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+        const HostTensor x = random_tensor({2, 3, 7, 10}, d, 7);
+        for (const char* coord : {"half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"}) {
+            for (const char* nm : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) {
+                check_op(OpKind::resize, {x},
+                         attrs("sizes", Ints{2, 3, 14, 25}, "coordinate_transformation_mode", std::string(coord), "nearest_mode",
+                               std::string(nm)));
+            }
+            check_op(
+                OpKind::resize, {x},
+                attrs("sizes", Ints{2, 3, 15, 4}, "mode", std::string("linear"), "coordinate_transformation_mode", std::string(coord)));
+        }
+        check_op(OpKind::resize, {x}, attrs("sizes", Ints{2, 5, 3, 10}, "mode", std::string("linear")));  // channels resized too
+    }
+}
+
+TEST_CASE("where kernel matches the reference with broadcast condition and branches", "[gpu]") {
+    SKIP_WITHOUT_GPU();
+    for (DType d : {DType::f32, DType::f16, DType::bf16, DType::int64}) {
+        const HostTensor a = d == DType::int64 ? int_tensor({4, 1, 9}, d, -5, 5, 8) : random_tensor({4, 1, 9}, d, 8);
+        const HostTensor b = d == DType::int64 ? int_tensor({6, 9}, d, -5, 5, 9) : random_tensor({6, 9}, d, 9);
+        for (DType c : {DType::u8, DType::int32, DType::int64})
+            check_op(OpKind::where, {int_tensor({1, 6, 1}, c, 0, 2, 10), a, b}, attrs());
+    }
+}
+
+TEST_CASE("max and average pooling kernels match the reference: padding, dilation, ceil mode, count_include_pad", "[gpu]") {
+    SKIP_WITHOUT_GPU();
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+        const HostTensor x = random_tensor({2, 3, 13, 11}, d, 11);
+        check_op(OpKind::max_pool2d, {x}, attrs("kernel", Ints{3, 3}, "stride", Ints{2, 2}, "padding", Ints{1, 1}));
+        check_op(OpKind::max_pool2d, {x}, attrs("kernel", Ints{2, 3}, "stride", Ints{2, 1}, "dilation", Ints{2, 2}, "ceil_mode", true));
+        check_op(OpKind::avg_pool2d, {x}, attrs("kernel", Ints{3, 3}, "stride", Ints{2, 2}, "padding", Ints{1, 1}));
+        check_op(OpKind::avg_pool2d, {x},
+                 attrs("kernel", Ints{3, 2}, "stride", Ints{2, 2}, "padding", Ints{1, 1}, "count_include_pad", true, "ceil_mode", true));
+        check_op(OpKind::avg_pool2d, {random_tensor({2, 8, 7, 7}, d, 12)}, attrs("kernel", Ints{7, 7}));  // global average
+    }
+}

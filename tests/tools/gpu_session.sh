@@ -11,6 +11,11 @@
 #               and the two small checked steps again with the untraced step timing (no checks)
 #   sealed      the steps of tests/data/small/sealed.txt, timed, written and never printed: held-out
 #               data for a later round (tests/data/small/README.md)
+#   inference   the LLM prefill and decode steps of tests/data/inference/cases.txt (issue #17), timed
+#               untraced, no checks; predictions committed beforehand in tests/data/inference/
+#   vision      PyTorch eager fp32 steps of torchvision's zoo (tests/tools/torch_vision_bench.py):
+#               inference at batch 1 and 32, training at 32; held out (tests/data/public/README.md)
+#   host        measure/host_probe.py: this machine's PyTorch eager host (tests/data/hosts/)
 #   torch       PyTorch eager fp32 op latencies and Hugging Face steps (tests/tools/torch_ops_bench.py;
 #               TORCH_ARGS adds options, e.g. "--seconds-per-op 12 --e2e-seconds 60")
 # A build made elsewhere for sm_90 (build-gpu/roofline, build-gpu/tests/roofline_gpu_tests, carried)
@@ -35,13 +40,15 @@ fi
 for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done
-if ! has build && [ -x "$R" ] && ! "$R" --version > /dev/null 2>&1; then
+# roofline-gpu (what measure and calibrate run) is the one that loads them.
+RG=./$B/roofline-gpu
+if ! has build && [ -x "$RG" ] && ! "$RG" --version > /dev/null 2>&1; then
   # else PyTorch's CUDA wheels (nvidia-cuda-runtime, nvidia-cublas, nvidia-cuda-cupti) hold them
   for lib in libcudart.so.13 libcublasLt.so.13 libcupti.so.13; do
     d=$(find /usr/local /opt -name "$lib" 2>/dev/null | head -1)
     [ -n "$d" ] && export LD_LIBRARY_PATH="$(dirname "$d"):$LD_LIBRARY_PATH"
   done
-  "$R" --version > /dev/null 2>&1 || { echo "carried $R does not run here:"; ldd "$R" | grep "not found"; }
+  "$RG" --version > /dev/null 2>&1 || { echo "carried $RG does not run here:"; ldd "$RG" | grep "not found"; }
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 if has tests; then
@@ -62,9 +69,9 @@ if has suite; then
 fi
 if has gpt2; then
   log "gpt2-small training step"
-  $R measure gpt2-small --mode training --batch 8 --seq 1024 --check off --counters off --repetitions 10 -o "$OUT/gpt2-small-train.json" 2>&1 | tail -4
+  timeout 120 $R measure gpt2-small --mode training --batch 8 --seq 1024 --check off --counters off --repetitions 10 -o "$OUT/gpt2-small-train.json" 2>&1 | tail -4
   log "gpt2-small training step with counters (smaller: kernel replay saves and restores memory)"
-  timeout 240 $R measure gpt2-small --mode training --batch 4 --seq 512 --check off --repetitions 5 -o "$OUT/gpt2-small-train-b4s512.json" 2>&1 | tail -4
+  timeout ${COUNTERS_TIMEOUT:-240} $R measure gpt2-small --mode training --batch 4 --seq 512 --check off --repetitions 5 -o "$OUT/gpt2-small-train-b4s512.json" 2>&1 | tail -4
 fi
 if has blind; then
   log "blind kernels"
@@ -107,6 +114,22 @@ if has sealed; then
     timeout 120 $R measure $margs --check off --counters off --repetitions 10 -q -o "$OUT/sealed/$name.json" > /dev/null 2>&1; echo "sealed $name exit $?"
   done < tests/data/small/sealed.txt
 fi
+if has inference; then
+  mkdir -p "$OUT/inference"
+  while IFS='|' read -r name margs; do
+    [ -z "$name" ] && continue
+    log "inference $name"
+    timeout 120 $R measure $margs --check off --counters off --repetitions 10 --warmup 3 -o "$OUT/inference/$name.json" 2>&1 | tail -2
+  done < tests/data/inference/cases.txt
+fi
+if has vision; then
+  log "pytorch eager torchvision steps"
+  PYTHONUNBUFFERED=1 timeout ${VISION_TIMEOUT:-200} python3 tests/tools/torch_vision_bench.py "$OUT/vision" --seconds $(( ${VISION_TIMEOUT:-200} - 20 )) 2>&1 | grep -v Warning | tail -60
+fi
+if has host; then
+  log "eager host probe"
+  PYTHONUNBUFFERED=1 timeout 120 python3 measure/host_probe.py "$OUT/host.json" --name "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) VM" 2>&1 | tail -5
+fi
 if has torch; then
   log "pytorch eager ops and Hugging Face steps"
   PYTHONUNBUFFERED=1 timeout 420 python3 tests/tools/torch_ops_bench.py "$OUT/torch" --configs tests/data/public/neusight/configs ${TORCH_ARGS:-} 2>&1 | grep -v Warning | tail -40
@@ -117,4 +140,4 @@ if has calibrate; then
 fi
 log done
 # The device tool returns a few files only: pack the results into one.
-(cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude build.log *.json *.log *.csv $(ls -d torch sealed 2>/dev/null) 2>/dev/null)
+(cd "$OUT" && tar czf results.tgz --exclude results.tgz --exclude build.log *.json *.log *.csv $(ls -d torch sealed inference vision 2>/dev/null) 2>/dev/null)

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "measure"))
-from torch_timing import time_call  # noqa: E402
+from torch_timing import time_call, time_steps  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -173,20 +173,9 @@ if a.configs:
                 logits = out.logits if hasattr(out, "logits") else out[0]
                 logits.float().mean().backward()
         try:
-            times = []
-            step()
-            torch.cuda.synchronize()
-            for _ in range(12):
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                step()
-                e.record()
-                torch.cuda.synchronize()
-                times.append(s.elapsed_time(e))
-                model.zero_grad(set_to_none=True)
-            best = sorted(times)[:5]
+            ms, runs = time_steps(step, model)
             rows.append({"device": DEVICE, "model": name, "mode": mode, "seq": seq, "batch": batch,
-                         "e2e_ms": sum(best) / len(best), "runs": len(times)})
+                         "e2e_ms": ms, "runs": runs})
             print(f"e2e {name} {mode} s{seq} b{batch}: {rows[-1]['e2e_ms']:.1f} ms", flush=True)
         except torch.OutOfMemoryError:
             print(f"e2e {name} {mode}: out of memory", flush=True)
