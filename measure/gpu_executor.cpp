@@ -151,7 +151,8 @@ private:
                 continue;
             }
             const std::int64_t bound = is_floating(d.dtype) ? 0 : source_index_bound(g_, static_cast<TensorId>(t));
-            fill_source_on_device(dev_[t].data, d.dtype, d.numel(), opt_.seed, static_cast<std::uint64_t>(t), bound, nullptr);
+            fill_source_on_device(dev_[t].data, d.dtype, d.numel(), opt_.seed, static_cast<std::uint64_t>(t), bound,
+                                  source_scale(g_, static_cast<TensorId>(t)), nullptr);
         }
         cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize(sources)");
     }

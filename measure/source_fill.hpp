@@ -11,8 +11,9 @@
 namespace roofline {
 
 // Writes n elements of dtype d at dst: indices in [0, index_bound) for integer dtypes, else
-// uniform [-1, 1) rounded to d. Throws InputError for a dtype the executor has no tensors of.
+// uniform [-1, 1) times scale, rounded to d. Throws InputError for a dtype the executor has no
+// tensors of.
 void fill_source_on_device(void* dst, DType d, std::int64_t n, std::uint64_t seed, std::uint64_t stream, std::int64_t index_bound,
-                           cudaStream_t s);
+                           double scale, cudaStream_t s);
 
 }  // namespace roofline

@@ -1,5 +1,7 @@
 #include "model/executor.hpp"
 
+#include <cmath>
+
 #include "model/deterministic.hpp"
 #include "ops/error.hpp"
 
@@ -16,16 +18,24 @@ std::int64_t source_index_bound(const Graph& g, TensorId t) {
     return bound;
 }
 
+double source_scale(const Graph& g, TensorId t) {
+    const Tensor& ten = g.tensor(t);
+    if (ten.role != TensorRole::parameter || ten.desc.rank() < 2 || ten.desc.shape[0] == 0) return 1.0;
+    const double fan_in = static_cast<double>(ten.desc.numel() / ten.desc.shape[0]);
+    return fan_in > 0 ? std::sqrt(6.0 / fan_in) : 1.0;
+}
+
 HostTensor deterministic_value(const Graph& g, TensorId t, std::uint64_t seed) {
     const Tensor& ten = g.tensor(t);
     HostTensor h{ten.desc, std::vector<double>(static_cast<std::size_t>(ten.desc.numel()), 0.0)};
     if (ten.role == TensorRole::optimizer_state) return h;
     const bool index = !is_floating(ten.desc.dtype);
     const std::int64_t bound = index ? source_index_bound(g, t) : 0;
+    const double scale = source_scale(g, t);
     const auto stream = static_cast<std::uint64_t>(t);
     for (std::size_t i = 0; i < h.data.size(); ++i)
         h.data[i] = index ? static_cast<double>(deterministic_index(seed, stream, i, bound))
-                          : round_to(deterministic_real(seed, stream, i), ten.desc.dtype);
+                          : round_to(scale * deterministic_real(seed, stream, i), ten.desc.dtype);
     return h;
 }
 

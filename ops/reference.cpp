@@ -580,7 +580,7 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
         case OpKind::pad: {
             const auto plan = pad_plan(in[0]->desc, a);
             const PadMode mode = parse_pad_mode(a.get_string("mode", "constant"));
-            const double value = a.get_double("value", 0.0);
+            const double value = round_to(a.get_double("value", 0.0), out[0].dtype);  // what the tensor can hold
             const auto st = strides_of(in[0]->desc.shape);
             for (std::int64_t i = 0; i < out[0].numel(); ++i) {
                 const Coords c = unravel(i, out[0].shape);

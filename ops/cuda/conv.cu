@@ -19,6 +19,7 @@
 
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/families.hpp"
+#include "ops/cuda/launch_shape.hpp"
 #include "ops/error.hpp"
 
 namespace roofline::cuda {
@@ -215,13 +216,6 @@ __global__ void __launch_bounds__(256) conv_splitk_finalize_kernel(ConvParams p)
 }
 
 // ---- host side ----
-
-int sm_count() {
-    int dev = 0, n = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute(multiprocessors)");
-    return n > 0 ? n : 1;
-}
 
 template <class F>
 bool with_float_type(DType d, F&& f) {

@@ -31,6 +31,7 @@
 #include "ops/error.hpp"
 #include "ops/index_map.hpp"
 #include "ops/op_rule.hpp"
+#include "ops/reference.hpp"
 
 namespace roofline::cuda {
 namespace {
@@ -386,7 +387,7 @@ bool launch_gather_family(OpKind k, const Tensors& in, const Attrs& a, const Ten
             const auto plan = pad_plan(in[0].desc, a);
             m.pad = parse_pad_mode(a.get_string("mode", "constant"));
             for (int d = 0; d < m.rank; ++d) m.a[d] = plan[static_cast<std::size_t>(m.rank - 1 - d)][0];
-            return launch_gather(in[0], out[0], m, a.get_double("value", 0.0), ctx);
+            return launch_gather(in[0], out[0], m, round_to(a.get_double("value", 0.0), out[0].desc.dtype), ctx);
         }
         case OpKind::resize: require(k, in, 1, out); return launch_resize(in[0], out[0], a, ctx);
         case OpKind::where: require(k, in, 3, out); return launch_where(in, out[0], ctx);

@@ -39,6 +39,7 @@
 
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/families.hpp"
+#include "ops/cuda/launch_shape.hpp"
 #include "ops/error.hpp"
 
 namespace roofline::cuda {
@@ -230,28 +231,8 @@ __global__ void __launch_bounds__(kThreads)
 // ---------------------------------------------------------------------------------------------
 // Host side
 
-int sm_count() {
-    static std::array<std::atomic<int>, 64> cache{};
-    int dev = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    const bool cached = dev >= 0 && dev < static_cast<int>(cache.size());
-    if (cached) {
-        const int c = cache[static_cast<std::size_t>(dev)].load(std::memory_order_relaxed);
-        if (c > 0) return c;
-    }
-    int c = 0;
-    check(cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute(MultiProcessorCount)");
-    c = std::max(c, 1);
-    if (cached) cache[static_cast<std::size_t>(dev)].store(c, std::memory_order_relaxed);
-    return c;
-}
-
 // Blocks of kThreads for `work` items, at most 8 blocks per SM (one full wave; kernels loop).
-unsigned grid_for(std::int64_t work) {
-    const std::int64_t blocks = (work + kThreads - 1) / kThreads;
-    const std::int64_t cap = static_cast<std::int64_t>(sm_count()) * 8;
-    return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, cap));
-}
+unsigned grid_for(std::int64_t work) { return cuda::grid_for(work, kThreads); }
 
 std::uintptr_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 

@@ -38,6 +38,7 @@
 
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/families.hpp"
+#include "ops/cuda/launch_shape.hpp"
 #include "ops/error.hpp"
 #include "ops/op_rule.hpp"
 #include "ops/pointwise_math.hpp"
@@ -664,29 +665,9 @@ __global__ void __launch_bounds__(kThreads) expand_broadcast_kernel(const T* x, 
 // ---------------------------------------------------------------------------------------------
 // Host side
 
-int sm_count() {
-    static std::array<std::atomic<int>, 64> cache{};
-    int dev = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    const bool cached = dev >= 0 && dev < static_cast<int>(cache.size());
-    if (cached) {
-        const int c = cache[static_cast<std::size_t>(dev)].load(std::memory_order_relaxed);
-        if (c > 0) return c;
-    }
-    int c = 0;
-    check(cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute(MultiProcessorCount)");
-    c = std::max(c, 1);
-    if (cached) cache[static_cast<std::size_t>(dev)].store(c, std::memory_order_relaxed);
-    return c;
-}
-
 // Blocks of kThreads for `work` threads' worth of items, at most 8 blocks per SM (2048 threads:
 // one full wave on A100/H100; the kernels loop over the rest).
-unsigned grid_for(std::int64_t work) {
-    const std::int64_t blocks = (work + kThreads - 1) / kThreads;
-    const std::int64_t cap = static_cast<std::int64_t>(sm_count()) * 8;
-    return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, cap));
-}
+unsigned grid_for(std::int64_t work) { return cuda::grid_for(work, kThreads); }
 
 // grid_for capped further at the blocks of Kernel that fit on an SM at once (by its registers):
 // the grid-stride kernels then run as one full wave, with no partial second wave of blocks that

@@ -30,6 +30,7 @@
 
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/families.hpp"
+#include "ops/cuda/launch_shape.hpp"
 #include "ops/error.hpp"
 
 namespace roofline::cuda {
@@ -467,13 +468,6 @@ bool general_of(const Canonical& c, GeneralReduce& g) {
         }
     }
     return true;
-}
-
-int sm_count() {
-    int dev = 0, n = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute(multiprocessors)");
-    return n > 0 ? n : 1;
 }
 
 template <class F>

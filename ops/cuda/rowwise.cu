@@ -34,6 +34,7 @@
 
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/families.hpp"
+#include "ops/cuda/launch_shape.hpp"
 #include "ops/error.hpp"
 
 namespace roofline::cuda {
@@ -883,13 +884,6 @@ __global__ void __launch_bounds__(1024) loss_reduce_kernel(const float* losses, 
 }
 
 // ---- host side ----
-
-int sm_count() {
-    int dev = 0, n = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute(multiprocessors)");
-    return n > 0 ? n : 1;
-}
 
 template <class F>
 bool with_float_type(DType d, F&& f) {

@@ -61,7 +61,8 @@ TEST_CASE("sources filled on the device equal the host's deterministic values bi
                 REQUIRE(cudaMemset(p, 0, want.size()) == cudaSuccess);
             else
                 fill_source_on_device(p, ten.desc.dtype, ten.desc.numel(), seed, t,
-                                      is_floating(ten.desc.dtype) ? 0 : source_index_bound(g, static_cast<TensorId>(t)), nullptr);
+                                      is_floating(ten.desc.dtype) ? 0 : source_index_bound(g, static_cast<TensorId>(t)),
+                                      source_scale(g, static_cast<TensorId>(t)), nullptr);
             std::vector<std::byte> got(want.size());
             REQUIRE(cudaMemcpy(got.data(), p, got.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
             cudaFree(p);
