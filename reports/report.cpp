@@ -273,6 +273,7 @@ ojson hardware_json(const Hardware& hw) {
         if (hw.achieved.l2_bytes_per_s) a["l2_bytes_per_s"] = sourced_json(*hw.achieved.l2_bytes_per_s);
         if (hw.achieved.sustained_clock_hz) a["sustained_clock_hz"] = sourced_json(*hw.achieved.sustained_clock_hz);
         if (hw.achieved.matrix_flop_per_s) a["matrix_flop_per_s"] = sourced_json(*hw.achieved.matrix_flop_per_s);
+        if (hw.achieved.matrix_flop_per_s_fp8) a["matrix_flop_per_s_fp8"] = sourced_json(*hw.achieved.matrix_flop_per_s_fp8);
         if (!a.empty()) j["achieved"] = a;
     }
     j["sources"] = hw.sources;
@@ -647,6 +648,8 @@ std::string render_hardware(const Hardware& hw) {
             line("  sustained clock", human_si(hw.achieved.sustained_clock_hz->value, "Hz"), *hw.achieved.sustained_clock_hz);
         if (hw.achieved.matrix_flop_per_s)
             line("  matrix bf16 (best GEMM)", human_si(hw.achieved.matrix_flop_per_s->value, "FLOP/s"), *hw.achieved.matrix_flop_per_s);
+        if (hw.achieved.matrix_flop_per_s_fp8)
+            line("  matrix fp8 (GEMM)", human_si(hw.achieved.matrix_flop_per_s_fp8->value, "FLOP/s"), *hw.achieved.matrix_flop_per_s_fp8);
     }
     out += "  ridge points (FLOP/byte):\n";
     auto ridges = [&](const char* unit, const std::map<DType, Sourced<unit::flop_per_s>>& peaks) {

@@ -69,6 +69,13 @@ AchievedRates achieved_rates(const Hardware& hw, const GpuModelOptions& opt) {
     } else if (!hw.matrix_flop_per_s.empty()) {
         r.matrix_fraction = opt.tensor_core_fraction;
     }
+    r.matrix_fraction_fp8 = r.matrix_fraction;
+    const auto fp8 = hw.matrix_flop_per_s.find(DType::fp8_e4m3);
+    if (fp8 != hw.matrix_flop_per_s.end() && calibrated(fp8->second)) {
+        r.matrix_fraction_fp8 = 1.0;
+    } else if (hw.achieved.matrix_flop_per_s_fp8 && fp8 != hw.matrix_flop_per_s.end()) {
+        r.matrix_fraction_fp8 = std::min(1.0, hw.achieved.matrix_flop_per_s_fp8->value / fp8->second.value);
+    }
     r.level_bytes_per_s.reserve(hw.memory.size());
     for (const MemoryLevel& level : hw.memory) {
         double bps = level.bytes_per_s.value;

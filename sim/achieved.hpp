@@ -21,6 +21,12 @@ struct AchievedRates {
     // Tensor-core GEMM rate as a fraction of the matrix peak the best cuBLAS kernel sustains on a
     // large square problem (power-limited clock and main-loop issue efficiency together).
     double matrix_fraction = 1;
+    // The same for fp8 GEMMs where the spec measures them (achieved.matrix_flop_per_s_fp8), else
+    // matrix_fraction.
+    double matrix_fraction_fp8 = 1;
+    double matrix_fraction_of(DType d) const {
+        return d == DType::fp8_e4m3 || d == DType::fp8_e5m2 ? matrix_fraction_fp8 : matrix_fraction;
+    }
     // Bandwidth of each memory level as kernels see it, one per level of hw.memory, in its order.
     std::vector<double> level_bytes_per_s;
 };

@@ -640,7 +640,7 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         const ComputeCeiling ceiling = k.tensor_cores ? matrix_ceiling(hw, k.dtype) : vector_ceiling(hw, k.dtype);
         const double k_per_block = std::ceil(static_cast<double>(s.k) / static_cast<double>(s.split_k));
         const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n) * k_per_block;
-        double per_sm = ceiling.flop_per_s / sms * (k.tensor_cores ? rates.matrix_fraction : rates.clock_ratio);
+        double per_sm = ceiling.flop_per_s / sms * (k.tensor_cores ? rates.matrix_fraction_of(k.dtype) : rates.clock_ratio);
         if (k.tensor_cores && !k.aligned) {
             per_sm *= k.output_aligned ? opt.unaligned_operand_efficiency : opt.unaligned_output_efficiency;
         }

@@ -91,7 +91,7 @@ void check_against_peak(const SpecReader& r, const SourcedValue& achieved, const
 
 Achieved read_achieved(const SpecReader& r, const json& a, const Hardware& h) {
     const std::string p = "/achieved";
-    r.only_keys(a, {"dram_bytes_per_s", "sustained_clock_hz", "l2_bytes_per_s", "matrix_flop_per_s"}, p);
+    r.only_keys(a, {"dram_bytes_per_s", "sustained_clock_hz", "l2_bytes_per_s", "matrix_flop_per_s", "matrix_flop_per_s_fp8"}, p);
     Achieved out;
     if (a.contains("dram_bytes_per_s")) {
         out.dram_bytes_per_s = r.sourced(a, "dram_bytes_per_s", p);
@@ -120,6 +120,13 @@ Achieved read_achieved(const SpecReader& r, const json& a, const Hardware& h) {
         if (it == h.matrix_flop_per_s.end())
             r.fail(p + "/matrix_flop_per_s", "is a bf16 GEMM rate, but the spec has no /matrix_flop_per_s/bf16 to compare it with");
         check_against_peak(r, *out.matrix_flop_per_s, it->second, "/matrix_flop_per_s/bf16", p + "/matrix_flop_per_s");
+    }
+    if (a.contains("matrix_flop_per_s_fp8")) {
+        out.matrix_flop_per_s_fp8 = r.sourced(a, "matrix_flop_per_s_fp8", p);
+        const auto it = h.matrix_flop_per_s.find(DType::fp8_e4m3);
+        if (it == h.matrix_flop_per_s.end())
+            r.fail(p + "/matrix_flop_per_s_fp8", "is an fp8 GEMM rate, but the spec has no /matrix_flop_per_s/fp8_e4m3 to compare it with");
+        check_against_peak(r, *out.matrix_flop_per_s_fp8, it->second, "/matrix_flop_per_s/fp8_e4m3", p + "/matrix_flop_per_s_fp8");
     }
     return out;
 }

@@ -104,6 +104,9 @@ struct Achieved {
     std::optional<Sourced<unit::hertz>> sustained_clock_hz;      // SM clock under sustained full load
     std::optional<Sourced<unit::bytes_per_s>> l2_bytes_per_s;    // an L2-resident streaming read
     std::optional<Sourced<unit::flop_per_s>> matrix_flop_per_s;  // bf16 tensor-core GEMM at its best shape (cuBLAS)
+    // fp8 (e4m3 and e5m2 run at one rate) tensor-core GEMM on the same footing; absent: the bf16
+    // fraction of the peak applies to fp8 too
+    std::optional<Sourced<unit::flop_per_s>> matrix_flop_per_s_fp8;
 };
 
 struct Link {

@@ -148,6 +148,25 @@ TEST_CASE("the default h100-sxm spec models a bf16 8192^3 GEMM within 10% of the
     CHECK(a.ops[0].modelled->time_s == Approx(1.39e-3).epsilon(0.10));
 }
 
+TEST_CASE("fp8 GEMMs run at the spec's measured fp8 fraction, else at the bf16 one", "[fidelity][gemm]") {
+    // h100-sxm names an achieved fp8 rate (1.421 PFLOP/s: roofline calibrate's 8192^3 e4m3 GEMM on
+    // an H100 SXM, 2026-11-26, put on the bf16 entry's best-shape footing). Expected: an fp8 8192^3
+    // GEMM within 10% of 2 * 8192^3 / 1.421e15 = 0.774 ms (the same tolerance as the bf16 check
+    // above: tile and wave terms on top of the rate), and slower than at the bf16 fraction of the
+    // fp8 peak. A spec without the entry (h200) keeps one fraction for both.
+    const Hardware hw = builtin_hardware("h100-sxm");
+    const GpuModelOptions opt;
+    const AchievedRates r = achieved_rates(hw, opt);
+    CHECK(r.matrix_fraction_of(DType::fp8_e4m3) == Approx(1.421e15 / 1.97885952e15).epsilon(1e-3));
+    CHECK(r.matrix_fraction_of(DType::fp8_e5m2) == r.matrix_fraction_of(DType::fp8_e4m3));
+    CHECK(r.matrix_fraction_of(DType::bf16) == Approx(794.5e12 / 989.42976e12).epsilon(1e-3));
+    const Graph g = one_op(OpKind::matmul, {{{8192, 8192}, DType::fp8_e4m3}, {{8192, 8192}, DType::fp8_e4m3}});
+    const Analysis a = analyze(g, hw);
+    CHECK(a.ops[0].modelled->time_s == Approx(2.0 * 8192.0 * 8192.0 * 8192.0 / 1.421e15).epsilon(0.10));
+    const AchievedRates h200 = achieved_rates(builtin_hardware("h200"), opt);
+    CHECK(h200.matrix_fraction_of(DType::fp8_e4m3) == h200.matrix_fraction);
+}
+
 TEST_CASE("SIMT SGEMMs pick a cuBLAS sgemm tile and run at the micro-tile's FFMA share", "[fidelity][gemm]") {
     // fp32 with TF32 off runs on CUDA cores. A large square GEMM picks an 8x8 micro-tile (128x128
     // or 128x64) and runs at most at its FFMA share 8*8 / (8*8 + c*16) of the FP32 peak times the
