@@ -191,7 +191,7 @@ std::vector<std::string> output_names(const NodeDecl& d, std::size_t count) {
 // The number of outputs an op produces, known before shape inference for naming.
 std::size_t output_count(const NodeDecl& d) {
     if (d.kind == OpKind::split) return d.attrs.get_ints("sizes", {0}).size();
-    if (d.kind == OpKind::dropout) return 2;
+    if (d.kind == OpKind::dropout || d.kind == OpKind::topk) return 2;
     return 1;
 }
 

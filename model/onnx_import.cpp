@@ -118,6 +118,8 @@ const std::set<std::string>& mapped_ops() {
                                               "HardSigmoid",
                                               "Clip",
                                               "Pad",
+                                              "CumSum",
+                                              "TopK",
                                               "Add",
                                               "Sub",
                                               "Mul",
@@ -620,6 +622,8 @@ private:
     void map_hardsigmoid(const OnnxNode& n);
     void map_clip(const OnnxNode& n);
     void map_pad(const OnnxNode& n);
+    void map_cumsum(const OnnxNode& n);
+    void map_topk(const OnnxNode& n);
     void map_einsum(const OnnxNode& n);
     void map_norm(const OnnxNode& n);
     void map_tile(const OnnxNode& n);
@@ -706,6 +710,10 @@ void Importer::map_node(const OnnxNode& n) {
         map_clip(n);
     } else if (op == "Pad") {
         map_pad(n);
+    } else if (op == "CumSum") {
+        map_cumsum(n);
+    } else if (op == "TopK") {
+        map_topk(n);
     } else if (op == "Gelu") {
         const std::string approx = attr_s(n, "approximate", "none");
         emit1(OpKind::gelu, {tin(n, 0, "x")}, [&] {
@@ -1419,6 +1427,34 @@ void Importer::map_pad(const OnnxNode& n) {
     a.set("mode", mode);
     if (value != 0) a.set("value", value);
     emit1(OpKind::pad, {tin(n, 0, "data")}, a);
+}
+
+// CumSum(x, axis): the axis is a constant scalar input; exclusive and reverse are attributes.
+void Importer::map_cumsum(const OnnxNode& n) {
+    const Dims axis = ints(n, 1, "axis");
+    if (axis.size() != 1) throw InputError("CumSum's axis must be one constant integer, got " + shape_str(axis));
+    Attrs a;
+    a.set("axis", normalize_axis(axis[0], static_cast<std::int64_t>(in(n, 0, "x").dims.size())));
+    if (attr_i(n, "exclusive", 0) != 0) a.set("exclusive", true);
+    if (attr_i(n, "reverse", 0) != 0) a.set("reverse", true);
+    emit1(OpKind::cumsum, {tin(n, 0, "x")}, a);
+}
+
+// TopK(X, K) -> (Values, Indices): K is a constant one-element input; axis, largest and sorted are
+// attributes (opset 11; opset 1 had K as an attribute and neither flag).
+void Importer::map_topk(const OnnxNode& n) {
+    Dims k;
+    if (m_.opset < 10)
+        k = {attr_i(n, "k", 0)};
+    else
+        k = ints(n, 1, "K");
+    if (k.size() != 1) throw InputError("TopK's K must be one constant integer, got " + shape_str(k));
+    Attrs a;
+    a.set("k", k[0]);
+    a.set("axis", normalize_axis(attr_i(n, "axis", -1), static_cast<std::int64_t>(in(n, 0, "X").dims.size())));
+    a.set("largest", attr_i(n, "largest", 1) != 0);
+    a.set("sorted", attr_i(n, "sorted", 1) != 0);
+    emit(OpKind::topk, {tin(n, 0, "X")}, a);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // where (select), slice (strided copy), pad, max/avg 2-d pooling, and opaque (an imported op without a
 // rule, kept by --allow-unknown: zero work, its output shapes taken from ONNX shape inference).
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <sstream>
 
@@ -254,6 +255,49 @@ std::vector<TensorDesc> opaque_infer(OpKind, Inputs, const Attrs& attrs) {
 // (--allow-unknown), and reports mark the node by its kind.
 Work opaque_work(OpKind, Inputs, std::span<const TensorDesc>, const Attrs&) { return Work{}; }
 
+// cumsum(x) along attribute `axis` (required), `exclusive` (the sum of the elements before, not
+// including this one) and `reverse` (from the end), ONNX CumSum semantics; any numeric dtype.
+std::vector<TensorDesc> cumsum_infer(OpKind, Inputs in, const Attrs& attrs) {
+    (void)normalize_axis(attrs.require_int("axis"), in[0].rank());
+    (void)attrs.get_bool("exclusive", false);
+    (void)attrs.get_bool("reverse", false);
+    return {in[0]};
+}
+
+// A scan: one add per element, x read once and y written once.
+Work cumsum_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs&) {
+    Work w = io_bytes(in, out);
+    w.vector_flops = in[0].numel();
+    return w;
+}
+
+// topk(x) -> (values, indices): the `k` (required) largest (`largest`, default true) or smallest
+// elements along `axis` (default -1), sorted (`sorted`, default true); indices int64. ONNX TopK.
+std::vector<TensorDesc> topk_infer(OpKind k, Inputs in, const Attrs& attrs) {
+    require_floating(k, in[0], "x");
+    const std::int64_t axis = normalize_axis(attrs.get_int("axis", -1), in[0].rank());
+    const std::int64_t n = attrs.require_int("k"), len = in[0].shape[static_cast<std::size_t>(axis)];
+    if (n < 1 || n > len)
+        throw InputError("attribute 'k' must lie in [1, " + std::to_string(len) + "] (axis " + std::to_string(axis) + " of " +
+                         desc_str(in[0]) + "), got " + std::to_string(n));
+    (void)attrs.get_bool("largest", true);
+    (void)attrs.get_bool("sorted", true);
+    TensorDesc values = in[0];
+    values.shape[static_cast<std::size_t>(axis)] = n;
+    TensorDesc indices = values;
+    indices.dtype = DType::int64;
+    return {values, indices};
+}
+
+// A selection per row keeping k candidates in a heap: ceil(log2(k + 1)) compares per element
+// (one when k = 1, an argmax), x read once, both outputs written once.
+Work topk_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs& attrs) {
+    Work w = io_bytes(in, out);
+    const auto k = static_cast<double>(attrs.require_int("k"));
+    w.vector_flops = checked_mul(in[0].numel(), static_cast<std::int64_t>(std::ceil(std::log2(k + 1))), "FLOPs");
+    return w;
+}
+
 }  // namespace
 
 const OpRule& where_rule() {
@@ -274,6 +318,16 @@ const OpRule& pad_rule() {
 const OpRule& resize_rule() {
     static const OpRule r{OpFamily::movement, 1,          1, {"sizes", "mode", "coordinate_transformation_mode", "nearest_mode"},
                           resize_infer,       resize_work};
+    return r;
+}
+
+const OpRule& cumsum_rule() {
+    static const OpRule r{OpFamily::reduction, 1, 1, {"axis", "exclusive", "reverse"}, cumsum_infer, cumsum_work};
+    return r;
+}
+
+const OpRule& topk_rule() {
+    static const OpRule r{OpFamily::reduction, 1, 1, {"k", "axis", "largest", "sorted"}, topk_infer, topk_work};
     return r;
 }
 

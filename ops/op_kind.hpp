@@ -46,6 +46,9 @@ enum class OpKind {
     // imported from ONNX: pad (ONNX Pad: constant, reflect, edge or wrap; negative pads crop) and
     // resize (ONNX Resize/Upsample: nearest or linear)
     pad, resize,
+    // imported from ONNX: cumsum (ONNX CumSum: a running sum along one axis, exclusive and/or
+    // reversed) and topk (ONNX TopK: the k largest or smallest along an axis, values and indices)
+    cumsum, topk,
 };
 
 inline constexpr OpKind kAllOpKinds[] = {
@@ -63,7 +66,7 @@ inline constexpr OpKind kAllOpKinds[] = {
     OpKind::conv2d_grad_input, OpKind::conv2d_grad_weight, OpKind::reduce_max_grad, OpKind::expand, OpKind::fill,
     OpKind::cast, OpKind::sgd_update, OpKind::adam_update, OpKind::where, OpKind::slice,
     OpKind::max_pool2d, OpKind::avg_pool2d, OpKind::opaque, OpKind::max_pool2d_grad, OpKind::avg_pool2d_grad,
-    OpKind::shift, OpKind::pow, OpKind::pad, OpKind::resize,
+    OpKind::shift, OpKind::pow, OpKind::pad, OpKind::resize, OpKind::cumsum, OpKind::topk,
 };
 // clang-format on
 

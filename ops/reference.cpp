@@ -635,6 +635,47 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
+        case OpKind::cumsum: {
+            const AxisSplit s = split_at(in[0]->desc.shape, normalize_axis(a.require_int("axis"), in[0]->desc.rank()));
+            const bool exclusive = a.get_bool("exclusive", false), reverse = a.get_bool("reverse", false);
+            for (std::int64_t o = 0; o < s.outer; ++o)
+                for (std::int64_t i = 0; i < s.inner; ++i) {
+                    double acc = 0;
+                    for (std::int64_t step = 0; step < s.n; ++step) {
+                        const std::int64_t j = reverse ? s.n - 1 - step : step;
+                        const std::size_t at_j = at((o * s.n + j) * s.inner + i);
+                        if (exclusive) {
+                            Y[at_j] = acc;
+                            acc += X[at_j];
+                        } else {
+                            acc += X[at_j];
+                            Y[at_j] = acc;
+                        }
+                    }
+                }
+            break;
+        }
+        case OpKind::topk: {
+            const std::int64_t axis = normalize_axis(a.get_int("axis", -1), in[0]->desc.rank());
+            const AxisSplit s = split_at(in[0]->desc.shape, axis);
+            const std::int64_t kk = a.require_int("k");
+            const bool largest = a.get_bool("largest", true);
+            std::vector<std::int64_t> order(static_cast<std::size_t>(s.n));
+            for (std::int64_t o = 0; o < s.outer; ++o)
+                for (std::int64_t i = 0; i < s.inner; ++i) {
+                    const auto val = [&](std::int64_t j) { return X[at((o * s.n + j) * s.inner + i)]; };
+                    std::iota(order.begin(), order.end(), std::int64_t{0});
+                    // ties keep the lower index first (ONNX TopK; torch.topk on CUDA too)
+                    std::stable_sort(order.begin(), order.end(),
+                                     [&](std::int64_t p, std::int64_t q) { return largest ? val(p) > val(q) : val(p) < val(q); });
+                    for (std::int64_t r = 0; r < kk; ++r) {
+                        const std::size_t out_at = at((o * kk + r) * s.inner + i);
+                        Y[out_at] = val(order[static_cast<std::size_t>(r)]);
+                        y[1].data[out_at] = static_cast<double>(order[static_cast<std::size_t>(r)]);
+                    }
+                }
+            break;
+        }
         case OpKind::max_pool2d:
         case OpKind::avg_pool2d: pool2d(k, *in[0], a, y[0]); break;
         case OpKind::max_pool2d_grad: pool2d_grad(k, in[0], *in[1], a, y[0]); break;

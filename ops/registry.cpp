@@ -109,6 +109,8 @@ const OpDef kOps[] = {
     {OpKind::pow, "pow", pow_rule, {}},
     {OpKind::pad, "pad", pad_rule, {}},
     {OpKind::resize, "resize", resize_rule, {}},
+    {OpKind::cumsum, "cumsum", cumsum_rule, {}},
+    {OpKind::topk, "topk", topk_rule, {}},
 };
 
 constexpr std::size_t kOpCount = sizeof(kOps) / sizeof(kOps[0]);

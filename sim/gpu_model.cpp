@@ -475,7 +475,7 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         // _matmul_impl) and the executor's batch planner does (ops/cuda/gemm.cpp, fold_m): the
         // weight is read once, not once per batch, and a decode step's m = 1 rows fill a tile.
         const Shape& b_shape = g.tensor(node.inputs.size() > 1 ? node.inputs[1] : node.inputs[0]).desc.shape;
-        const bool shared_b = node.kind == OpKind::matmul && !node.attrs.get_bool("transpose_a", false) && b_shape.size() >= 2 &&
+        const bool shared_b = traits.kernel == KernelForm::gemm && !node.attrs.get_bool("transpose_a", false) && b_shape.size() >= 2 &&
                               numel(Shape(b_shape.begin(), b_shape.end() - 2)) == 1;
         if (traits.kernel == KernelForm::linear_gemm || shared_b) {
             s.m = g.tensor(node.outputs[0]).desc.numel() / s.n;

@@ -19,6 +19,7 @@ recommends for `roofline analyze model.onnx --batch N`.
                                   (LayerNorm decomposed: ReduceMean, Sub, Pow, Sqrt, Div)
   tests/data/onnx/external.onnx   a linear layer whose initializers live in an external file
                                   that is not there (the importer must not need it)
+  tests/data/onnx/scan.onnx       CumSum and TopK (`export_onnx.py --scan` writes it alone)
   tests/data/onnx/ops.onnx        the ops the exports do not use (BatchNormalization, pooling, Pow,
                                   Where(Not), Slice, Gemm with alpha), with weights
   tests/data/bad/*.onnx           malformed, truncated and hostile files (see bad_files()).
@@ -26,6 +27,7 @@ recommends for `roofline analyze model.onnx --batch N`.
 import io
 import math
 import os
+import sys
 
 import onnx
 import torch
@@ -172,6 +174,28 @@ def ops_model():
     onnx.save(m, os.path.join(OUT, "ops.onnx"))
 
 
+def scan_model():
+    """CumSum and TopK as exported MoE routers and position ids use them (opset 13, batch dynamic):
+    logits = x @ w (x: [batch, 6, 8], 4 experts) -> Softmax -> TopK K = 2 (values and indices);
+    positions = CumSum(mask, axis 1, exclusive) on an int64 mask input."""
+    f = lambda n, t, shape: helper.make_tensor_value_info(n, t, shape)
+    ints = lambda n, v: helper.make_tensor(n, TensorProto.INT64, [len(v)], v)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["logits"], name="router"),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=-1),
+        helper.make_node("TopK", ["probs", "k"], ["weights", "experts"], name="topk", axis=-1),
+        helper.make_node("CumSum", ["mask", "axis"], ["positions"], name="cumsum", exclusive=1),
+    ]
+    axis = helper.make_tensor("axis", TensorProto.INT64, [], [1])
+    g = helper.make_graph(nodes, "scan", [f("x", TensorProto.FLOAT, ["batch", 6, 8]), f("mask", TensorProto.INT64, ["batch", 6])],
+                          [f("weights", TensorProto.FLOAT, ["batch", 6, 2]), f("experts", TensorProto.INT64, ["batch", 6, 2]),
+                           f("positions", TensorProto.INT64, ["batch", 6])],
+                          initializer=[helper.make_tensor("w", TensorProto.FLOAT, [8, 4], [0.0] * 32), ints("k", [2]), axis])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, "scan.onnx"))
+
+
 def small(nodes, inputs, outputs, initializer=(), opset=13):
     g = helper.make_graph(nodes, "bad", inputs, outputs, initializer=list(initializer))
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
@@ -225,4 +249,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--scan"]:  # tests/data/onnx/scan.onnx alone (no torch needed)
+        scan_model()
+    else:
+        main()

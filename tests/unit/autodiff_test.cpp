@@ -100,6 +100,7 @@ TEST_CASE("every differentiable op kind yields a gradient for each parameter inp
         {OpKind::expand, {TensorDesc{{4, 1}, DType::f32}}, attr("shape", std::vector<std::int64_t>{2, 4, 6}), {}},
         {OpKind::slice, {m}, attr2("starts", std::vector<std::int64_t>{1, 2}, "ends", std::vector<std::int64_t>{3, 5}), {}},
         {OpKind::pad, {m}, attr("pads", std::vector<std::int64_t>{1, -1, 0, 2}), {}},
+        {OpKind::cumsum, {m}, attr2("axis", std::int64_t{1}, "exclusive", true), {}},
         {OpKind::max_pool2d,
          {TensorDesc{{1, 2, 5, 5}, DType::f32}},
          attr2("kernel", std::vector<std::int64_t>{3, 3}, "stride", std::vector<std::int64_t>{2, 2}),

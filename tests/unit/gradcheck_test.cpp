@@ -156,6 +156,10 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
          }(), {}},
         // pad: one row added before, one column cropped at the start and two added at the end
         {OpKind::pad, {m}, attr("pads", std::vector<std::int64_t>{1, -1, 0, 2}), {}},
+        // cumsum: inclusive along the rows, exclusive and reversed along the columns
+        {OpKind::cumsum, {m}, attr("axis", std::int64_t{1}), {}},
+        {OpKind::cumsum, {m}, attr2("axis", std::int64_t{0}, "exclusive", true), {}},
+        {OpKind::cumsum, {f64({3, 5, 4})}, attr2("axis", std::int64_t{1}, "reverse", true), {}},
         // pooling: overlapping windows with padding, dilation and ceil mode; average with and without the padding counted
         {OpKind::max_pool2d, {f64({2, 2, 5, 5})}, attr2("kernel", std::vector<std::int64_t>{3, 3}, "stride", std::vector<std::int64_t>{2, 2}), {}},
         {OpKind::max_pool2d, {f64({1, 2, 6, 6})},

@@ -188,9 +188,30 @@ TEST_CASE("onnx: the ops the exports do not use, through protobuf (ops.onnx)", "
     CHECK(g.tensor(g.find_tensor("ap")).desc.shape == Shape{2, 16, 8, 8});  // 32 -> 16 (max, stride 2) -> 8
 }
 
+TEST_CASE("onnx: CumSum and TopK (scan.onnx: an MoE router and position ids)", "[onnx]") {
+    if (!onnx_supported()) return;
+    const Graph g = load("scan", 3);
+    const Totals t = totals(g);
+    CHECK(t.n(OpKind::topk) == 1);
+    CHECK(t.n(OpKind::cumsum) == 1);
+    const Node& topk = g.node(g.find_node("topk"));
+    CHECK(topk.attrs.get_int("k", 0) == 2);
+    CHECK(topk.attrs.get_int("axis", 0) == 2);  // -1 normalised
+    // both outputs under their ONNX names: the k largest routing weights and the experts' indices
+    CHECK(g.tensor(g.find_tensor("weights")).desc == TensorDesc{{3, 6, 2}, DType::f32});
+    CHECK(g.tensor(g.find_tensor("experts")).desc == TensorDesc{{3, 6, 2}, DType::int64});
+    const Node& cumsum = g.node(g.find_node("cumsum"));
+    CHECK(cumsum.attrs.get_int("axis", 0) == 1);
+    CHECK(cumsum.attrs.get_bool("exclusive", false));
+    CHECK(g.tensor(g.find_tensor("positions")).desc == TensorDesc{{3, 6}, DType::int64});
+    // model export writes both and reads them back (topk's two outputs by name)
+    const Graph back = load_model(graph_to_model_json(g), "export of scan.onnx");
+    CHECK(back.tensor(back.find_tensor("experts")).desc == TensorDesc{{3, 6, 2}, DType::int64});
+}
+
 TEST_CASE("onnx: analyze runs on every exported model", "[onnx][cli]") {
     if (!onnx_supported()) return;
-    for (const char* m : {"resnet50", "gpt", "vit", "bert", "external", "ops"}) {
+    for (const char* m : {"resnet50", "gpt", "vit", "bert", "external", "ops", "scan"}) {
         INFO(m);
         const auto r = run_cli("analyze '" + onnx_file(m) + "' --batch 2 -q -o '" + test::tmp_path(std::string(m) + "-onnx.json") + "'");
         CHECK(r.code == 0);

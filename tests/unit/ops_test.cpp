@@ -215,6 +215,11 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::pad, {X}, A({{"pads", Ints{0, 1, 0, 2}}}), "f32[2,6]", {.br = 24, .bw = 48}},
         // nearest resize of X to [2,6]: a gather reading X once (24 bytes), writing 12*4 = 48; no FLOPs
         {OpKind::resize, {X}, A({{"sizes", Ints{2, 6}}}), "f32[2,6]", {.br = 24, .bw = 48}},
+        // cumsum of X along axis 1: one add per element = 6; read 24, write 24
+        {OpKind::cumsum, {X}, A({{"axis", std::int64_t{1}}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
+        // top 2 of each row of X: a heap of 2, ceil(log2(3)) = 2 compares per element = 12; read 24; write
+        // values 2*2*4 = 16 and int64 indices 2*2*8 = 32
+        {OpKind::topk, {X}, A({{"k", std::int64_t{2}}}), "f32[2,2], int64[2,2]", {.vf = 12, .br = 24, .bw = 48}},
         // 3x3 max pool, stride 2, padding 1 on [1,2,5,5]: Ho = Wo = (5 + 2 - 3)/2 + 1 = 3; 18 outputs x 8 compares = 144;
         // read 50*4 = 200; write 18*4 = 72
         {OpKind::max_pool2d,
@@ -1262,4 +1267,38 @@ TEST_CASE("ops_test: shift and pow on the reference kernels", "[ops]") {
     const auto r = ref(OpKind::pow, A({{"exponent", 1.5}}), pos);
     CHECK(r[2] == Approx(8.0));
     CHECK(r[3] == Approx(27.0));
+}
+
+TEST_CASE("ops_test: cumsum and topk follow ONNX CumSum and TopK", "[ops][onnx]") {
+    // Values from the operators' definitions (onnx/docs/Operators.md): CumSum of [1 2 3 4 5 6] as
+    // [2, 3] along axis 1 is [1 3 6; 4 9 15]; exclusive shifts by one, reverse runs from the end.
+    const HostTensor x{T({2, 3}, DType::f64), {1, 2, 3, 4, 5, 6}};
+    const auto cumsum = [&](bool exclusive, bool reverse) {
+        const Attrs a = A({{"axis", std::int64_t{1}}, {"exclusive", exclusive}, {"reverse", reverse}});
+        return run_reference(OpKind::cumsum, {&x}, a, {run_op(OpKind::cumsum, {x.desc}, a).out[0]}, RefPrecision::f64)[0].data;
+    };
+    CHECK(cumsum(false, false) == std::vector<double>{1, 3, 6, 4, 9, 15});
+    CHECK(cumsum(true, false) == std::vector<double>{0, 1, 3, 0, 4, 9});
+    CHECK(cumsum(false, true) == std::vector<double>{6, 5, 3, 15, 11, 6});
+    CHECK(cumsum(true, true) == std::vector<double>{5, 3, 0, 11, 6, 0});
+    const Attrs down = A({{"axis", std::int64_t{0}}});
+    CHECK(run_reference(OpKind::cumsum, {&x}, down, {x.desc}, RefPrecision::f64)[0].data == std::vector<double>{1, 2, 3, 5, 7, 9});
+
+    // TopK of [0 1 2 3; 4 5 6 7; 8 9 10 11] with k 3: [3 2 1; 7 6 5; 11 10 9], indices [3 2 1] each
+    // row; smallest: [0 1 2]; ties keep the lower index first.
+    const HostTensor m{T({3, 4}, DType::f64), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}};
+    const auto topk = [&](const HostTensor& in, bool largest) {
+        const Attrs a = A({{"k", std::int64_t{3}}, {"largest", largest}});
+        return run_reference(OpKind::topk, {&in}, a, run_op(OpKind::topk, {in.desc}, a).out, RefPrecision::f64);
+    };
+    const auto big = topk(m, true);
+    CHECK(big[0].data == std::vector<double>{3, 2, 1, 7, 6, 5, 11, 10, 9});
+    CHECK(big[1].data == std::vector<double>{3, 2, 1, 3, 2, 1, 3, 2, 1});
+    CHECK(big[1].desc.dtype == DType::int64);
+    CHECK(topk(m, false)[0].data == std::vector<double>{0, 1, 2, 4, 5, 6, 8, 9, 10});
+    const HostTensor ties{T({1, 4}, DType::f64), {5, 7, 5, 7}};
+    CHECK(topk(ties, true)[1].data == std::vector<double>{1, 3, 0});
+
+    CHECK_INPUT_ERROR(run_op(OpKind::topk, {m.desc}, A({{"k", std::int64_t{5}}})), "attribute 'k' must lie in [1, 4]");
+    CHECK_INPUT_ERROR(run_op(OpKind::cumsum, {m.desc}, A({{"axis", std::int64_t{2}}})), "axis");
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <set>
+#include <tuple>
 
 #include "html_support.hpp"
 #include "ops/error.hpp"
@@ -105,6 +106,20 @@ TEST_CASE("validate: a bad file is an InputError naming the file and the row", "
         FAIL("no error");
     } catch (const InputError& e) {
         CHECK_THAT(e.what(), Catch::Contains(d + "/kernel.csv: row 2 (line 3): conv:"));
+    }
+    // A `measure --phase` file whose inference record is broken: the file and the JSON path.
+    const std::string step = test::source_path("tests/data/measured/h100-sxm-2026-11-26b/inference/gpt2-small-decode-b1c512.json");
+    for (const auto& [key, value, message] : std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+             {"phase", "sideways", "/model/inference/phase: expected \"prefill\" or \"decode\""},
+             {"context", -3, "/model/inference/context: expected a non-negative integer"},
+             {"context", 100000, "beyond the model's 1024 positions"},
+             {"model", "no-such-model", "neither a model file nor a built-in template"},
+             {"dtype", "f13", "/model/inference/dtype: unknown dtype 'f13'"}}) {
+        nlohmann::json m = nlohmann::json::parse(slurp(step));
+        m["model"]["inference"][key] = value;
+        spit(d + "/phase.json", m.dump());
+        INFO(key);
+        CHECK_THAT(load_error(d + "/phase.json"), Catch::Contains(message));
     }
     // Quoted fields (the kernel lists) may hold commas, quotes and newlines.
     spit(d + "/quoted.csv",
