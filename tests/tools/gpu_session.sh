@@ -18,8 +18,16 @@
 #   host        measure/host_probe.py: this machine's PyTorch eager host (tests/data/hosts/)
 #   torch       PyTorch eager fp32 op latencies and Hugging Face steps (tests/tools/torch_ops_bench.py;
 #               TORCH_ARGS adds options, e.g. "--seconds-per-op 12 --e2e-seconds 60")
-# A build made elsewhere for sm_90 (build-gpu/roofline, build-gpu/tests/roofline_gpu_tests, carried)
-# is used as it is when it runs: leave 'build' out of the steps.
+# A build made elsewhere for sm_90 (build-gpu/roofline, build-gpu/roofline-gpu,
+# build-gpu/tests/roofline_gpu_tests, carried) is used as it is when it runs: leave 'build' out of
+# the steps. The device tool sends at most 64 MiB of working tree, and the committed measurements
+# alone are about that: before a call, untrack what the session does not need there and restore
+# it after (nothing is committed in between):
+#   cp .git/info/exclude /tmp/exclude.bak
+#   git rm -r -q --cached tests/data/measured tests/data/public tests/data/blind tests/data/onnx
+#   printf '/tests/data/measured/\n/tests/data/public/\n/tests/data/blind/\n/tests/data/onnx/\n' >> .git/info/exclude
+#   ... the call ...
+#   git reset -q && cp /tmp/exclude.bak .git/info/exclude
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
