@@ -713,6 +713,12 @@ Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
 }
 
 json graph_to_model_json(const Graph& g) {
+    // The file format has no place for one rank's share of a partitioned model (only a template's
+    // tensor_parallel list): such a graph is analyzed from its source with the same options.
+    if (g.tensor_parallel.degree > 1 || g.context_parallel.degree > 1 || g.expert_parallel.degree > 1 || g.pipeline.stages > 1)
+        throw InputError("graph '" + g.name +
+                         "' is one rank's share of a partitioned model (--tp, --cp, --ep or --pp): only a single-device graph can be "
+                         "written as a model file; analyze the model itself with those options");
     const auto tensor_json = [&](const Tensor& t) {
         return json{{"name", t.name}, {"shape", t.desc.shape}, {"dtype", std::string(dtype_name(t.desc.dtype))}};
     };

@@ -75,6 +75,10 @@ TEST_CASE("model export: a loaded graph round-trips through roofline-model/1 nod
     prefill.seq = 64;
     check_round_trip(load_model_arg("llama-2-7b", prefill));
 
+    ModelOverrides tp;
+    tp.tp = 2;
+    CHECK_THROWS_WITH(graph_to_model_json(load_model_arg("gpt2-small", tp)), Catch::Contains("one rank's share of a partitioned model"));
+
     if (onnx_supported())
         check_round_trip(load_model_arg(test::source_path("tests/data/onnx/torchvision/resnet50.onnx"), ModelOverrides{}));
 }
