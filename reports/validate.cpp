@@ -1195,6 +1195,8 @@ void predict_all(MeasurementSet& set, const Predictor& p, const std::vector<doub
 
 }  // namespace
 
+Graph measured_inference_graph(const nlohmann::json& model, const std::string& file) { return measured_phase_graph(model, file); }
+
 MeasurementSet load_measurements(const std::vector<std::string>& paths, const ValidateOptions& opt) {
     check_families(opt);
     if (paths.empty()) throw InputError("validate: no measurement files given");

@@ -100,6 +100,11 @@ struct MeasurementSet {
 // value, an unknown op or an unknown device.
 MeasurementSet load_measurements(const std::vector<std::string>& paths, const ValidateOptions& opt);
 
+// The graph of an LLM inference step a `roofline measure --phase` file (`model`: its "model"
+// object, with the "inference" record; `file`: its path, for errors and relative model files)
+// ran, rebuilt as `analyze --phase` builds it.
+Graph measured_inference_graph(const nlohmann::json& model, const std::string& file);
+
 // Predicts every case with the compiled-in fitted terms (or opt.term_values): fills predicted_s.
 // Throws InputError naming the file and row of an op case the model cannot build.
 void predict_measurements(MeasurementSet& set, const ValidateOptions& opt);

@@ -55,23 +55,11 @@ TEST_CASE("measured inference steps: every step rebuilt and predicted, none fast
     for (const auto& [name, t] : times) {
         INFO(name << ": measured " << t.first << " s, predicted " << t.second << " s");
         const auto m = roofline::read_json_file(step_file(name));
-        const auto& r = m["model"]["inference"];
-        roofline::ModelOverrides ov;
-        roofline::PhaseOptions p;
-        p.phase = r["phase"] == "decode" ? roofline::InferencePhase::decode : roofline::InferencePhase::prefill;
-        if (r.contains("context")) p.context = r["context"].get<std::int64_t>();
-        ov.phase = p;
-        ov.frozen_weights = true;
-        ov.batch = m["model"]["dims"]["batch"].get<std::int64_t>();
-        if (r["tokens"].get<std::int64_t>() > 0) ov.seq = r["tokens"].get<std::int64_t>();
-        ov.dtype = roofline::parse_dtype(r["dtype"].get<std::string>());
-        const roofline::Graph g = roofline::load_model_arg(r["model"].get<std::string>(), ov);
+        const roofline::Graph g = roofline::measured_inference_graph(m["model"], step_file(name));
         double streamed = 0;
-        for (const auto& ten : g.tensors())
-            if (ten.producer == roofline::kNoNode && ten.role == roofline::TensorRole::parameter)
-                streamed += static_cast<double>(ten.desc.bytes());
-        for (const auto& ten : g.tensors())
-            if (ten.name.find("_cache") != std::string::npos && ten.producer == roofline::kNoNode)
+        for (const auto& ten : g.tensors())  // the weights and the KV cache read
+            if (ten.producer == roofline::kNoNode &&
+                (ten.role == roofline::TensorRole::parameter || ten.name.find("_cache") != std::string::npos))
                 streamed += static_cast<double>(ten.desc.bytes());
         const double floor = streamed / hbm;
         CHECK(t.first >= floor);
