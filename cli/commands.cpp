@@ -28,7 +28,10 @@ Outcome& outcome() {
 
 void print(const std::string& text) {
     const std::string safe = terminal_safe(text);
-    std::fwrite(safe.data(), 1, safe.size(), stdout);
+    if (outcome().captured != nullptr)
+        *outcome().captured += safe;
+    else
+        std::fwrite(safe.data(), 1, safe.size(), stdout);
 }
 
 void add_analyze(CLI::App& app) {

@@ -2,6 +2,7 @@
 // Subcommands of the roofline executable. Each returns the process exit code:
 // 0 success, 2 bad input (message already printed), 3 no GPU / driver / permission (measure).
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace roofline::cli {
 
@@ -22,11 +23,13 @@ void add_serve(CLI::App& app);     // serve_command.cpp: offline
 void print(const std::string& text);
 
 // Exit code and message of the subcommand that ran (set by its callback), and the command line
-// main() was given (measure and calibrate hand it to the GPU executable).
+// main() was given (measure and calibrate hand it to the GPU executable); print() appends to
+// `captured` instead of writing standard output when it is set (run_unchecked).
 struct Outcome {
     int code = 0;
     int argc = 0;
     char** argv = nullptr;
+    std::string* captured = nullptr;
 };
 Outcome& outcome();
 

@@ -12,8 +12,11 @@
 
 namespace roofline::cli {
 
-int run(int argc, char** argv) {
-    outcome() = Outcome{0, argc, argv};
+namespace {
+
+// The command line; `unchecked` lets every error through as an exception (run_unchecked) instead
+// of printing it and returning its exit code.
+int run_app(int argc, char** argv, bool unchecked) {
     CLI::App app{"roofline — hierarchical roofline analysis of deep-learning op graphs on GPUs and TPUs", "roofline"};
     app.set_version_flag("--version", std::string("roofline ") + ROOFLINE_VERSION);
     app.require_subcommand(1);
@@ -49,7 +52,9 @@ int run(int argc, char** argv) {
         std::string names;
         for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
             names += (names.empty() ? "" : ", ") + sub->get_name();
-        std::fprintf(stderr, "roofline: unknown command '%s' (commands: %s)\nRun with --help for usage.\n", argv[1], names.c_str());
+        const std::string message = std::string("unknown command '") + argv[1] + "' (commands: " + names + ")";
+        if (unchecked) throw InputError(message);
+        std::fprintf(stderr, "roofline: %s\nRun with --help for usage.\n", message.c_str());
         return 2;
     }
     try {
@@ -61,24 +66,41 @@ int run(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
+        if (unchecked) throw InputError(e.what());
         std::fprintf(stderr, "roofline: %s\nRun with --help for usage.\n", e.what());
         return 2;
     } catch (const DeviceUnavailable& e) {
+        if (unchecked) throw;
         std::fprintf(stderr, "roofline: no GPU: %s\n", e.what());
         return 3;
     } catch (const InputError& e) {
+        if (unchecked) throw;
         std::fprintf(stderr, "roofline: error: %s\n", terminal_safe(e.what()).c_str());
         return 2;
     } catch (const std::exception& e) {
+        if (unchecked) throw;
         std::fprintf(stderr, "roofline: internal error: %s\n", e.what());
         return 1;
     }
     // Output to a closed pipe or a full disk: say so rather than exit 0 with the text lost.
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        if (unchecked) throw InputError("writing standard output failed");
         std::fprintf(stderr, "roofline: error: writing standard output failed\n");
         return 2;
     }
     return outcome().code;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+    outcome() = Outcome{0, argc, argv};
+    return run_app(argc, argv, false);
+}
+
+int run_unchecked(int argc, char** argv, std::string* captured) {
+    outcome() = Outcome{0, argc, argv, captured};
+    return run_app(argc, argv, true);
 }
 
 }  // namespace roofline::cli
