@@ -36,3 +36,27 @@ def time_steps(step, model, runs=12, best=5):
         model.zero_grad(set_to_none=True)
     fastest = sorted(times)[:best]
     return sum(fastest) / len(fastest), len(times)
+
+
+def fp32_eager():
+    """PyTorch's fp32 without TF32, cudnn.benchmark off (the protocol of the public NeuSight rows and
+    of this project's eager measurements); the CUDA device and its name."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
+    return torch.device("cuda"), torch.cuda.get_device_name(0)
+
+
+def kernels_of(fn):
+    """The names of the GPU kernels (and memsets/copies) one call of fn runs, in order."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def log_uniform(rng, lo, hi):
+    """An integer drawn log-uniformly from [lo, hi] with random.Random rng."""
+    import math
+    return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))

@@ -67,13 +67,11 @@ bool launch_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& o
         case OpKind::pad:
         case OpKind::resize:
         case OpKind::max_pool2d:
-        case OpKind::avg_pool2d: return launch_gather_family(k, in, a, out, ctx);
-        // Ops without CUDA kernels yet: launch_op reports "no CUDA kernel for <op>", so `measure`
-        // names the op instead of running something else.
-        case OpKind::cumsum:
-        case OpKind::topk:
+        case OpKind::avg_pool2d:
         case OpKind::max_pool2d_grad:
-        case OpKind::avg_pool2d_grad: return false;
+        case OpKind::avg_pool2d_grad: return launch_gather_family(k, in, a, out, ctx);
+        case OpKind::cumsum:
+        case OpKind::topk: return launch_scan_family(k, in, a, out, ctx);
         case OpKind::opaque:
             throw InputError("no CUDA kernel for opaque op '" + a.get_string("op_type", "?") +
                              "' (kept by --allow-unknown with zero work; it cannot be measured)");

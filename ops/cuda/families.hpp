@@ -25,7 +25,11 @@ bool launch_conv(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out
 bool launch_gemm(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx);
 bool launch_attention(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx);
 
-// gather.cu: the imported index-mapping ops slice, pad, resize, where, max_pool2d, avg_pool2d.
+// gather.cu: the imported index-mapping ops slice, pad, resize, where, max_pool2d, avg_pool2d and
+// the pooling gradients.
 bool launch_gather_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx);
+
+// scan.cu: cumsum and topk.
+bool launch_scan_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx);
 
 }  // namespace roofline::cuda

@@ -1,5 +1,5 @@
 // CUDA kernels of the imported index-mapping ops: slice, pad, resize, where and max/avg pool2d
-// (forward), computing what ops/reference.cpp computes.
+// with their gradients, computing what ops/reference.cpp computes.
 //
 //  - slice, pad, resize (nearest): one gather kernel. Each output coordinate reads one input
 //    element (or, for a constant pad outside the input, the pad value) whose index along every
@@ -12,7 +12,11 @@
 //    dtype, a and b the output's dtype.
 //  - max_pool2d, avg_pool2d over [N, C, H, W]: one thread per output element walks its window,
 //    f32 accumulation; padding is -inf for max and excluded from the average unless
-//    count_include_pad. (Their gradients have no kernel yet: `measure` names them.)
+//    count_include_pad.
+//  - max_pool2d_grad, avg_pool2d_grad: one thread per input-gradient element gathers from the
+//    output windows that cover it (no atomics, so the sum order is fixed): max adds dy of every
+//    window whose first maximum (recomputed from x, the reference's window order) is this element;
+//    avg adds dy / count of every window holding it.
 // Index math is 64-bit throughout: these ops are a small share of any model's time.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -197,6 +201,60 @@ __global__ void __launch_bounds__(kThreads) pool2d_kernel(const T* __restrict__ 
     }
 }
 
+// The output windows along one axis that can cover input position v: [lo, hi] (empty if lo > hi).
+__device__ __forceinline__ void covering(std::int64_t v, int k, int s, int p, int d, std::int64_t outn, std::int64_t& lo,
+                                         std::int64_t& hi) {
+    const std::int64_t top = v + p, span = static_cast<std::int64_t>(k - 1) * d;
+    lo = top - span <= 0 ? 0 : (top - span + s - 1) / s;
+    hi = top / s;
+    if (hi > outn - 1) hi = outn - 1;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    pool2d_grad_kernel(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx, PoolParams p) {
+    const std::int64_t total = p.n * p.c * p.h * p.w;
+    const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+    const int dh = p.max ? p.dh : 1, dw = p.max ? p.dw : 1;
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+        const std::int64_t ix = i % p.w, iy = (i / p.w) % p.h, plane = i / (p.w * p.h);
+        const T* xp = p.max ? x + plane * p.h * p.w : nullptr;
+        const T* dyp = dy + plane * p.oh * p.ow;
+        std::int64_t ylo, yhi, xlo, xhi;
+        covering(iy, p.kh, p.sh, p.ph, dh, p.oh, ylo, yhi);
+        covering(ix, p.kw, p.sw, p.pw, dw, p.ow, xlo, xhi);
+        float acc = 0.0f;
+        for (std::int64_t oy = ylo; oy <= yhi; ++oy)
+            for (std::int64_t ox = xlo; ox <= xhi; ++ox) {
+                // Does this window hold (iy, ix) at a tap, and what is it worth there?
+                const std::int64_t ry = iy + p.ph - oy * p.sh, rx = ix + p.pw - ox * p.sw;
+                if (ry % dh != 0 || rx % dw != 0) continue;
+                float best = -INFINITY;
+                std::int64_t best_at = -1;
+                int count = 0;
+                for (int r = 0; r < p.kh; ++r) {
+                    const std::int64_t hh = oy * p.sh - p.ph + static_cast<std::int64_t>(r) * dh;
+                    for (int s = 0; s < p.kw; ++s) {
+                        const std::int64_t ww = ox * p.sw - p.pw + static_cast<std::int64_t>(s) * dw;
+                        const bool inside = hh >= 0 && hh < p.h && ww >= 0 && ww < p.w;
+                        const bool in_padded = hh < p.h + p.ph && ww < p.w + p.pw;
+                        if (inside && p.max) {
+                            const float v = to_float(xp[hh * p.w + ww]);
+                            if (best_at < 0 || v > best) best = v, best_at = hh * p.w + ww;
+                        }
+                        if (inside || (p.include_pad && in_padded)) ++count;
+                    }
+                }
+                const float g = to_float(dyp[oy * p.ow + ox]);
+                if (p.max)
+                    acc += best_at == iy * p.w + ix ? g : 0.0f;
+                else
+                    acc += g / static_cast<float>(count > 0 ? count : 1);
+            }
+        dx[i] = from_float<T>(acc);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host side
 
@@ -345,23 +403,54 @@ void launch_pool_as(const DeviceTensor& x, const DeviceTensor& y, const PoolPara
     check_launch("pool2d_kernel");
 }
 
-bool launch_pool(OpKind k, const DeviceTensor& x, const DeviceTensor& y, const Attrs& a, LaunchContext& ctx) {
-    if (x.desc.rank() != 4 || y.desc.rank() != 4 || x.desc.dtype != y.desc.dtype || !floating16or32(x.desc.dtype)) return false;
+template <class T>
+void launch_pool_grad_as(const DeviceTensor* x, const DeviceTensor& dy, const DeviceTensor& dx, const PoolParams& p, cudaStream_t s) {
+    const std::int64_t n = dx.desc.numel();
+    if (n == 0) return;
+    pool2d_grad_kernel<T><<<grid_for(n, kThreads), kThreads, 0, s>>>(x ? static_cast<const T*>(x->data) : nullptr,
+                                                                     static_cast<const T*>(dy.data), static_cast<T*>(dx.data), p);
+    check_launch("pool2d_grad_kernel");
+}
+
+// The pooling of input (or input gradient) `x` [N, C, H, W] to output (or output gradient) `y`.
+PoolParams pool_params(const TensorDesc& x, const TensorDesc& y, const Attrs& a, bool max) {
     const auto pair = [&](const char* name, std::int64_t f) { return a.get_ints(name, {f, f}); };
     const auto kernel = pair("kernel", 1), stride = pair("stride", 1), pad = pair("padding", 0), dil = pair("dilation", 1);
     PoolParams p;
-    p.n = x.desc.shape[0], p.c = x.desc.shape[1], p.h = x.desc.shape[2], p.w = x.desc.shape[3];
-    p.oh = y.desc.shape[2], p.ow = y.desc.shape[3];
+    p.n = x.shape[0], p.c = x.shape[1], p.h = x.shape[2], p.w = x.shape[3];
+    p.oh = y.shape[2], p.ow = y.shape[3];
     p.kh = static_cast<int>(kernel[0]), p.kw = static_cast<int>(kernel[1]);
     p.sh = static_cast<int>(stride[0]), p.sw = static_cast<int>(stride[1]);
     p.ph = static_cast<int>(pad[0]), p.pw = static_cast<int>(pad[1]);
     p.dh = static_cast<int>(dil[0]), p.dw = static_cast<int>(dil[1]);
-    p.max = k == OpKind::max_pool2d;
+    p.max = max;
     p.include_pad = a.get_bool("count_include_pad", false);
+    return p;
+}
+
+bool launch_pool(OpKind k, const DeviceTensor& x, const DeviceTensor& y, const Attrs& a, LaunchContext& ctx) {
+    if (x.desc.rank() != 4 || y.desc.rank() != 4 || x.desc.dtype != y.desc.dtype || !floating16or32(x.desc.dtype)) return false;
+    const PoolParams p = pool_params(x.desc, y.desc, a, k == OpKind::max_pool2d);
     switch (x.desc.dtype) {
         case DType::f32: launch_pool_as<float>(x, y, p, ctx.stream); break;
         case DType::f16: launch_pool_as<__half>(x, y, p, ctx.stream); break;
         default: launch_pool_as<__nv_bfloat16>(x, y, p, ctx.stream); break;
+    }
+    return true;
+}
+
+// max_pool2d_grad(x, dy) -> dx; avg_pool2d_grad(dy) -> dx.
+bool launch_pool_grad(OpKind k, const Tensors& in, const DeviceTensor& dx, const Attrs& a, LaunchContext& ctx) {
+    const bool max = k == OpKind::max_pool2d_grad;
+    const DeviceTensor* x = max ? &in[0] : nullptr;
+    const DeviceTensor& dy = in[max ? 1 : 0];
+    if (dy.desc.rank() != 4 || dx.desc.rank() != 4 || dy.desc.dtype != dx.desc.dtype || !floating16or32(dx.desc.dtype)) return false;
+    if (x && (x->desc.shape != dx.desc.shape || x->desc.dtype != dx.desc.dtype)) return false;
+    const PoolParams p = pool_params(dx.desc, dy.desc, a, max);
+    switch (dx.desc.dtype) {
+        case DType::f32: launch_pool_grad_as<float>(x, dy, dx, p, ctx.stream); break;
+        case DType::f16: launch_pool_grad_as<__half>(x, dy, dx, p, ctx.stream); break;
+        default: launch_pool_grad_as<__nv_bfloat16>(x, dy, dx, p, ctx.stream); break;
     }
     return true;
 }
@@ -393,6 +482,8 @@ bool launch_gather_family(OpKind k, const Tensors& in, const Attrs& a, const Ten
         case OpKind::where: require(k, in, 3, out); return launch_where(in, out[0], ctx);
         case OpKind::max_pool2d:
         case OpKind::avg_pool2d: require(k, in, 1, out); return launch_pool(k, in[0], out[0], a, ctx);
+        case OpKind::max_pool2d_grad: require(k, in, 2, out); return launch_pool_grad(k, in, out[0], a, ctx);
+        case OpKind::avg_pool2d_grad: require(k, in, 1, out); return launch_pool_grad(k, in, out[0], a, ctx);
         default: return false;
     }
 }

@@ -413,3 +413,62 @@ TEST_CASE("max and average pooling kernels match the reference: padding, dilatio
         check_op(OpKind::avg_pool2d, {random_tensor({2, 8, 7, 7}, d, 12)}, attrs("kernel", Ints{7, 7}));  // global average
     }
 }
+
+TEST_CASE("pooling gradient kernels match the reference: overlapping windows, padding, dilation, ceil mode", "[gpu]") {
+    SKIP_WITHOUT_GPU();
+    // dx sums dy over every window holding an element: overlapping 3x3 stride-2 windows add up to
+    // four dy values per element, within the per-dtype tolerance (the sum is in f32 on both sides).
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+        const HostTensor x = random_tensor({2, 3, 13, 11}, d, 21);
+        const auto pooled_dy = [&](OpKind fwd, const Attrs& a, std::uint64_t seed) {
+            const TensorDesc y = infer_outputs(fwd, std::vector<TensorDesc>{x.desc}, a)[0];
+            return random_tensor(y.shape, d, seed);
+        };
+        for (const Attrs& a : {attrs("kernel", Ints{3, 3}, "stride", Ints{2, 2}, "padding", Ints{1, 1}),
+                               attrs("kernel", Ints{2, 3}, "stride", Ints{2, 1}, "dilation", Ints{2, 2}, "ceil_mode", true),
+                               attrs("kernel", Ints{2, 2}, "stride", Ints{2, 2})}) {
+            check_op(OpKind::max_pool2d_grad, {x, pooled_dy(OpKind::max_pool2d, a, 22)}, a);
+        }
+        for (Attrs a :
+             {attrs("kernel", Ints{3, 3}, "stride", Ints{2, 2}, "padding", Ints{1, 1}),
+              attrs("kernel", Ints{3, 2}, "stride", Ints{2, 2}, "padding", Ints{1, 1}, "count_include_pad", true, "ceil_mode", true),
+              attrs("kernel", Ints{13, 11})}) {
+            const HostTensor dy = pooled_dy(OpKind::avg_pool2d, a, 23);
+            a.set("input_shape", Ints{2, 3, 13, 11});
+            check_op(OpKind::avg_pool2d_grad, {dy}, a);
+        }
+    }
+}
+
+TEST_CASE("cumsum kernels match the reference: inner and outer axes, exclusive, reverse, integers", "[gpu]") {
+    SKIP_WITHOUT_GPU();
+    // Lines of 1,000 elements in f16/bf16: the kernel keeps an f32 running sum and rounds each
+    // output once, as the reference (double, rounded once) does, so the per-dtype tolerance holds.
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+        const HostTensor rows = random_tensor({3, 1000}, d, 31);
+        const HostTensor cube = random_tensor({4, 37, 5}, d, 32);
+        for (bool exclusive : {false, true})
+            for (bool reverse : {false, true}) {
+                check_op(OpKind::cumsum, {rows}, attrs("axis", std::int64_t{-1}, "exclusive", exclusive, "reverse", reverse));
+                check_op(OpKind::cumsum, {cube}, attrs("axis", std::int64_t{1}, "exclusive", exclusive, "reverse", reverse));
+                check_op(OpKind::cumsum, {cube}, attrs("axis", std::int64_t{0}, "exclusive", exclusive, "reverse", reverse));
+            }
+    }
+    for (DType d : {DType::int32, DType::int64})  // position ids from an attention mask: exact
+        for (bool reverse : {false, true})
+            check_op(OpKind::cumsum, {int_tensor({2, 77}, d, 0, 2, 33)}, attrs("axis", std::int64_t{1}, "reverse", reverse));
+}
+
+TEST_CASE("topk kernels match the reference: largest and smallest, inner axis, ties to the lower index", "[gpu]") {
+    SKIP_WITHOUT_GPU();
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+        const HostTensor logits = random_tensor({4, 1000}, d, 41);
+        check_op(OpKind::topk, {logits}, attrs("k", std::int64_t{50}));
+        check_op(OpKind::topk, {logits}, attrs("k", std::int64_t{1}, "largest", false));
+        check_op(OpKind::topk, {random_tensor({3, 16, 5}, d, 42)}, attrs("k", std::int64_t{16}, "axis", std::int64_t{1}));
+        // a few distinct values: every row is full of ties, and the indices must still agree exactly
+        HostTensor ties = int_tensor({2, 300}, DType::f32, 0, 4, 43);
+        ties.desc.dtype = d;
+        check_op(OpKind::topk, {ties}, attrs("k", std::int64_t{40}));
+    }
+}

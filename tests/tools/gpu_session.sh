@@ -16,6 +16,8 @@
 #   vision      PyTorch eager fp32 steps of torchvision's zoo (tests/tools/torch_vision_bench.py):
 #               inference at batch 1 and 32, training at 32; held out (tests/data/public/README.md)
 #   host        measure/host_probe.py: this machine's PyTorch eager host (tests/data/hosts/)
+#   conv        fp32 convolutions (synthetic fit set, torchvision's as validation), SGEMMs and the
+#               gap between dependent kernels, with the kernels chosen (tests/tools/torch_conv_sweep.py)
 #   torch       PyTorch eager fp32 op latencies and Hugging Face steps (tests/tools/torch_ops_bench.py;
 #               TORCH_ARGS adds options, e.g. "--seconds-per-op 12 --e2e-seconds 60")
 # A build made elsewhere for sm_90 (build-gpu/roofline, build-gpu/roofline-gpu,
@@ -66,14 +68,18 @@ if has tests; then
 fi
 if has check; then
   log "check: small training step, every node against the CPU reference"
-  $R measure gpt2-small --mode training --batch 2 --seq 128 --repetitions 3 --counters off -o "$OUT/check-gpt2-small-train.json" 2>&1 | tail -5
-  $R measure examples/two-layer-mlp.json --mode training --repetitions 3 --counters off -o "$OUT/check-mlp-train.json" 2>&1 | tail -5
+  timeout ${CHECK_TIMEOUT:-150} $R measure gpt2-small --mode training --batch 2 --seq 128 --repetitions 3 --counters off -o "$OUT/check-gpt2-small-train.json" 2>&1 | tail -5
+  timeout 60 $R measure examples/two-layer-mlp.json --mode training --repetitions 3 --counters off -o "$OUT/check-mlp-train.json" 2>&1 | tail -5
 fi
 if has suite; then
   log "kernel suite (materialised attention)"
   $R measure tests/data/suite/kernel-suite.json --check ${SUITE_CHECK:-on} --repetitions 30 -o "$OUT/suite.json" 2>&1 | tail -4
   log "kernel suite (flash attention)"
   $R measure tests/data/suite/kernel-suite.json --check off --flash --repetitions 30 -o "$OUT/suite-flash.json" 2>&1 | tail -4
+fi
+if has conv; then
+  log "fp32 convolutions, SGEMMs and dependent-kernel gaps (PyTorch eager, TF32 off)"
+  timeout ${CONV_TIMEOUT:-260} python3 tests/tools/torch_conv_sweep.py "$OUT/conv" ${CONV_ARGS:-} 2>&1 | tail -8
 fi
 if has gpt2; then
   log "gpt2-small training step"

@@ -16,7 +16,6 @@ Usage: python3 torch_ops_bench.py OUTDIR [--per-op N] [--seconds-per-op S] [--co
 import argparse
 import csv
 import json
-import math
 import os
 import random
 import sys
@@ -26,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "measure"))
-from torch_timing import time_call, time_steps  # noqa: E402
+from torch_timing import fp32_eager, kernels_of, log_uniform, time_call, time_steps  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -38,24 +37,12 @@ ap.add_argument("--skip-ops", action="store_true")
 ap.add_argument("--e2e-start", type=int, default=0, help="first row of the end-to-end grid to run")
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-torch.backends.cudnn.benchmark = False
-dev = torch.device("cuda")
-DEVICE = torch.cuda.get_device_name(0)
+dev, DEVICE = fp32_eager()
 rng = random.Random(24)
 
 
 def logu(lo, hi):
-    return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
-
-
-def kernels_of(fn):
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as p:
-        fn()
-        torch.cuda.synchronize()
-    return [e.name for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return log_uniform(rng, lo, hi)
 
 
 def shapes(op):

@@ -27,7 +27,7 @@ import torchvision
 from torchvision.models import get_model
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "measure"))
-from torch_timing import time_steps  # noqa: E402
+from torch_timing import fp32_eager, time_steps  # noqa: E402
 
 # tests/tools/export_torchvision.py's MODELS, and its crop sizes
 MODELS = [
@@ -44,11 +44,7 @@ ap.add_argument("--models", default=",".join(MODELS))
 ap.add_argument("--seconds", type=float, default=240.0, help="stop starting new rows after this long")
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-torch.backends.cudnn.benchmark = False
-dev = torch.device("cuda")
-DEVICE = torch.cuda.get_device_name(0)
+dev, DEVICE = fp32_eager()
 
 rows = []
 t0 = time.time()
