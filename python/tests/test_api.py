@@ -192,3 +192,27 @@ def test_python_m_roofline_is_the_command_line():
                          capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and bad.stderr == exe("analyze", "gpt2-small", "--hw", "nope", check=False).stderr
     assert roofline.__version__ in ran.stdout
+
+
+def test_the_example_notebook_is_cleared_and_runs():
+    # examples/roofline.ipynb (README, "Python"): committed without outputs, and its code runs as
+    # written, cell by cell in one namespace; a cell that needs pandas or torch runs where they are
+    # installed.
+    with open(os.path.join(SRC, "examples", "roofline.ipynb"), encoding="utf-8") as f:
+        nb = json.load(f)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+    have = {}
+    for module in ("pandas", "torch"):
+        try:
+            __import__(module)
+            have[module] = True
+        except ImportError:
+            have[module] = False
+    namespace = {}
+    for cell in code:
+        source = "".join(cell["source"])
+        if ("to_pandas" in source and not have["pandas"]) or ("import torch" in source and not have["torch"]):
+            continue
+        exec(compile(source, "roofline.ipynb", "exec"), namespace)
+    assert isinstance(namespace["report"], roofline.Report) and namespace["plan"].schema == "roofline-plan/1"
