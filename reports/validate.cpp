@@ -156,6 +156,13 @@ std::string shape_text(const ValidationCase& c) {
     std::string s;
     for (std::size_t i = 0; spec != nullptr && i < spec->cols.size() && i < c.dims.size(); ++i)
         s += fmt::format("{}{}={}", s.empty() ? "" : " ", spec->cols[i], c.dims[i]);
+    if (c.op == "conv" && c.dims.size() == 13) {  // conv_extras, where they differ from the public rows'
+        if (c.dims[7] != 1) s += fmt::format(" Groups={}", c.dims[7]);
+        if (c.dims[8] != c.dims[3] || c.dims[9] != c.dims[4] || c.dims[10] != c.dims[6])
+            s += fmt::format(" Kernel_W={} Input_W={} Padding_W={}", c.dims[8], c.dims[9], c.dims[10]);
+        if (c.dims[11] == 0) s += " Bias=0";
+        if (c.dims[12] != 0) s += " Direction=backward";
+    }
     return s;
 }
 
@@ -365,6 +372,7 @@ private:
             c.spec = spec_of(c.gpu, row[c_dev], csv.where(r));
             c.measured_s = positive_number(csv, r, c_lat) * 1e-3;
             for (std::size_t k = 0; k < cols.size(); ++k) c.dims.push_back(integer(csv, r, cols[k], spec->cols[k] == "Padding" ? 0 : 1));
+            if (spec->op == "conv") conv_extras(csv, r, c.dims);
             if (!selected(opt_, spec->op, spec->family)) continue;
             if (spec->op == "pow" && !has_pow) {
                 ++set_.skipped["pow"];
@@ -379,6 +387,33 @@ private:
             cases.push_back(std::move(c));
         }
         add(csv.file, "op-csv", csv.rows.size(), std::move(cases));
+    }
+
+    // The optional columns of a conv row, appended to its dims in this order: Groups (default 1),
+    // Kernel_W, Input_W and Padding_W (non-square; default the square column), Bias (1: nn.Conv2d
+    // with a bias, the public rows; 0: F.conv2d without) and Direction (forward, or backward: the
+    // input and weight gradients of one autograd call) as 0/1.
+    static void conv_extras(const Csv& csv, std::size_t r, std::vector<std::int64_t>& d) {
+        const auto opt = [&](std::string_view col, std::int64_t fallback, std::int64_t min) {
+            const auto c = csv.find(col);
+            return c && !trimmed(csv.rows[r][*c]).empty() ? integer(csv, r, *c, min) : fallback;
+        };
+        d.push_back(opt("Groups", 1, 1));
+        d.push_back(opt("Kernel_W", d[3], 1));
+        d.push_back(opt("Input_W", d[4], 1));
+        d.push_back(opt("Padding_W", d[6], 0));
+        d.push_back(opt("Bias", 1, 0));
+        std::int64_t backward = 0;
+        if (const auto c = csv.find("Direction")) {
+            const std::string_view v = trimmed(csv.rows[r][*c]);
+            if (v != "forward" && v != "backward" && !v.empty())
+                throw InputError(csv.where(r) + ": column 'Direction': '" + std::string(v) + "' (expected forward or backward)");
+            backward = v == "backward" ? 1 : 0;
+        }
+        d.push_back(backward);
+        if (d[1] % d[7] != 0 || d[2] % d[7] != 0)
+            throw InputError(csv.where(r) + ": column 'Groups': " + std::to_string(d[7]) + " does not divide the channels " +
+                             std::to_string(d[1]) + " -> " + std::to_string(d[2]));
     }
 
     void e2e_csv(const Csv& csv) {
@@ -599,12 +634,27 @@ Graph op_graph(const ValidationCase& c) {
                        {in("x", {checked_mul(d[0], d[1], "rows"), d[3]}), par("weight", {d[2], d[3]}), par("bias", {d[2]})}, {}, {});
     } else if (op == "bmm") {  // B, M, N, K: B x [M, K] x [K, N]
         n = g.add_node(op, OpKind::matmul, {in("a", {d[0], d[1], d[3]}), in("b", {d[0], d[3], d[2]})}, {}, {});
-    } else if (op == "conv") {  // B, C_in, C_out, kernel, input size (square), stride, padding; bias
+    } else if (op == "conv") {  // B, C_in, C_out, kernel, input size, stride, padding, then conv_extras'
         Attrs a;
         a.set("stride", std::vector<std::int64_t>{d[5], d[5]});
-        a.set("padding", std::vector<std::int64_t>{d[6], d[6]});
-        n = g.add_node(op, OpKind::conv2d,
-                       {in("x", {d[0], d[1], d[4], d[4]}), par("weight", {d[2], d[1], d[3], d[3]}), par("bias", {d[2]})}, a, {});
+        a.set("padding", std::vector<std::int64_t>{d[6], d[10]});
+        a.set("groups", d[7]);
+        const Shape x_shape{d[0], d[1], d[4], d[9]}, w_shape{d[2], d[1] / d[7], d[3], d[8]};
+        if (d[12] == 0) {
+            std::vector<TensorId> ins{in("x", x_shape), par("weight", w_shape)};
+            if (d[11] != 0) ins.push_back(par("bias", {d[2]}));
+            n = g.add_node(op, OpKind::conv2d, ins, a, {});
+        } else {  // torch.autograd.grad(y, (x, w), dy): cuDNN's data and weight gradients, no bias
+            const TensorId x = in("x", x_shape), w = par("weight", w_shape);
+            const TensorDesc y = infer_outputs(OpKind::conv2d, std::vector<TensorDesc>{g.tensor(x).desc, g.tensor(w).desc}, a)[0];
+            const TensorId dy = in("dy", y.shape);
+            Attrs ai = a, aw = a;
+            ai.set("input_shape", x_shape);
+            aw.set("weight_shape", w_shape);
+            const NodeId dx = g.add_node("conv.grad_input", OpKind::conv2d_grad_input, {dy, w}, ai, {});
+            g.mark_output(g.node(dx).outputs[0]);
+            n = g.add_node("conv.grad_weight", OpKind::conv2d_grad_weight, {dy, x}, aw, {});
+        }
     } else if (op == "ln") {
         n = g.add_node(op, OpKind::layernorm, {in("x", {d[0], d[1]}), par("weight", {d[1]}), par("bias", {d[1]})}, {}, {});
     } else if (op == "softmax") {
@@ -1196,6 +1246,8 @@ void predict_all(MeasurementSet& set, const Predictor& p, const std::vector<doub
 }  // namespace
 
 Graph measured_inference_graph(const nlohmann::json& model, const std::string& file) { return measured_phase_graph(model, file); }
+
+std::string validation_case_shape(const ValidationCase& c) { return shape_text(c); }
 
 MeasurementSet load_measurements(const std::vector<std::string>& paths, const ValidateOptions& opt) {
     check_families(opt);

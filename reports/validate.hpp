@@ -118,6 +118,10 @@ nlohmann::ordered_json run_validation(MeasurementSet set, const ValidateOptions&
 // source, op, family, shape, measured_s, predicted_s, error_pct; in input order.
 std::string validation_cases_csv(const std::vector<ValidationCase>& cases);
 
+// A case's shape as the reports print it: ValidationCase::shape, or an op row's shape columns
+// ("B=1 M=237 N=1950 K=20"; a conv row's optional columns where they differ from the defaults).
+std::string validation_case_shape(const ValidationCase& c);
+
 // The terminal text: tables per GPU x family, end to end, the fit, the verdicts, the worst cases.
 std::string render_validation(const nlohmann::ordered_json& doc);
 

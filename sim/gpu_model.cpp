@@ -323,6 +323,30 @@ std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw
     return all;
 }
 
+// A depthwise convolution (groups = input channels = output channels) is no GEMM: each group is
+// a 1 x 1 x (kh kw) product, so frameworks run direct kernels, one thread per output element
+// (PyTorch's conv_depthwise2d_forward_kernel and conv_depthwise2d_backward_kernel for fp32 NCHW,
+// the kernels every depthwise row of tests/data/public/h100-conv-2026-11-26 ran), bound by the
+// tensors they stream. The weight gradient (conv_depthwise2d_grad_weight_kernel) reduces each
+// weight tap over batch and pixels in its own block, so in eager mode it reads the input and the
+// output gradient once per tap (kh x kw times; measured on an H100, 2026-11-26: 8.3 ms for
+// 13 x 1258 x 164^2, 3 x 3, stride 2, against 7.9 ms for nine re-reads at the streaming rate).
+std::optional<Kernel> depthwise_conv(const Graph& g, NodeId n, const Work& w, DType d, const GpuModelOptions& opt, KernelForm form) {
+    const Node& node = g.node(n);
+    const std::int64_t groups = node.attrs.get_int("groups", 1);
+    // forward (x, w) -> y; data gradient (dy, w) -> dx; weight gradient (dy, x) -> dw
+    const Shape& wt = form == KernelForm::conv_grad_weight ? g.tensor(node.outputs[0]).desc.shape : g.tensor(node.inputs[1]).desc.shape;
+    const Shape& act = form == KernelForm::conv_grad_input ? g.tensor(node.outputs[0]).desc.shape : g.tensor(node.inputs[0]).desc.shape;
+    if (groups <= 1 || wt.size() != 4 || act.size() != 4 || wt[0] != groups || wt[1] != 1) return std::nullopt;
+    Work direct;
+    direct.vector_flops = w.flops();
+    direct.bytes_read = w.bytes_read;
+    direct.bytes_written = w.bytes_written;
+    if (form == KernelForm::conv_grad_weight && opt.eager) direct.bytes_read *= wt[2] * wt[3];
+    Kernel k = streaming_kernel(g, n, direct, d);
+    return k;
+}
+
 // A streaming kernel of the given work over `elements` elements (one 16-byte vector per thread).
 Kernel streaming_part(const std::string& name, const Work& w, DType d, std::int64_t elements) {
     Kernel k;
@@ -463,6 +487,8 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
     const bool matrix = w.matrix_flops > 0 && is_gemm(traits.kernel);
     if (traits.kernel == KernelForm::attention) {
         k = attention_kernels(g, n, hw, opt, d);
+    } else if (auto dw = conv ? depthwise_conv(g, n, w, d, opt, traits.kernel) : std::nullopt) {
+        k = std::move(*dw);
     } else if (matrix) {
         GemmShape s;
         const auto out = g.tensor(node.outputs[0]).desc.shape;
@@ -487,6 +513,7 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
             // has M = C_out per group and N = C_in per group x kH x kW. K follows from the FLOPs.
             const std::int64_t groups = node.attrs.get_int("groups", 1);
             s.batch = groups;
+            s.conv = traits.kernel == KernelForm::conv_forward ? GemmShape::Conv::forward : GemmShape::Conv::backward;
             if (traits.kernel == KernelForm::conv_grad_weight) {
                 s.m = out[0] / groups;
                 s.n = out[1] * out[2] * out[3];
@@ -505,7 +532,10 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         if (!al.operands || !al.output) {
             k = best_gemm(s, w, d, hw, opt, false, al.output);
         }
-        if (traits.kernel == KernelForm::conv_forward && !k.tensor_cores) {
+        // cuDNN's fp32 forward Winograd kernels: chosen up to the A100 (the public rows' kernel
+        // names), not on sm_90 (GpuModelOptions::sm90_fp32_winograd_forward).
+        const bool winograd = !hw.gpu->compute_capability.at_least(9) || opt.sm90_fp32_winograd_forward;
+        if (traits.kernel == KernelForm::conv_forward && !k.tensor_cores && winograd) {
             double best = gpu_kernel_cost(k, hw, opt).time_s;  // costed once, each candidate once
             for (const std::int64_t m : {2, 4}) {
                 auto wino = winograd_conv(g, n, hw, opt, d, m);
@@ -585,6 +615,12 @@ KernelCost composite_cost(const Kernel& k, const Hardware& hw, const GpuModelOpt
 
 }  // namespace
 
+bool wide_issue_fp32(const Hardware& hw) {
+    if (!hw.gpu || !hw.gpu->compute_capability.at_least(7)) return false;  // Maxwell and Pascal dual-issue
+    const double lanes_per_sm = vector_ceiling(hw, DType::f32).flop_per_s / (2.0 * hw.gpu->sm_count.value * hw.clock_hz.value);
+    return lanes_per_sm >= 127.5;  // 4 sub-partitions of 32 lanes
+}
+
 KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOptions& opt) {
     if (!hw.gpu) throw InputError(hw.name + ": the GPU kernel model needs a gpu spec");
     if (!k.parts.empty()) return composite_cost(k, hw, opt);
@@ -611,7 +647,17 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         const double ffma_share = mr * nr / (mr * nr + opt.simt_fragment_load_cost * (mr + nr));
         const double k_per_block = std::ceil(static_cast<double>(s.k) / static_cast<double>(s.split_k));
         const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n) * k_per_block;
-        const double per_sm = vector_ceiling(hw, k.dtype).flop_per_s / sms * rates.clock_ratio * ffma_share * opt.simt_gemm_efficiency;
+        // Chips with 32-lane single-issue partitions keep a share of their doubled lanes; on sm_90,
+        // cuDNN 9's fp32 implicit-GEMM convolutions keep a share of that (GpuModelOptions).
+        double wide = 1.0;
+        if (wide_issue_fp32(hw)) {
+            wide = opt.simt_wide_issue_efficiency;
+            if (s.conv == GemmShape::Conv::none && (!k.aligned || !k.output_aligned)) wide *= opt.simt_wide_unaligned_efficiency;
+        }
+        if (s.conv != GemmShape::Conv::none && hw.gpu->compute_capability.at_least(9))
+            wide *= s.conv == GemmShape::Conv::forward ? opt.sm90_simt_conv_forward_efficiency : opt.sm90_simt_conv_backward_efficiency;
+        const double per_sm =
+            vector_ceiling(hw, k.dtype).flop_per_s / sms * rates.clock_ratio * ffma_share * opt.simt_gemm_efficiency * wide;
         compute = std::max(per_sm_blocks * tile_flops / per_sm, roof.vector_time_s / rates.clock_ratio);
         if (s.batch > 1) {
             // The epilogue's store rate per SM clock (batched_simt_store_bytes_per_clock).

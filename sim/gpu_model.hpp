@@ -31,6 +31,8 @@ struct GemmShape {
     // B's stored bytes per element relative to the compute dtype's: below 1 for weights kept
     // quantized and dequantized in registers (int4 under bf16 math: 0.25).
     double b_scale = 1.0;
+    // An implicit-GEMM convolution pass, or a plain GEMM.
+    enum class Conv { none, forward, backward } conv = Conv::none;
 };
 
 struct Kernel {
@@ -129,6 +131,39 @@ struct GpuModelOptions {
     // is what lets SGEMM approach peak). 1: one issue slot per load, as LDS and FFMA share the
     // dispatch port.
     double simt_fragment_load_cost = 0.528;
+    // SIMT GEMMs on chips whose SM sub-partitions hold 32 FP32 lanes and issue one warp
+    // instruction per cycle without dual issue (compute capability 7.0 or later with 128 FP32
+    // lanes per SM: GA10x, AD10x, GH100): an FFMA occupies the issue slot for one cycle instead of
+    // two (16-lane partitions: GV100, GA100, TU10x, where loads and address arithmetic issue in the
+    // FFMA's second cycle), so the rest of the main loop is no longer hidden and the kernels
+    // written for 16-lane partitions (cuBLAS and cuDNN run sm80_xmma SIMT kernels on sm_90) keep
+    // this share of the doubled lanes. Fitted on the H100 fit set of 2026-11-26 (fp32 nn.Linear
+    // SGEMMs, tests/data/public/h100-conv-2026-11-26/linear_fit.csv, cuBLAS 13 / PyTorch 2.11):
+    // the value whose median error over the rows of 0.2 ms and more (the device, not the host,
+    // sets their time) with 16-byte aligned operands and output (K and N multiples of 4: 5 rows,
+    // 44 TFLOP/s median) is nearest zero, in steps of 0.01. No public GPU has such partitions, so
+    // leave-one-GPU-out neither fits nor tests it. A fitted constant of the kind issue #15 calls a
+    // last resort: the split between issue slots, register-bank conflicts and the power-limited
+    // FP32 clock is not measured.
+    double simt_wide_issue_efficiency = 0.84;
+    // ... with an operand or the output not 16-byte aligned, cuBLAS runs its align1 kernels, whose
+    // scalar loads and address arithmetic take more of those issue slots: this share of the
+    // aligned rate (30 rows of 0.2 ms and more, 36 TFLOP/s median; the same rule).
+    double simt_wide_unaligned_efficiency = 0.84;
+    // fp32 convolutions on sm_90 with cuDNN 9 (H100, cuDNN 9.19, 2026-11-26, the fit set of
+    // tests/data/public/h100-conv-2026-11-26): the forward pass runs NCHW implicit-GEMM kernels
+    // (sm80_xmma_fprop_implicit_gemm_f32f32_..._nchwkcrs_nchw for 86 of the 97 3 x 3 stride-1
+    // rows, FFT for 7, no Winograd; up to the A100, cuDNN 8 ran Winograd for most of them: the
+    // public rows' kernel names), so Winograd is not a forward candidate there unless this is set.
+    bool sm90_fp32_winograd_forward = false;
+    // ... and those implicit-GEMM kernels keep this share of an aligned SGEMM's rate at the same
+    // shape (forward: the NCHW gather of each K step's operand tile; backward: cuDNN's
+    // dgrad_engine and wgrad_alg0_engine, pre-sm80 kernels, and Winograd weight gradients).
+    // Fitted on the same fit set (forward and backward rows above 0.1 ms, bias nearest zero;
+    // 3 x 3 stride-1 forward -10.5%, 1 x 1 forward -7.1%): per-pass constants, the last resort
+    // issue #15 allows, labelled so in docs/ACCURACY.md.
+    double sm90_simt_conv_forward_efficiency = 0.64;
+    double sm90_simt_conv_backward_efficiency = 0.47;
     // Batched SIMT SGEMM (cublasSgemmStridedBatched, torch.bmm in fp32) writes its output at no
     // more than this many bytes per SM clock: with a short K loop the kernel is bound by its
     // epilogue's stores. The public per-op timings show a constant output rate per GPU for
@@ -216,6 +251,10 @@ struct KernelCost {
 
 // Lowers one node to its kernel (views and other no-work ops lower to nothing).
 std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt = {});
+// Does this chip issue its FP32 FFMAs one warp instruction per cycle over 32-lane sub-partitions
+// (GpuModelOptions::simt_wide_issue_efficiency)?
+bool wide_issue_fp32(const Hardware& hw);
+
 KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOptions& opt = {});
 
 }  // namespace roofline
