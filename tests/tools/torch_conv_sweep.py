@@ -14,7 +14,8 @@ Two sets, kept apart:
 Each convolution is timed forward and backward (input and weight gradients, cuDNN's dgrad and
 wgrad), 3 warm-up calls then 20 calls between CUDA events, the median (measure/torch_timing.py).
 
-Usage: python3 torch_conv_sweep.py OUTDIR [--fit N] [--gemm N] [--convs FILE]
+Usage: python3 torch_conv_sweep.py OUTDIR [--fit N] [--gemm N] [--convs FILE] [--batches 1,32] [--no-gap]
+       [--prefix NAME]
 """
 import argparse
 import csv
@@ -37,6 +38,9 @@ ap.add_argument("--gemm", type=int, default=120, help="SGEMM shapes in the fit s
 ap.add_argument("--convs", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "public",
                                                 "h100-conv-2026-11-26", "torchvision_convs.json"))
 ap.add_argument("--seconds", type=float, default=240.0, help="stop adding rows after this long")
+ap.add_argument("--batches", default="1,32", help="batch sizes of the torchvision convolutions")
+ap.add_argument("--no-gap", action="store_true", help="skip the dependent-kernel gap measurement")
+ap.add_argument("--prefix", default="conv_validation", help="file name of the torchvision rows (without .csv)")
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
 dev, DEVICE = fp32_eager()
@@ -137,7 +141,7 @@ write("linear_fit.csv", rows)
 # is waiting when its predecessor ends; the tracer's timestamps then give each end-to-start gap.
 rows = []
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
-for n in (1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22, 1 << 24):
+for n in () if a.no_gap else (1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22, 1 << 24):
     x = torch.randn(n, device=dev)
     for trial in range(2):
         with profile(activities=[ProfilerActivity.CUDA]) as p:
@@ -160,7 +164,7 @@ write("gap.csv", rows)
 rows = []
 with open(a.convs) as f:
     convs = json.load(f)
-for batch in (1, 32):
+for batch in (int(b) for b in a.batches.split(",")):
     for c in convs:
         if time.time() - T0 > a.seconds:
             break
@@ -174,7 +178,7 @@ for batch in (1, 32):
         except (torch.OutOfMemoryError, RuntimeError) as e:
             print(f"skipped {s}: {str(e)[:120]}", flush=True)
             torch.cuda.empty_cache()
-write("conv_validation.csv", rows)
+write(a.prefix + ".csv", rows)
 env = {"device": DEVICE, "torch": torch.__version__, "cuda": torch.version.cuda,
        "cudnn": torch.backends.cudnn.version(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
        "driver": os.popen("nvidia-smi --query-gpu=driver_version --format=csv,noheader").read().strip()}
