@@ -119,6 +119,7 @@ TEST_CASE("eager host: a faster host shortens a host-bound step, and reports nam
     // The same through the CLI: --host changes the step by the same kind of factor and the report
     // names the host; without --host the report has none.
     const std::string base = "analyze gpt2-small --hw h200 --dtype f32 --runtime eager --batch 1 --seq 16 -q -o '";
+    std::filesystem::create_directories(test::tmp_path("eager-host"));  // this case may run alone (ctest runs each case)
     const std::string out = test::tmp_path("eager-host/report.json"), out0 = test::tmp_path("eager-host/report0.json");
     REQUIRE(test::run_cli(base + out + "' --host '" + test::source_path(kProbe) + "'").code == 0);
     REQUIRE(test::run_cli(base + out0 + "'").code == 0);
