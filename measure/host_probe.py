@@ -13,6 +13,8 @@ each the median of several repeats (run on an otherwise idle machine, GPU idle):
                recording as in a training step (cuDNN's host work included).
   timed_add_s  one `x + y` between two CUDA events, the median of many: what a per-op benchmark
                that times single calls with events measures for a trivial op.
+  backward_call_s  one torch.autograd.grad of y = x * 2 on 1x1 CUDA tensors (retain_graph), back
+               to back: the autograd engine's start and hand-off plus one gradient op's dispatch.
 
 Usage: python3 measure/host_probe.py OUT.json [--name NAME] [--calls N] [--repeats R]
 """
@@ -57,8 +59,14 @@ xc = torch.randn(1, 4, 8, 8, device=dev)
 conv = torch.nn.Conv2d(4, 4, 3, padding=1, device=dev)
 conv_call = lambda: conv(xc)  # noqa: E731
 
+xg = torch.randn(1, 1, device=dev, requires_grad=True)
+yg = xg * 2
+gg = torch.ones_like(yg)
+backward_call = lambda: torch.autograd.grad(yg, xg, gg, retain_graph=True)  # noqa: E731
+
 add_s = statistics.median(back_to_back(add, a.calls) for _ in range(a.repeats))
 conv_s = statistics.median(back_to_back(conv_call, a.calls // 4) for _ in range(a.repeats))
+backward_s = statistics.median(back_to_back(backward_call, a.calls // 4) for _ in range(a.repeats))
 timed_s = statistics.median(time_call(add, reps=400, warm=20) for _ in range(a.repeats)) * 1e-3
 
 gpu = torch.cuda.get_device_name(0)
@@ -79,6 +87,7 @@ doc = {
     "add_call_s": add_s,
     "conv_call_s": max(conv_s, add_s),
     "timed_add_s": max(timed_s, add_s),
+    "backward_call_s": max(backward_s, add_s),
 }
 tmp = a.out + ".tmp"
 with open(tmp, "w") as f:
@@ -86,4 +95,4 @@ with open(tmp, "w") as f:
     f.write("\n")
 os.replace(tmp, a.out)
 print(f"{doc['name']}: x + y {add_s * 1e6:.2f} us a call back to back, conv2d {conv_s * 1e6:.2f} us, "
-      f"x + y timed alone {timed_s * 1e6:.2f} us -> {a.out}")
+      f"x + y timed alone {timed_s * 1e6:.2f} us, autograd.grad {backward_s * 1e6:.2f} us -> {a.out}")

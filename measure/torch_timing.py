@@ -56,6 +56,33 @@ def kernels_of(fn):
     return [e.name for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
+def kernel_times(fn, reps=10):
+    """The kernels one call of fn runs, in order, each with its median duration over `reps` traced
+    calls in microseconds: [(name, us), ...]. A call whose kernel sequence differs between
+    repetitions (an algorithm chosen at run time) gives the first call's names and None for
+    the durations."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    ev = sorted((e for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                key=lambda e: e.time_range.start)
+    if not ev or len(ev) % reps:
+        return [(e.name, None) for e in ev]
+    n = len(ev) // reps
+    calls = [ev[i * n:(i + 1) * n] for i in range(reps)]
+    if any([e.name for e in c] != [e.name for e in calls[0]] for c in calls):
+        return [(e.name, None) for e in calls[0]]
+    out = []
+    for i in range(n):
+        d = sorted(c[i].time_range.end - c[i].time_range.start for c in calls)
+        out.append((calls[0][i].name, d[len(d) // 2]))
+    return out
+
+
 def log_uniform(rng, lo, hi):
     """An integer drawn log-uniformly from [lo, hi] with random.Random rng."""
     import math

@@ -35,6 +35,13 @@ int eager_host_steps(const Graph& g, NodeId n, int launches) {
     return steps + traits_of(node.kind).eager_extra_calls;
 }
 
+NodeId first_backward_node(const Graph& g) {
+    const auto& nodes = g.nodes();
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        if (nodes[i].phase == Phase::backward) return static_cast<NodeId>(i);
+    return kNoNode;
+}
+
 double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt, int launches) {
     if (opt.runtime != Runtime::eager) return 0;
     double host = eager_host_steps(g, n, launches) * opt.eager_op_host_s;
@@ -77,8 +84,10 @@ double single_call_latency_s(const Graph& g, const Analysis& a, const AnalysisOp
     // (27 us) up to ~20 MB moved, then 15 us + bytes / 1.36 TB/s: the kernel starts after the
     // dispatch, and the GPU's time is added to it, not overlapped with all of the host's.
     double host = 0, device = 0, gpu_end = 0;
+    const NodeId engine = first_backward_node(g);
     for (const OpAnalysis& op : a.ops) {
         host += eager_host_s(g, op.node, opt, kernel_launches(op));
+        if (op.node == engine && opt.runtime == Runtime::eager) host += opt.eager_backward_call_host_s;
         const double d = op.modelled ? op.modelled->time_s : op.roofline.time_s;
         device += d;
         if (d > 0) gpu_end = std::max(gpu_end, host) + d;
@@ -266,6 +275,8 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
         std::vector<int> launches(g.nodes().size(), 0);
         for (const OpAnalysis& op : a.ops) launches[static_cast<std::size_t>(op.node)] = kernel_launches(op);
         for (std::size_t i = 0; i < host.size(); ++i) host[i] = eager_host_s(g, static_cast<NodeId>(i), opt, launches[i]);
+        if (const NodeId engine = first_backward_node(g); engine != kNoNode)
+            host[static_cast<std::size_t>(engine)] += opt.eager_backward_call_host_s;
         sched.host_s = &host;
     } else if (hw.kind == HardwareKind::gpu && opt.gpu.host_issue) {
         // A fused group is one launch: its anchor carries the group's kernel, the other members none.

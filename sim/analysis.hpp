@@ -110,6 +110,13 @@ struct AnalysisOptions {
     // completes once the host has recorded it and the last kernel has finished. Fitted
     // (sim/fitted.hpp).
     double eager_timing_host_s = 13.26e-6;
+    // Host time a backward call (loss.backward(), torch.autograd.grad) spends before its first
+    // gradient op is dispatched: the autograd engine's start, its hand-off to the device's worker
+    // thread and back. Paid once per call, before the first backward-phase node. A host file's
+    // backward_call_s sets it (measure/host_probe.py: backward_call_s less add_call_s); otherwise
+    // this value, measured on the H200 VM of 2026-11-27 (tests/data/hosts/h200-vm-2026-11-27.json:
+    // 85.5 - 10.4 us; its second probe 109.3 - 11.0 us), the only machine probed for it.
+    double eager_backward_call_host_s = 75.1e-6;
     // The end event of a timed call: max(host + timing, dispatch + device), smoothed as
     // (a^p + b^p)^(1/p): call-to-call jitter on either side makes the mean of the maxima exceed
     // the maximum of the means where the two are close. Fitted (sim/fitted.hpp).
@@ -122,6 +129,9 @@ int eager_host_steps(const Graph& g, NodeId n, int launches);
 // Eager runtime: the host time to dispatch node n (eager_host_steps, and cuDNN's own host work for
 // convolutions). 0 in the native runtime.
 double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt, int launches);
+// The first node of the backward phase in node order (kNoNode if none): where an eager backward
+// call pays AnalysisOptions::eager_backward_call_host_s.
+NodeId first_backward_node(const Graph& g);
 // The latency of the graph's ops timed as one call repeated in eager PyTorch (the public per-op
 // measurements): host dispatch and device time overlapping as AnalysisOptions::eager_overlap_p says.
 double single_call_latency_s(const Graph& g, const struct Analysis& a, const AnalysisOptions& opt);

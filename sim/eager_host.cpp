@@ -53,7 +53,8 @@ int steps_of(OpKind kind) {
 EagerHost load_eager_host(const std::string& path) {
     const json doc = read_json_file(path);
     if (!doc.is_object()) json_fail(path, "", "expected a roofline-host/1 object");
-    json_only_keys(doc, {"format", "name", "description", "measured", "add_call_s", "conv_call_s", "timed_add_s"}, path, "");
+    json_only_keys(doc, {"format", "name", "description", "measured", "add_call_s", "conv_call_s", "timed_add_s", "backward_call_s"}, path,
+                   "");
     for (const char* key : {"format", "name", "add_call_s"})
         if (!doc.contains(key)) json_fail(path, std::string("/") + key, "missing (required)");
     if (text(doc, "format", path) != "roofline-host/1")
@@ -77,6 +78,11 @@ EagerHost load_eager_host(const std::string& path) {
         if (*h.timed_add_s < h.add_call_s)
             json_fail(path, "/timed_add_s", "is less than /add_call_s: a timed call includes the call's dispatch");
     }
+    if (doc.contains("backward_call_s")) {
+        h.backward_call_s = seconds(doc, "backward_call_s", path);
+        if (*h.backward_call_s < h.add_call_s)
+            json_fail(path, "/backward_call_s", "is less than /add_call_s: a backward call includes one op's dispatch");
+    }
     return h;
 }
 
@@ -85,6 +91,7 @@ void apply_eager_host(const EagerHost& host, AnalysisOptions& opt) {
     opt.eager_op_host_s = host.add_call_s / add_steps;
     if (host.conv_call_s) opt.eager_cudnn_host_s = std::max(0.0, *host.conv_call_s - steps_of(OpKind::conv2d) * opt.eager_op_host_s);
     if (host.timed_add_s) opt.eager_timing_host_s = *host.timed_add_s - host.add_call_s;
+    if (host.backward_call_s) opt.eager_backward_call_host_s = *host.backward_call_s - host.add_call_s;
 }
 
 }  // namespace roofline

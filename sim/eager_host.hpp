@@ -23,6 +23,10 @@ struct EagerHost {
     std::optional<double> conv_call_s;
     // Median of one `x + y` between two CUDA events: the dispatch and the end event's recording.
     std::optional<double> timed_add_s;
+    // Host time of one torch.autograd.grad over a single multiply on tiny CUDA tensors, back to
+    // back: the autograd engine's start (graph task, hand-off to the device's worker thread and
+    // back) plus one gradient op's dispatch.
+    std::optional<double> backward_call_s;
 };
 
 // Reads and checks a roofline-host/1 file; InputError naming the file and JSON path otherwise.
@@ -30,7 +34,8 @@ EagerHost load_eager_host(const std::string& path);
 
 // Sets the eager host terms of opt from the host's measurements: eager_op_host_s = add_call_s over
 // the dispatcher steps the model counts for an add, eager_cudnn_host_s = conv_call_s less a
-// convolution's steps, eager_timing_host_s = timed_add_s less the add's dispatch. Terms the file
+// convolution's steps, eager_timing_host_s = timed_add_s less the add's dispatch,
+// eager_backward_call_host_s = backward_call_s less one op's dispatch (add_call_s). Terms the file
 // gives no measurement for keep their values.
 void apply_eager_host(const EagerHost& host, AnalysisOptions& opt);
 

@@ -326,11 +326,13 @@ std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw
 // A depthwise convolution (groups = input channels = output channels) is no GEMM: each group is
 // a 1 x 1 x (kh kw) product, so frameworks run direct kernels, one thread per output element
 // (PyTorch's conv_depthwise2d_forward_kernel and conv_depthwise2d_backward_kernel for fp32 NCHW,
-// the kernels every depthwise row of tests/data/public/h100-conv-2026-11-26 ran), bound by the
-// tensors they stream. The weight gradient (conv_depthwise2d_grad_weight_kernel) reduces each
-// weight tap over batch and pixels in its own block, so in eager mode it reads the input and the
-// output gradient once per tap (kh x kw times; measured on an H100, 2026-11-26: 8.3 ms for
-// 13 x 1258 x 164^2, 3 x 3, stride 2, against 7.9 ms for nine re-reads at the streaming rate).
+// the kernels every depthwise row of tests/data/public/h100-conv-2026-11-26 ran). The weight
+// gradient (conv_depthwise2d_grad_weight_kernel) reduces each weight tap over batch and pixels in
+// its own block, so in eager mode it reads the input and the output gradient once per tap (kh x kw
+// times; measured on an H100, 2026-11-26: 8.3 ms for 13 x 1258 x 164^2, 3 x 3, stride 2, against
+// 7.9 ms for nine re-reads at the streaming rate). In eager mode those kernels are bound by the
+// instructions they issue (GpuModelOptions::depthwise_forward_slots): the streaming bound stays,
+// the issue slots are a second floor.
 std::optional<Kernel> depthwise_conv(const Graph& g, NodeId n, const Work& w, DType d, const GpuModelOptions& opt, KernelForm form) {
     const Node& node = g.node(n);
     const std::int64_t groups = node.attrs.get_int("groups", 1);
@@ -342,8 +344,28 @@ std::optional<Kernel> depthwise_conv(const Graph& g, NodeId n, const Work& w, DT
     direct.vector_flops = w.flops();
     direct.bytes_read = w.bytes_read;
     direct.bytes_written = w.bytes_written;
-    if (form == KernelForm::conv_grad_weight && opt.eager) direct.bytes_read *= wt[2] * wt[3];
+    const std::int64_t taps = wt[2] * wt[3];
     Kernel k = streaming_kernel(g, n, direct, d);
+    if (opt.eager) {
+        // one thread per element in blocks of at::cuda::detail::CUDA_NUM_THREADS (128)
+        k.launch = LaunchConfig{128, 32, 0};
+        const auto t = static_cast<double>(taps);
+        if (form == KernelForm::conv_grad_weight) {
+            // dy's elements (the outputs of the forward pass) times the taps, a block per channel and tap
+            const auto outputs = static_cast<double>(g.tensor(node.inputs[0]).desc.numel());
+            k.issue_slots = outputs * t * opt.depthwise_weight_grad_slots_per_tap;
+            k.launch = LaunchConfig{512, 32, 0};
+            k.blocks = wt[0] * taps;
+        } else if (form == KernelForm::conv_grad_input) {
+            const std::int64_t inputs = g.tensor(node.outputs[0]).desc.numel();
+            k.issue_slots = static_cast<double>(inputs) * (opt.depthwise_data_grad_slots + t * opt.depthwise_data_grad_slots_per_tap);
+            k.blocks = ceil_div(inputs, k.launch.threads_per_block);
+        } else {
+            const std::int64_t outputs = g.tensor(node.outputs[0]).desc.numel();
+            k.issue_slots = static_cast<double>(outputs) * (opt.depthwise_forward_slots + t * opt.depthwise_forward_slots_per_tap);
+            k.blocks = ceil_div(outputs, k.launch.threads_per_block);
+        }
+    }
     return k;
 }
 
@@ -513,7 +535,9 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
             // has M = C_out per group and N = C_in per group x kH x kW. K follows from the FLOPs.
             const std::int64_t groups = node.attrs.get_int("groups", 1);
             s.batch = groups;
-            s.conv = traits.kernel == KernelForm::conv_forward ? GemmShape::Conv::forward : GemmShape::Conv::backward;
+            s.conv = traits.kernel == KernelForm::conv_forward       ? GemmShape::Conv::forward
+                     : traits.kernel == KernelForm::conv_grad_weight ? GemmShape::Conv::weight_grad
+                                                                     : GemmShape::Conv::data_grad;
             if (traits.kernel == KernelForm::conv_grad_weight) {
                 s.m = out[0] / groups;
                 s.n = out[1] * out[2] * out[3];
@@ -645,7 +669,10 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
             static_cast<double>(s.batch * s.m * s.n) / (static_cast<double>(s.tiles) * static_cast<double>(s.tile.m * s.tile.n));
         const auto [mr, nr] = simt_micro_tile(s.tile);
         const double ffma_share = mr * nr / (mr * nr + opt.simt_fragment_load_cost * (mr + nr));
-        const double k_per_block = std::ceil(static_cast<double>(s.k) / static_cast<double>(s.split_k));
+        double k_per_block = std::ceil(static_cast<double>(s.k) / static_cast<double>(s.split_k));
+        // cuDNN 9's data-gradient engines on sm_90 pay a fixed cost per tile (GpuModelOptions).
+        const bool sm90_conv = s.conv != GemmShape::Conv::none && hw.gpu->compute_capability.at_least(9);
+        if (sm90_conv && s.conv == GemmShape::Conv::data_grad) k_per_block += opt.sm90_conv_data_grad_tile_overhead_k;
         const double tile_flops = 2.0 * static_cast<double>(s.tile.m * s.tile.n) * k_per_block;
         // Chips with 32-lane single-issue partitions keep a share of their doubled lanes; on sm_90,
         // cuDNN 9's fp32 implicit-GEMM convolutions keep a share of that (GpuModelOptions).
@@ -654,8 +681,10 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
             wide = opt.simt_wide_issue_efficiency;
             if (s.conv == GemmShape::Conv::none && (!k.aligned || !k.output_aligned)) wide *= opt.simt_wide_unaligned_efficiency;
         }
-        if (s.conv != GemmShape::Conv::none && hw.gpu->compute_capability.at_least(9))
-            wide *= s.conv == GemmShape::Conv::forward ? opt.sm90_simt_conv_forward_efficiency : opt.sm90_simt_conv_backward_efficiency;
+        if (sm90_conv)
+            wide *= s.conv == GemmShape::Conv::forward     ? opt.sm90_simt_conv_forward_efficiency
+                    : s.conv == GemmShape::Conv::data_grad ? opt.sm90_simt_conv_data_grad_efficiency
+                                                           : opt.sm90_simt_conv_weight_grad_efficiency;
         const double per_sm =
             vector_ceiling(hw, k.dtype).flop_per_s / sms * rates.clock_ratio * ffma_share * opt.simt_gemm_efficiency * wide;
         compute = std::max(per_sm_blocks * tile_flops / per_sm, roof.vector_time_s / rates.clock_ratio);
@@ -697,6 +726,15 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         c.waves = std::ceil(static_cast<double>(k.blocks) / slots);
         c.tail_efficiency = static_cast<double>(k.blocks) / (c.waves * slots);
         compute = roof.compute_time_s / rates.clock_ratio / c.tail_efficiency;
+    }
+    if (k.issue_slots > 0) {
+        // Every SM since Maxwell (compute capability 5.0) has four warp schedulers, each issuing
+        // one warp instruction per clock (CUDA C++ Programming Guide, "Compute Capabilities",
+        // per-architecture sections): 128 thread instructions per SM-clock.
+        constexpr double kWarpSchedulersPerSm = 4;
+        const double issue_rate = sms * kWarpSchedulersPerSm * hw.gpu->warp_size.value * hw.clock_hz.value * rates.clock_ratio;
+        const double share = c.tail_efficiency > 0 ? c.tail_efficiency : 1.0;
+        compute = std::max(compute, k.issue_slots / issue_rate / share);
     }
     compute /= std::max(1e-9, 1.0 - k.divergence);  // SIMT efficiency
     c.compute_s = compute;

@@ -32,7 +32,7 @@ struct GemmShape {
     // quantized and dequantized in registers (int4 under bf16 math: 0.25).
     double b_scale = 1.0;
     // An implicit-GEMM convolution pass, or a plain GEMM.
-    enum class Conv { none, forward, backward } conv = Conv::none;
+    enum class Conv { none, forward, data_grad, weight_grad } conv = Conv::none;
 };
 
 struct Kernel {
@@ -50,8 +50,14 @@ struct Kernel {
     // PV GEMM); the node's cost is the sum of the parts' costs, run one after another.
     std::vector<Kernel> parts;
     double divergence = 0;  // fraction of issued lanes idle due to branch divergence
-    bool row = false;       // a row-wise kernel (a reduction across each row)
-    bool norm = false;      // a layernorm/rmsnorm row kernel (forward, or backward's dx kernel)
+    // Thread-instruction issue slots the kernel needs where its instructions, not its FLOPs or
+    // bytes, bound it (PyTorch's direct depthwise-convolution kernels: index arithmetic and
+    // bounds checks around each multiply-add). 0: not issue-bound. Costed at the chip's issue
+    // rate (kWarpSchedulersPerSm warp instructions per SM per clock) over the blocks' share of
+    // the SMs.
+    double issue_slots = 0;
+    bool row = false;   // a row-wise kernel (a reduction across each row)
+    bool norm = false;  // a layernorm/rmsnorm row kernel (forward, or backward's dx kernel)
     // A softmax-type row kernel as PyTorch eager runs it (softmax, its gradient, log-softmax of
     // cross-entropy; set in the eager runtime only, where the evidence comes from): its reads
     // come in passes separated by row reductions, so it streams at what the loads an SM keeps in
@@ -157,13 +163,47 @@ struct GpuModelOptions {
     // public rows' kernel names), so Winograd is not a forward candidate there unless this is set.
     bool sm90_fp32_winograd_forward = false;
     // ... and those implicit-GEMM kernels keep this share of an aligned SGEMM's rate at the same
-    // shape (forward: the NCHW gather of each K step's operand tile; backward: cuDNN's
-    // dgrad_engine and wgrad_alg0_engine, pre-sm80 kernels, and Winograd weight gradients).
-    // Fitted on the same fit set (forward and backward rows above 0.1 ms, bias nearest zero;
-    // 3 x 3 stride-1 forward -10.5%, 1 x 1 forward -7.1%): per-pass constants, the last resort
-    // issue #15 allows, labelled so in docs/ACCURACY.md.
+    // shape (forward: the NCHW gather of each K step's operand tile). Fitted on the same fit set
+    // (forward rows above 0.1 ms, bias nearest zero; 3 x 3 stride-1 forward -10.5%, 1 x 1 forward
+    // -7.1%): a per-pass constant, the last resort issue #15 allows, labelled so in
+    // docs/ACCURACY.md.
     double sm90_simt_conv_forward_efficiency = 0.64;
-    double sm90_simt_conv_backward_efficiency = 0.47;
+    // The backward passes, split by the per-kernel times of the H200 fit set
+    // (tests/data/public/h200-conv-2026-11-27: 720 synthetic convolutions, each kernel of a
+    // backward call timed on its own; cuDNN 9.19, 2026-11-27). The data gradient runs
+    // dgrad_engine (305 rows) or sm80_xmma_dgrad_implicit_gemm (260): its achieved rate grows
+    // with the reduction depth K = C_out kh kw whatever the output size (2.5x below the SGEMM
+    // model at K < 100, at it near K = 3000), the signature of a fixed cost per output tile
+    // (loading the filter-index tables, the NCHW epilogue): modelled as this many main-loop
+    // K-iterations added to every tile's loop, with the share of the lanes below. Both fitted
+    // together on the data-gradient kernels of 20 us and more (429 rows, a grid in steps of 32
+    // and 0.05: 20.9% median, -3.5% bias; without the overhead the best share gives 27-31%).
+    double sm90_conv_data_grad_tile_overhead_k = 64;
+    double sm90_simt_conv_data_grad_efficiency = 0.65;
+    // The weight gradient runs wgrad_alg0_engine (362 rows), the xmma wgrad (105), Winograd
+    // weight gradients (98) and others, chosen by cuDNN's heuristics per shape at rates 5x
+    // apart for similar shapes: no per-tile overhead or wider split-K improved the fit (33-37%
+    // median whatever the setting), so one share: the value whose bias over the weight-gradient
+    // kernels of 20 us and more (479 rows) is nearest zero (36.5%, -0.3%). A fitted constant,
+    // labelled so in docs/ACCURACY.md; the engine choice itself is not modelled.
+    double sm90_simt_conv_weight_grad_efficiency = 0.47;
+    // PyTorch eager's fp32 depthwise convolutions (conv_depthwise2d_forward_kernel, ..._backward_
+    // kernel, ..._grad_weight_kernel in aten/src/ATen/native/cuda/DepthwiseConv2d.cu) are bound by
+    // the instructions they issue, not by DRAM: on the H200 fit set (82 depthwise rows,
+    // tests/data/public/h200-conv-2026-11-27) the forward kernel runs at 1-2 TFLOP/s and its time is
+    // linear in the outputs. Effective issue slots (thread instructions, stalls included) per
+    // element, fitted by relative least squares on the kernels of 20 us and more:
+    //   forward (per output):       195 + 14.7 per filter tap  (41 rows, 1.8% median, +0.9% bias)
+    //   data gradient (per input):  559 + 0.8 per tap          (52 rows, 3.4%, +0.1%)
+    //   weight gradient (per output and tap): 48, one 512-thread block per channel and tap, four
+    //   blocks an SM, in the model's wave accounting (57 rows, 12.8%, +0.2%; 29% if the blocks'
+    //   share of the SMs is left out). The kh x kw re-reads of its inputs hit L2: with this term
+    //   the kernel is no longer costed as DRAM-bound.
+    // The fit set has 3 x 3 and 5 x 5 filters only, so the split between the fixed and per-tap
+    // terms is weakly determined; the time scales with SMs x clock to other chips.
+    double depthwise_forward_slots = 195, depthwise_forward_slots_per_tap = 14.7;
+    double depthwise_data_grad_slots = 559, depthwise_data_grad_slots_per_tap = 0.8;
+    double depthwise_weight_grad_slots_per_tap = 48;
     // Batched SIMT SGEMM (cublasSgemmStridedBatched, torch.bmm in fp32) writes its output at no
     // more than this many bytes per SM clock: with a short K loop the kernel is bound by its
     // epilogue's stores. The public per-op timings show a constant output rate per GPU for

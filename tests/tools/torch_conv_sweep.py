@@ -15,7 +15,9 @@ Each convolution is timed forward and backward (input and weight gradients, cuDN
 wgrad), 3 warm-up calls then 20 calls between CUDA events, the median (measure/torch_timing.py).
 
 Usage: python3 torch_conv_sweep.py OUTDIR [--fit N] [--gemm N] [--convs FILE] [--batches 1,32] [--no-gap]
-       [--prefix NAME]
+       [--prefix NAME] [--seed N] [--fit-name NAME] [--per-kernel]
+--per-kernel adds each kernel's own duration (Kernel_us), so that a backward row splits into
+cuDNN's data-gradient and weight-gradient engines.
 """
 import argparse
 import csv
@@ -29,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "measure"))
-from torch_timing import fp32_eager, kernels_of, log_uniform, time_call  # noqa: E402
+from torch_timing import fp32_eager, kernel_times, kernels_of, log_uniform, time_call  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -41,10 +43,14 @@ ap.add_argument("--seconds", type=float, default=240.0, help="stop adding rows a
 ap.add_argument("--batches", default="1,32", help="batch sizes of the torchvision convolutions")
 ap.add_argument("--no-gap", action="store_true", help="skip the dependent-kernel gap measurement")
 ap.add_argument("--prefix", default="conv_validation", help="file name of the torchvision rows (without .csv)")
+ap.add_argument("--seed", type=int, default=26, help="seed of the synthetic fit shapes")
+ap.add_argument("--fit-name", default="conv_fit", help="file name of the synthetic rows (without .csv)")
+ap.add_argument("--per-kernel", action="store_true",
+                help="add Kernel_us: each kernel's median traced duration, 'name=us' joined by ';'")
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
 dev, DEVICE = fp32_eager()
-rng = random.Random(26)
+rng = random.Random(a.seed)
 T0 = time.time()
 
 
@@ -90,12 +96,20 @@ def run_conv(s, set_name, rows):
         names_f = kernels_of(fwd)
     ms_b = time_call(bwd)
     names_b = kernels_of(bwd)
+    per = {}
+    if a.per_kernel:
+        with torch.no_grad():
+            per["forward"] = kernel_times(fwd)
+        per["backward"] = kernel_times(bwd)
     for direction, ms, names in (("forward", ms_f, names_f), ("backward", ms_b, names_b)):
+        extra = {}
+        if a.per_kernel:
+            extra["Kernel_us"] = ";".join(f"{n}={'' if us is None else f'{us:.3f}'}" for n, us in per[direction])
         rows.append({"OPName": "conv", "Latency_ms": ms, "Device": DEVICE, "B": s["B"], "Input_Channel": s["Cin"],
                      "Output_Channel": s["Cout"], "Kernel_Szie": s["KH"], "Kernel_W": s["KW"], "Input_Size": s["H"],
                      "Input_W": s["W"], "Stride": s["Stride"], "Padding": s["PadH"], "Padding_W": s["PadW"],
                      "Groups": s["Groups"], "Direction": direction, "Set": set_name, "GFLOP": conv_flops(s) / 1e9,
-                     "Kernels": ";".join(names)})
+                     "Kernels": ";".join(names), **extra})
 
 
 def write(name, rows):
@@ -120,7 +134,7 @@ for i in range(a.fit):
     except torch.OutOfMemoryError:
         torch.cuda.empty_cache()
 torch.cuda.empty_cache()
-write("conv_fit.csv", rows)
+write(a.fit_name + ".csv", rows)
 
 # fit: SGEMMs (nn.Linear, as the public linear rows)
 rows = []
@@ -164,7 +178,7 @@ write("gap.csv", rows)
 rows = []
 with open(a.convs) as f:
     convs = json.load(f)
-for batch in (int(b) for b in a.batches.split(",")):
+for batch in (int(b) for b in a.batches.split(",") if b):
     for c in convs:
         if time.time() - T0 > a.seconds:
             break
