@@ -61,6 +61,21 @@ TEST_CASE("eager host: a probe's file and the terms it gives", "[host]") {
     CHECK(partial.eager_op_host_s == 3e-6);
     CHECK(partial.eager_cudnn_host_s == fitted.eager_cudnn_host_s);
     CHECK(partial.eager_timing_host_s == fitted.eager_timing_host_s);
+    CHECK(partial.eager_backward_call_host_s == fitted.eager_backward_call_host_s);
+}
+
+TEST_CASE("eager host: the autograd engine's start, once per backward call", "[host]") {
+    // tests/data/hosts/h200-vm-2026-11-27.json measured one torch.autograd.grad over a multiply:
+    // the engine's start is that less one op's dispatch (add_call_s). Exact: the same arithmetic.
+    const EagerHost h = roofline::load_eager_host(test::source_path("tests/data/hosts/h200-vm-2026-11-27.json"));
+    REQUIRE(h.backward_call_s);
+    AnalysisOptions o;
+    roofline::apply_eager_host(h, o);
+    CHECK(o.eager_backward_call_host_s == Approx(*h.backward_call_s - h.add_call_s).epsilon(1e-12));
+    // A backward call less than one dispatch is a bad file.
+    CHECK_THROWS_WITH(roofline::load_eager_host(host_file(
+                          "bad-bwd.json", R"({"format": "roofline-host/1", "name": "b", "add_call_s": 9e-6, "backward_call_s": 1e-6})")),
+                      Catch::Contains("/backward_call_s"));
 }
 
 TEST_CASE("eager host: a bad file names the file and the key", "[host][errors]") {
