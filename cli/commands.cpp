@@ -135,9 +135,13 @@ void add_analyze(CLI::App& app) {
         }
         OutputFiles files;
         if (!out->empty() || outputs->wanted()) {  // build fully before touching the file system
-            const auto doc = report_json(ctx);
-            if (!out->empty()) files.push_back({"report", *out, doc.dump(2) + "\n"});
-            outputs->render(doc, files);
+            if (outputs->wanted()) {               // the HTML and CSV renderers read the document
+                const auto doc = report_json(ctx);
+                if (!out->empty()) files.push_back({"report", *out, doc.dump(2) + "\n"});
+                outputs->render(doc, files);
+            } else {
+                files.push_back({"report", *out, report_json_text(ctx)});
+            }
         }
         if (!trace->empty()) {
             // With a plain 1F1B pipeline, a lane per stage's ranks (the first micro-batches when there are many).

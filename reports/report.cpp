@@ -377,7 +377,10 @@ ojson parallel_json(const ParallelAnalysis& p) {
 
 }  // namespace
 
-ojson report_json(const ReportContext& ctx) {
+namespace {
+
+// Everything of the report but its per-op array (the last key).
+ojson report_head_json(const ReportContext& ctx) {
     const Analysis& a = ctx.analysis;
     ojson j;
     j["schema"] = "roofline-report/1";
@@ -395,6 +398,7 @@ ojson report_json(const ReportContext& ctx) {
         ojson h = {{"name", ctx.host->name}, {"file", ctx.host->origin}, {"add_call_s", ctx.host->add_call_s}};
         if (ctx.host->conv_call_s) h["conv_call_s"] = *ctx.host->conv_call_s;
         if (ctx.host->timed_add_s) h["timed_add_s"] = *ctx.host->timed_add_s;
+        if (ctx.host->backward_call_s) h["backward_call_s"] = *ctx.host->backward_call_s;
         j["settings"]["host"] = h;
     }
     if (ctx.training) {
@@ -432,12 +436,43 @@ ojson report_json(const ReportContext& ctx) {
     j["totals"] = t;
     if (ctx.parallel != nullptr) j["parallel"] = parallel_json(*ctx.parallel);
     j["memory"] = memory_json(ctx);
-    j["ops"] = ojson::array();
-    for (const OpAnalysis& op : a.ops) j["ops"].push_back(op_json(ctx, op));
     return j;
 }
 
-std::string report_json_text(const ReportContext& ctx) { return report_json(ctx).dump(2) + "\n"; }
+}  // namespace
+
+ojson report_json(const ReportContext& ctx) {
+    ojson j = report_head_json(ctx);
+    j["ops"] = ojson::array();
+    for (const OpAnalysis& op : ctx.analysis.ops) j["ops"].push_back(op_json(ctx, op));
+    return j;
+}
+
+std::string report_json_text(const ReportContext& ctx) {
+    // The bytes of report_json(ctx).dump(2) + "\n", streamed: the per-op array (most of a large
+    // report: 38 MB for the gpt3-175b training step) is written one op at a time instead of held
+    // as one document. nlohmann's pretty printer writes a value nested d levels deep as its own
+    // dump(2) with every line after the first indented by 2 d spaces, so each op is dumped alone
+    // and indented by 4 (tests/unit/html_report_test.cpp checks the two agree).
+    std::string out = report_head_json(ctx).dump(2);
+    out.resize(out.size() - 2);  // its closing "\n}": the head is never empty
+    out += ctx.analysis.ops.empty() ? ",\n  \"ops\": []\n}\n" : ",\n  \"ops\": [\n";
+    if (ctx.analysis.ops.empty()) return out;
+    bool first = true;
+    for (const OpAnalysis& op : ctx.analysis.ops) {
+        if (!first) out += ",\n";
+        first = false;
+        const std::string one = op_json(ctx, op).dump(2);
+        for (std::size_t at = 0; at < one.size();) {  // each line, indented
+            const std::size_t eol = std::min(one.find('\n', at), one.size() - 1) + 1;
+            out += "    ";
+            out.append(one, at, eol - at);
+            at = eol;
+        }
+    }
+    out += "\n  ]\n}\n";
+    return out;
+}
 
 namespace {
 

@@ -16,7 +16,9 @@
 #include "reports/html.hpp"
 #include "reports/report.hpp"
 #include "reports/trace.hpp"
+#include "model/autodiff.hpp"
 #include "sim/analysis.hpp"
+#include "sim/eager_host.hpp"
 #include "support.hpp"
 
 using nlohmann::ordered_json;
@@ -343,4 +345,27 @@ TEST_CASE("the analyze page of a pipeline shows each stage's memory and the 1F1B
     const std::string single = test::tmp_path("single.html");
     REQUIRE(test::run_cli("analyze gpt2-small --mode training --batch 2 --seq 128 -q --html '" + single + "'").code == 0);
     CHECK(htmltest::slurp(single).find("<section id=\"parallel\"") == std::string::npos);
+}
+
+TEST_CASE("report_json_text streams the same bytes as the whole document's dump", "[html][report]") {
+    // analyze -o writes report_json_text (the per-op array streamed one op at a time) and the HTML
+    // and CSV renderers read report_json: the two must agree byte for byte (issue #20: same bytes
+    // out). A training step with a host file (nested objects, arrays, strings, nulls) and an empty
+    // graph (no ops).
+    const Graph g = build_training_step(load_model_arg("gpt", {}), TrainingOptions{});
+    const Hardware h = resolve_hardware("h100-sxm");
+    AnalysisOptions opt;
+    opt.runtime = Runtime::eager;
+    const EagerHost host = load_eager_host(test::source_path("tests/data/hosts/h200-vm-2026-11-27.json"));
+    apply_eager_host(host, opt);
+    const Analysis a = analyze(g, h, opt);
+    ReportContext ctx{g, h, a, "training", nullptr};
+    ctx.host = &host;
+    const std::string streamed = report_json_text(ctx);
+    CHECK(streamed == report_json(ctx).dump(2) + "\n");
+    CHECK(streamed.find("\"backward_call_s\"") != std::string::npos);
+    const Graph empty;
+    const Analysis none = analyze(empty, h, AnalysisOptions{});
+    const ReportContext ectx{empty, h, none, "inference", nullptr};
+    CHECK(report_json_text(ectx) == report_json(ectx).dump(2) + "\n");
 }
