@@ -25,8 +25,10 @@ if(TARGET roofline-gpu)
 endif()
 foreach(layer ops model sim reports)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/roofline/${layer}
-          FILES_MATCHING PATTERN "*.hpp" PATTERN "*.def" PATTERN "cuda" EXCLUDE PATTERN "hardware" EXCLUDE PATTERN "clusters" EXCLUDE)
+          FILES_MATCHING PATTERN "*.hpp" PATTERN "*.def" PATTERN "cuda" EXCLUDE PATTERN "defs" EXCLUDE PATTERN "hardware" EXCLUDE
+          PATTERN "clusters" EXCLUDE)
 endforeach()
+install(FILES ${ROOFLINE_DEFINED_OPS_INC} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/roofline/ops)  # ops/op_kind.hpp includes it
 install(EXPORT rooflineTargets NAMESPACE roofline:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/roofline)
 set(ROOFLINE_PACKAGE_WITH_ONNX ${ROOFLINE_WITH_ONNX})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rooflineConfig.cmake.in

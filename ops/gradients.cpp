@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "ops/op_def.hpp"
 #include "ops/op_rule.hpp"
 
 namespace roofline {
@@ -478,17 +479,6 @@ Grads pool2d_grad(GradBuilder& b, const GradArgs& a) {
     return g;
 }
 
-// cumsum: each x_i feeds every y_j at or after it (before it when reversed; strictly, when
-// exclusive), so dx is the running sum of dy the other way: the same op with `reverse` flipped.
-Grads cumsum_grad(GradBuilder& b, const GradArgs& a) {
-    Grads g = none(a);
-    if (!a.needs[0]) return g;
-    Attrs at = a.attrs;
-    at.set("reverse", !a.attrs.get_bool("reverse", false));
-    g[0] = b.one(OpKind::cumsum, {dy(a)}, at);
-    return g;
-}
-
 }  // namespace
 
 GradFn grad_rule_of(OpKind k) {
@@ -552,8 +542,11 @@ GradFn grad_rule_of(OpKind k) {
         // Not differentiable: autodiff stops with "<node>: <op> has no gradient rule".
         case OpKind::opaque: return nullptr;
         case OpKind::resize: return nullptr;  // no rule yet: training a graph with a resize names it
-        case OpKind::cumsum: return cumsum_grad;
-        case OpKind::topk: return nullptr;  // no rule yet (a scatter of dy to the indices): training names it
+        case OpKind::topk: return nullptr;    // no rule yet (a scatter of dy to the indices): training names it
+#define ROOFLINE_DEFINED_OP(name) case OpKind::name:
+#include "ops/defined_ops.inc"
+#undef ROOFLINE_DEFINED_OP
+            return op_definition(k)->grad;  // the ops of ops/defs/: their definition's rule
     }
     return nullptr;
 }

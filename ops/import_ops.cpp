@@ -255,22 +255,6 @@ std::vector<TensorDesc> opaque_infer(OpKind, Inputs, const Attrs& attrs) {
 // (--allow-unknown), and reports mark the node by its kind.
 Work opaque_work(OpKind, Inputs, std::span<const TensorDesc>, const Attrs&) { return Work{}; }
 
-// cumsum(x) along attribute `axis` (required), `exclusive` (the sum of the elements before, not
-// including this one) and `reverse` (from the end), ONNX CumSum semantics; any numeric dtype.
-std::vector<TensorDesc> cumsum_infer(OpKind, Inputs in, const Attrs& attrs) {
-    (void)normalize_axis(attrs.require_int("axis"), in[0].rank());
-    (void)attrs.get_bool("exclusive", false);
-    (void)attrs.get_bool("reverse", false);
-    return {in[0]};
-}
-
-// A scan: one add per element, x read once and y written once.
-Work cumsum_work(OpKind, Inputs in, std::span<const TensorDesc> out, const Attrs&) {
-    Work w = io_bytes(in, out);
-    w.vector_flops = in[0].numel();
-    return w;
-}
-
 // topk(x) -> (values, indices): the `k` (required) largest (`largest`, default true) or smallest
 // elements along `axis` (default -1), sorted (`sorted`, default true); indices int64. ONNX TopK.
 std::vector<TensorDesc> topk_infer(OpKind k, Inputs in, const Attrs& attrs) {
@@ -318,11 +302,6 @@ const OpRule& pad_rule() {
 const OpRule& resize_rule() {
     static const OpRule r{OpFamily::movement, 1,          1, {"sizes", "mode", "coordinate_transformation_mode", "nearest_mode"},
                           resize_infer,       resize_work};
-    return r;
-}
-
-const OpRule& cumsum_rule() {
-    static const OpRule r{OpFamily::reduction, 1, 1, {"axis", "exclusive", "reverse"}, cumsum_infer, cumsum_work};
     return r;
 }
 

@@ -106,7 +106,6 @@ const OpRule& where_rule();
 const OpRule& slice_rule();
 const OpRule& pad_rule();
 const OpRule& resize_rule();
-const OpRule& cumsum_rule();
 const OpRule& topk_rule();
 const OpRule& pool2d_rule();
 const OpRule& pool2d_grad_rule();

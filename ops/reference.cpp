@@ -9,6 +9,7 @@
 
 #include "ops/error.hpp"
 #include "ops/index_map.hpp"
+#include "ops/op_def.hpp"
 #include "ops/op_rule.hpp"
 #include "ops/pointwise_math.hpp"
 
@@ -635,26 +636,6 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
-        case OpKind::cumsum: {
-            const AxisSplit s = split_at(in[0]->desc.shape, normalize_axis(a.require_int("axis"), in[0]->desc.rank()));
-            const bool exclusive = a.get_bool("exclusive", false), reverse = a.get_bool("reverse", false);
-            for (std::int64_t o = 0; o < s.outer; ++o)
-                for (std::int64_t i = 0; i < s.inner; ++i) {
-                    double acc = 0;
-                    for (std::int64_t step = 0; step < s.n; ++step) {
-                        const std::int64_t j = reverse ? s.n - 1 - step : step;
-                        const std::size_t at_j = at((o * s.n + j) * s.inner + i);
-                        if (exclusive) {
-                            Y[at_j] = acc;
-                            acc += X[at_j];
-                        } else {
-                            acc += X[at_j];
-                            Y[at_j] = acc;
-                        }
-                    }
-                }
-            break;
-        }
         case OpKind::topk: {
             const std::int64_t axis = normalize_axis(a.get_int("axis", -1), in[0]->desc.rank());
             const AxisSplit s = split_at(in[0]->desc.shape, axis);
@@ -709,6 +690,12 @@ std::vector<HostTensor> run(OpKind k, const std::vector<const HostTensor*>& in, 
             }
             break;
         }
+        // the ops of ops/defs/: their definition's kernel
+#define ROOFLINE_DEFINED_OP(name) case OpKind::name:
+#include "ops/defined_ops.inc"
+#undef ROOFLINE_DEFINED_OP
+            op_definition(k)->reference(in, a, y);
+            break;
     }
     return y;
 }

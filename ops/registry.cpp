@@ -2,6 +2,7 @@
 #include <string>
 
 #include "ops/checked.hpp"
+#include "ops/op_def.hpp"
 #include "ops/op_rule.hpp"
 
 namespace roofline {
@@ -10,13 +11,14 @@ namespace {
 
 // The registry: one entry per op kind, in the order of the OpKind enum (checked below and by
 // tests/unit/ops_test.cpp): its name, its rule (shape, work; ops/*_ops.cpp) and its traits (what
-// sim/ and measure/ ask of it, ops/op_traits.hpp). Adding an op = its enum value, this row and its
-// rule; its gradient rule goes in ops/gradients.cpp, its CPU reference in ops/reference.cpp.
+// sim/ and measure/ ask of it, ops/op_traits.hpp). The ops of ops/defs/ come last, their rows
+// generated: their rule and traits are in their definition (ops/op_def.hpp).
 struct OpDef {
     OpKind kind;
     std::string_view name;
     const OpRule& (*rule)();
     OpTraits traits;
+    const OpDefinition& (*definition)() = nullptr;  // the ops of ops/defs/: rule and traits from it
 };
 
 const OpDef kOps[] = {
@@ -109,8 +111,10 @@ const OpDef kOps[] = {
     {OpKind::pow, "pow", pow_rule, {}},
     {OpKind::pad, "pad", pad_rule, {}},
     {OpKind::resize, "resize", resize_rule, {}},
-    {OpKind::cumsum, "cumsum", cumsum_rule, {}},
     {OpKind::topk, "topk", topk_rule, {}},
+#define ROOFLINE_DEFINED_OP(name) {OpKind::name, #name, nullptr, {}, op_def_##name},
+#include "ops/defined_ops.inc"
+#undef ROOFLINE_DEFINED_OP
 };
 
 constexpr std::size_t kOpCount = sizeof(kOps) / sizeof(kOps[0]);
@@ -125,8 +129,18 @@ const OpDef& def_of(OpKind k) {
 }  // namespace
 
 std::string_view op_name(OpKind k) { return def_of(k).name; }
-const OpRule& rule_of(OpKind k) { return def_of(k).rule(); }
-const OpTraits& traits_of(OpKind k) { return def_of(k).traits; }
+const OpRule& rule_of(OpKind k) {
+    const OpDef& d = def_of(k);
+    return d.definition ? d.definition().rule : d.rule();
+}
+const OpTraits& traits_of(OpKind k) {
+    const OpDef& d = def_of(k);
+    return d.definition ? d.definition().traits : d.traits;
+}
+const OpDefinition* op_definition(OpKind k) {
+    const OpDef& d = def_of(k);
+    return d.definition ? &d.definition() : nullptr;
+}
 
 bool is_gemm(KernelForm f) { return f == KernelForm::gemm || f == KernelForm::linear_gemm || is_conv(f); }
 bool is_conv(KernelForm f) {

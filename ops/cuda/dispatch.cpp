@@ -13,6 +13,12 @@ std::string dtypes_of(const Tensors& ts) {
 
 bool launch_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx) {
     switch (k) {
+        // the ops of ops/defs/: their launcher in ops/defs/<name>.cu
+#define ROOFLINE_DEFINED_OP(name) \
+    case OpKind::name:            \
+        return launch_##name(in, a, out, ctx);
+#include "ops/defined_ops.inc"
+#undef ROOFLINE_DEFINED_OP
         case OpKind::matmul:
         case OpKind::linear: return launch_gemm(k, in, a, out, ctx);
         case OpKind::attention: return launch_attention(k, in, a, out, ctx);
@@ -70,7 +76,6 @@ bool launch_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& o
         case OpKind::avg_pool2d:
         case OpKind::max_pool2d_grad:
         case OpKind::avg_pool2d_grad: return launch_gather_family(k, in, a, out, ctx);
-        case OpKind::cumsum:
         case OpKind::topk: return launch_scan_family(k, in, a, out, ctx);
         case OpKind::opaque:
             throw InputError("no CUDA kernel for opaque op '" + a.get_string("op_type", "?") +

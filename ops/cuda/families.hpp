@@ -29,7 +29,18 @@ bool launch_attention(OpKind k, const Tensors& in, const Attrs& a, const Tensors
 // the pooling gradients.
 bool launch_gather_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx);
 
-// scan.cu: cumsum and topk.
+// scan.cu: topk.
 bool launch_scan_family(OpKind k, const Tensors& in, const Attrs& a, const Tensors& out, LaunchContext& ctx);
+
+// The ops of ops/defs/ (ops/op_def.hpp): ops/defs/<name>.cu defines its launcher as
+//   ROOFLINE_CUDA_OP(name) { ... }
+// (inside namespace roofline::cuda), which dispatch.cpp calls for OpKind::name through the generated
+// list; it returns false for inputs, outputs or dtypes it has no kernel for.
+#define ROOFLINE_CUDA_OP(name)                                                                                                   \
+    bool launch_##name([[maybe_unused]] const Tensors& in, [[maybe_unused]] const Attrs& a, [[maybe_unused]] const Tensors& out, \
+                       [[maybe_unused]] LaunchContext& ctx)
+#define ROOFLINE_DEFINED_OP(name) ROOFLINE_CUDA_OP(name);
+#include "ops/defined_ops.inc"
+#undef ROOFLINE_DEFINED_OP
 
 }  // namespace roofline::cuda

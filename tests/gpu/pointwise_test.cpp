@@ -20,6 +20,7 @@
 
 #include "measure/device.hpp"
 #include "measure/gpu_op.hpp"
+#include "ops/op_def.hpp"
 #include "ops/op_rule.hpp"
 #include "ops/pointwise_math.hpp"
 #include "ops/reference.hpp"
@@ -437,6 +438,20 @@ TEST_CASE("pooling gradient kernels match the reference: overlapping windows, pa
             a.set("input_shape", Ints{2, 3, 13, 11});
             check_op(OpKind::avg_pool2d_grad, {dy}, a);
         }
+    }
+}
+
+TEST_CASE("the kernels of the ops of ops/defs/ match their reference on their definition's examples", "[gpu]") {
+    SKIP_WITHOUT_GPU();
+    for (OpKind k : kAllOpKinds) {
+        const OpDefinition* def = op_definition(k);
+        if (!def) continue;
+        for (DType d : {DType::f32, DType::f16, DType::bf16})
+            for (const OpExample& e : def->examples) {
+                std::vector<HostTensor> in;
+                for (const Shape& s : e.inputs) in.push_back(random_tensor(s, d, 50 + in.size()));
+                check_op(k, in, e.attrs);
+            }
     }
 }
 

@@ -11,6 +11,7 @@
 #include "model/executor.hpp"
 #include "model/model_json.hpp"
 #include "ops/grad.hpp"
+#include "ops/op_def.hpp"
 
 using namespace roofline;
 
@@ -156,10 +157,6 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
          }(), {}},
         // pad: one row added before, one column cropped at the start and two added at the end
         {OpKind::pad, {m}, attr("pads", std::vector<std::int64_t>{1, -1, 0, 2}), {}},
-        // cumsum: inclusive along the rows, exclusive and reversed along the columns
-        {OpKind::cumsum, {m}, attr("axis", std::int64_t{1}), {}},
-        {OpKind::cumsum, {m}, attr2("axis", std::int64_t{0}, "exclusive", true), {}},
-        {OpKind::cumsum, {f64({3, 5, 4})}, attr2("axis", std::int64_t{1}, "reverse", true), {}},
         // pooling: overlapping windows with padding, dilation and ceil mode; average with and without the padding counted
         {OpKind::max_pool2d, {f64({2, 2, 5, 5})}, attr2("kernel", std::vector<std::int64_t>{3, 3}, "stride", std::vector<std::int64_t>{2, 2}), {}},
         {OpKind::max_pool2d, {f64({1, 2, 6, 6})},
@@ -173,6 +170,16 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
     for (OpKind k : {OpKind::relu, OpKind::gelu, OpKind::neg}) cases.push_back({k, {m}, {}, {}});
     // Every plain unary op (ops/unary_ops.def), on positive inputs where it is defined only there.
     for (const PlainUnaryOp& u : kPlainUnaryOps) cases.push_back({u.kind, {m}, {}, {}, u.positive_domain});
+    // The ops of ops/defs/ with a gradient rule, on their definition's examples.
+    for (OpKind k : kAllOpKinds) {
+        const OpDefinition* d = op_definition(k);
+        if (!d || !d->grad) continue;
+        for (const OpExample& e : d->examples) {
+            std::vector<TensorDesc> params;
+            for (const Shape& s : e.inputs) params.push_back(f64(s));
+            cases.push_back({k, params, e.attrs, {}});
+        }
+    }
     for (const Case& c : cases) {
         INFO(op_name(c.k));
         const Graph g = op_graph(c.k, c.params, c.attrs, c.inputs, c.softmax_after);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/op_def.hpp"
 #include "ops/op_rule.hpp"
 #include "ops/reference.hpp"
 #include "ops_support.hpp"
@@ -302,6 +303,32 @@ TEST_CASE("ops_test: the registry has one entry per kind and its traits agree wi
     CHECK(traits_of(OpKind::linear).eager_split == EagerSplit::addmm_bias);
     CHECK(traits_of(OpKind::reshape).view == ViewKind::always);
     CHECK(traits_of(OpKind::conv2d_grad_weight).kernel == KernelForm::conv_grad_weight);
+}
+
+TEST_CASE("ops_test: the ops of ops/defs/ are reached through their one definition", "[ops]") {
+    // ops/defs/cumsum.cpp defines cumsum (ops/op_def.hpp); the registry, the gradient table and the
+    // reference executor read its definition, and the hand-written kinds have none.
+    const OpDefinition* d = op_definition(OpKind::cumsum);
+    REQUIRE(d != nullptr);
+    CHECK(&rule_of(OpKind::cumsum) == &d->rule);
+    CHECK(&traits_of(OpKind::cumsum) == &d->traits);
+    CHECK(grad_rule_of(OpKind::cumsum) == d->grad);
+    CHECK(op_name(OpKind::cumsum) == "cumsum");
+    CHECK(op_definition(OpKind::topk) == nullptr);
+    CHECK(op_definition(OpKind::matmul) == nullptr);
+    // The generic autodiff, gradcheck and [gpu] tests run every defined op on its examples.
+    for (OpKind k : kAllOpKinds) {
+        const OpDefinition* def = op_definition(k);
+        if (!def) continue;
+        INFO(op_name(k));
+        CHECK(def->reference != nullptr);
+        if (def->grad) CHECK_FALSE(def->examples.empty());
+        for (const OpExample& e : def->examples) {
+            std::vector<TensorDesc> in;
+            for (const Shape& sh : e.inputs) in.push_back(T(sh));
+            CHECK_NOTHROW(infer_outputs(k, in, e.attrs));
+        }
+    }
 }
 
 TEST_CASE("ops_test: op families", "[ops]") {
