@@ -105,7 +105,8 @@ void add_plan(CLI::App& app) {
         const Cluster* cluster = parallel->resolve(*hw);
         if (cluster != nullptr && parallel->pp > 1)
             throw InputError("plan --pp " + std::to_string(parallel->pp) +
-                             ": plan ranks one rank's options; for pipelines use `roofline search` (it covers recompute too)");
+                             ": plan ranks one rank's options; for a pipeline use `roofline search --tp T --pp P --gpus N` (that layout's "
+                             "micro-batch, recompute, ZeRO and interleaving)");
         if (cluster != nullptr && *sweep) throw InputError("--batch-sweep: not with --cluster (use `roofline search --micro-batches`)");
         if (parallel->sp && parallel->tp < 2)
             throw InputError("--sp: sequence parallelism shards across tensor-parallel ranks; add --tp > 1");

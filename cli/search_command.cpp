@@ -29,7 +29,7 @@ void add_search(CLI::App& app) {
         std::string model, cluster, dtype, optimizer = "adamw", budget, out, csv;
         int gpus = 0, jobs = 0;
         std::int64_t global_batch = 0, seq = 0;
-        std::vector<int> micro_batches{1, 2, 4, 8}, zero{0, 1, 2, 3}, interleave{1, 2}, cp{1}, ep{1};
+        std::vector<int> micro_batches{1, 2, 4, 8}, zero{0, 1, 2, 3}, interleave{1, 2}, cp{1}, ep{1}, tp, pp;
         std::vector<std::string> recompute{"none", "selective", "full"};
         std::vector<std::string> sp{"on"};
         std::string top = "25";
@@ -63,6 +63,12 @@ void add_search(CLI::App& app) {
         ->delimiter(',')
         ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
+    cmd->add_option("--tp", a->tp, "candidate tensor-parallel degrees, e.g. 8 or 4,8 (default: every divisor of --gpus up to a node)")
+        ->delimiter(',')
+        ->check(kPositive);
+    cmd->add_option("--pp", a->pp, "candidate pipeline-parallel degrees, e.g. 16 (default: every divisor of --gpus)")
+        ->delimiter(',')
+        ->check(kPositive);
     cmd->add_option("--cp", a->cp, "candidate context-parallel degrees (each rank holds 1/cp of every sequence), e.g. 1,2,4")
         ->delimiter(',')
         ->check(kPositive)
@@ -94,6 +100,8 @@ void add_search(CLI::App& app) {
         for (const std::string& v : a->sp) s.space.sequence_parallel.push_back(v == "on");
         s.space.context_parallel = a->cp;
         s.space.expert_parallel = a->ep;
+        s.space.tensor_parallel = a->tp;
+        s.space.pipeline_parallel = a->pp;
         s.space.jobs = a->jobs > 0 ? a->jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         if (!a->budget.empty()) s.space.memory_budget_bytes = parse_bytes(a->budget, "--memory-budget");
         const std::size_t top = top_rows(a->top);

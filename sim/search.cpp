@@ -111,6 +111,16 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     for (const int c : space.context_parallel)
         if (c < 1) throw InputError(fmt::format("--cp {}: expected positive context-parallel degrees", c));
     if (space.gpus < 1) throw InputError(fmt::format("--gpus {}: expected a positive number of GPUs", space.gpus));
+    for (const int t : space.tensor_parallel) {
+        if (t < 1 || space.gpus % t != 0)
+            throw InputError(fmt::format("--tp {}: expected tensor-parallel degrees that divide --gpus {}", t, space.gpus));
+        if (t > cluster.gpus_per_node())
+            throw InputError(
+                fmt::format("--tp {}: tensor parallelism stays inside a node ({} GPUs on {})", t, cluster.gpus_per_node(), cluster.name));
+    }
+    for (const int p : space.pipeline_parallel)
+        if (p < 1 || space.gpus % p != 0)
+            throw InputError(fmt::format("--pp {}: expected pipeline-parallel degrees that divide --gpus {}", p, space.gpus));
     if (space.global_batch < 1) throw InputError("--global-batch: expected the samples per iteration (a positive number)");
     const int node = cluster.gpus_per_node();
     if (cluster.max_nodes) {
@@ -158,11 +168,16 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     std::vector<int> cps = space.context_parallel;
     std::sort(cps.begin(), cps.end());
     cps.erase(std::unique(cps.begin(), cps.end()), cps.end());
+    auto allowed = [](const std::vector<int>& candidates, int v) {
+        return candidates.empty() || std::find(candidates.begin(), candidates.end(), v) != candidates.end();
+    };
     for (const int tp : divisors(space.gpus)) {
         if (tp > node) continue;  // tensor parallelism stays inside a node (Megatron's placement)
+        if (!allowed(space.tensor_parallel, tp)) continue;
         for (const int cp : cps) {
             if ((space.gpus / tp) % cp != 0) continue;
             for (const int pp : divisors(space.gpus / (tp * cp))) {
+                if (!allowed(space.pipeline_parallel, pp)) continue;
                 const int dp = space.gpus / (tp * cp * pp);
                 for (const auto& [ep, rc] : expert_and_recompute) {
                     if (dp % ep != 0) continue;  // the expert-parallel ranks are data-parallel ranks

@@ -38,8 +38,12 @@ struct SearchSpace {
     // Sequence parallelism with tp > 1: candidates false/true (default: on, as Megatron-LM runs
     // tensor parallelism for large models); with tp = 1 it is off.
     std::vector<bool> sequence_parallel;
-    std::vector<int> context_parallel;     // candidate context-parallel degrees (default 1: not split)
-    std::vector<int> expert_parallel;      // candidate expert-parallel degrees (default 1; each divides dp and the experts)
+    std::vector<int> context_parallel;  // candidate context-parallel degrees (default 1: not split)
+    std::vector<int> expert_parallel;   // candidate expert-parallel degrees (default 1; each divides dp and the experts)
+    // Candidate tensor- and pipeline-parallel degrees (default: every divisor of the GPUs, tensor
+    // parallelism up to a node): a user who has fixed them ranks the rest (micro-batch, recompute,
+    // ZeRO, interleave) for that layout.
+    std::vector<int> tensor_parallel, pipeline_parallel;
     std::int64_t memory_budget_bytes = 0;  // per rank; 0: the chip's memory
     double bucket_bytes = 25.0 * 1024 * 1024;
     int jobs = 1;  // threads building and analysing stages

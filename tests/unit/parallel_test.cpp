@@ -501,7 +501,7 @@ TEST_CASE("plan --cluster ranks each option by the job's iteration and its peak 
     CHECK(p["baseline"]["peak_bytes"].get<std::int64_t>() == a["parallel"]["peak_bytes_per_rank"].get<std::int64_t>());
     const auto pp = test::run_cli("plan gpt2-small --cluster dgx-a100 --pp 2 -q");
     CHECK(pp.code == 2);
-    CHECK_THAT(pp.out, Catch::Contains("use `roofline search`"));
+    CHECK_THAT(pp.out, Catch::Contains("use `roofline search --tp T --pp P"));
     const auto sweep = test::run_cli("plan gpt2-small --cluster dgx-a100 --dp 2 --batch-sweep -q");
     CHECK(sweep.code == 2);
     CHECK_THAT(sweep.out, Catch::Contains("--batch-sweep: not with --cluster"));

@@ -225,3 +225,45 @@ TEST_CASE("search over expert-parallel degrees", "[search][ep]") {
     REQUIRE(eight != nullptr);
     CHECK(eight->peak_bytes < one->peak_bytes);
 }
+
+TEST_CASE("search with fixed tensor- and pipeline-parallel degrees ranks the rest for that layout", "[search]") {
+    const roofline::Cluster c = roofline::builtin_cluster("dgx-a100");
+    roofline::SearchSpace s = eight_gpus(16, 1);
+    s.micro_batches = {1, 2};
+    s.recompute = {"none", "full"};
+    s.jobs = 2;
+    const roofline::SearchResult all = roofline::search_parallel(c, s, gpt2_small(c));
+    s.tensor_parallel = {2};
+    s.pipeline_parallel = {2, 4};
+    const roofline::SearchResult fixed = roofline::search_parallel(c, s, gpt2_small(c));
+    // tp 2 leaves 4 GPUs: pp 2 (dp 2) and pp 4 (dp 1), each x 2 micro-batches x 2 strategies = 8.
+    CHECK(fixed.enumerated == 8);
+    REQUIRE_FALSE(fixed.candidates.empty());
+    for (const auto& k : fixed.candidates) {
+        CHECK(k.tp == 2);
+        CHECK((k.pp == 2 || k.pp == 4));
+        // The same configuration in the unrestricted search has the same figures.
+        bool found = false;
+        for (const auto& u : all.candidates)
+            if (u.tp == k.tp && u.pp == k.pp && u.dp == k.dp && u.micro_batch == k.micro_batch && u.recompute == k.recompute &&
+                u.zero == k.zero && u.interleave == k.interleave) {
+                found = true;
+                CHECK(u.step_time_s == k.step_time_s);
+                CHECK(u.peak_bytes == k.peak_bytes);
+            }
+        CHECK(found);
+    }
+    // Degrees that do not divide the GPUs, or tensor parallelism beyond a node, name the flag.
+    s.tensor_parallel = {3};
+    CHECK_THROWS_WITH(roofline::search_parallel(c, s, gpt2_small(c)), Catch::Contains("--tp 3"));
+    s.tensor_parallel = {};
+    s.pipeline_parallel = {5};
+    CHECK_THROWS_WITH(roofline::search_parallel(c, s, gpt2_small(c)), Catch::Contains("--pp 5"));
+    s.gpus = 16;
+    s.pipeline_parallel = {};
+    s.tensor_parallel = {16};
+    CHECK_THROWS_WITH(roofline::search_parallel(c, s, gpt2_small(c)), Catch::Contains("--tp 16") && Catch::Contains("inside a node"));
+    const auto cli = test::run_cli("search gpt2-small --gpus 8 --cluster dgx-a100 --global-batch 8 --tp 3 -q");
+    CHECK(cli.code == 2);
+    CHECK(cli.out.find("--tp 3") != std::string::npos);
+}
