@@ -328,11 +328,10 @@ std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw
 // (PyTorch's conv_depthwise2d_forward_kernel and conv_depthwise2d_backward_kernel for fp32 NCHW,
 // the kernels every depthwise row of tests/data/public/h100-conv-2026-11-26 ran). The weight
 // gradient (conv_depthwise2d_grad_weight_kernel) reduces each weight tap over batch and pixels in
-// its own block, so in eager mode it reads the input and the output gradient once per tap (kh x kw
-// times; measured on an H100, 2026-11-26: 8.3 ms for 13 x 1258 x 164^2, 3 x 3, stride 2, against
-// 7.9 ms for nine re-reads at the streaming rate). In eager mode those kernels are bound by the
-// instructions they issue (GpuModelOptions::depthwise_forward_slots): the streaming bound stays,
-// the issue slots are a second floor.
+// its own block; its kh x kw re-reads of the input and output gradient hit L2, so no DRAM traffic
+// is added for them. In eager mode those kernels are bound by the instructions they issue
+// (GpuModelOptions::depthwise_forward_slots, fitted on tests/data/public/h200-conv-2026-11-27): the
+// streaming bound stays, the issue slots are a second floor.
 std::optional<Kernel> depthwise_conv(const Graph& g, NodeId n, const Work& w, DType d, const GpuModelOptions& opt, KernelForm form) {
     const Node& node = g.node(n);
     const std::int64_t groups = node.attrs.get_int("groups", 1);
