@@ -15,6 +15,9 @@ each the median of several repeats (run on an otherwise idle machine, GPU idle):
                that times single calls with events measures for a trivial op.
   backward_call_s  one torch.autograd.grad of y = x * 2 on 1x1 CUDA tensors (retain_graph), back
                to back: the autograd engine's start and hand-off plus one gradient op's dispatch.
+  conv_backward_call_s  one torch.autograd.grad of the small convolution above with respect to
+               its input and weight, back to back: the backward call's start, cuDNN's data- and
+               weight-gradient calls (their dispatch and cuDNN's host work) and the bias gradient.
 
 Usage: python3 measure/host_probe.py OUT.json [--name NAME] [--calls N] [--repeats R]
 """
@@ -63,10 +66,15 @@ xg = torch.randn(1, 1, device=dev, requires_grad=True)
 yg = xg * 2
 gg = torch.ones_like(yg)
 backward_call = lambda: torch.autograd.grad(yg, xg, gg, retain_graph=True)  # noqa: E731
+xcg = torch.randn(1, 4, 8, 8, device=dev, requires_grad=True)
+ycg = conv(xcg)
+gcg = torch.ones_like(ycg)
+conv_backward_call = lambda: torch.autograd.grad(ycg, (xcg, conv.weight, conv.bias), gcg, retain_graph=True)  # noqa: E731
 
 add_s = statistics.median(back_to_back(add, a.calls) for _ in range(a.repeats))
 conv_s = statistics.median(back_to_back(conv_call, a.calls // 4) for _ in range(a.repeats))
 backward_s = statistics.median(back_to_back(backward_call, a.calls // 4) for _ in range(a.repeats))
+conv_backward_s = statistics.median(back_to_back(conv_backward_call, a.calls // 4) for _ in range(a.repeats))
 timed_s = statistics.median(time_call(add, reps=400, warm=20) for _ in range(a.repeats)) * 1e-3
 
 gpu = torch.cuda.get_device_name(0)
@@ -88,6 +96,7 @@ doc = {
     "conv_call_s": max(conv_s, add_s),
     "timed_add_s": max(timed_s, add_s),
     "backward_call_s": max(backward_s, add_s),
+    "conv_backward_call_s": max(conv_backward_s, backward_s),
 }
 tmp = a.out + ".tmp"
 with open(tmp, "w") as f:
@@ -95,4 +104,5 @@ with open(tmp, "w") as f:
     f.write("\n")
 os.replace(tmp, a.out)
 print(f"{doc['name']}: x + y {add_s * 1e6:.2f} us a call back to back, conv2d {conv_s * 1e6:.2f} us, "
-      f"x + y timed alone {timed_s * 1e6:.2f} us, autograd.grad {backward_s * 1e6:.2f} us -> {a.out}")
+      f"x + y timed alone {timed_s * 1e6:.2f} us, autograd.grad {backward_s * 1e6:.2f} us, "
+      f"conv2d backward {conv_backward_s * 1e6:.2f} us -> {a.out}")

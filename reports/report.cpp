@@ -399,6 +399,7 @@ ojson report_head_json(const ReportContext& ctx) {
         if (ctx.host->conv_call_s) h["conv_call_s"] = *ctx.host->conv_call_s;
         if (ctx.host->timed_add_s) h["timed_add_s"] = *ctx.host->timed_add_s;
         if (ctx.host->backward_call_s) h["backward_call_s"] = *ctx.host->backward_call_s;
+        if (ctx.host->conv_backward_call_s) h["conv_backward_call_s"] = *ctx.host->conv_backward_call_s;
         j["settings"]["host"] = h;
     }
     if (ctx.training) {

@@ -45,7 +45,15 @@ NodeId first_backward_node(const Graph& g) {
 double eager_host_s(const Graph& g, NodeId n, const AnalysisOptions& opt, int launches) {
     if (opt.runtime != Runtime::eager) return 0;
     double host = eager_host_steps(g, n, launches) * opt.eager_op_host_s;
-    if (is_conv(traits_of(g.node(n).kind).kernel)) host += opt.eager_cudnn_host_s;
+    const KernelForm form = traits_of(g.node(n).kind).kernel;
+    // PyTorch runs fp32 depthwise convolutions with its own kernels (conv_depthwise2d_*): no cuDNN.
+    if (!is_conv(form) || is_depthwise_conv(g, n)) return host;
+    const bool gradient = form == KernelForm::conv_grad_input || form == KernelForm::conv_grad_weight;
+    host += gradient ? opt.eager_cudnn_backward_host_s.value_or(opt.eager_cudnn_host_s) : opt.eager_cudnn_host_s;
+    // cuDNN's group-by-group launches (one kernel part per group): each beyond the first.
+    if (launches > 1 && g.node(n).attrs.get_int("groups", 1) == launches)
+        host += static_cast<double>(launches - 1) * ((gradient ? opt.eager_cudnn_grad_group_steps : opt.eager_cudnn_group_steps) - 1.0) *
+                opt.eager_op_host_s;
     return host;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // Runs the L0 roofline over every node of a graph and aggregates the result.
+#include <optional>
 #include <map>
 #include <memory>
 #include <string>
@@ -105,6 +106,21 @@ struct AnalysisOptions {
     // Host time cuDNN adds to each convolution call (the v8 API's execution-plan lookup and
     // launch, on top of the dispatcher steps). Fitted (sim/fitted.hpp).
     double eager_cudnn_host_s = 205.7e-6;
+    // The same for each of a convolution's gradient calls (cuDNN's data- and weight-gradient
+    // calls in a backward pass). Unset: eager_cudnn_host_s. A host file's conv_backward_call_s
+    // sets it (sim/eager_host.hpp: what the probe's backward call runs besides).
+    std::optional<double> eager_cudnn_backward_host_s;
+    // A grouped (not depthwise) convolution runs group by group in cuDNN (sim/gpu_model.cpp,
+    // grouped_conv_per_group): each group after the first costs the host that many more
+    // dispatcher steps (eager_op_host_s): a forward group launches its GEMM (and, on the xmma
+    // path, two layout transposes); a gradient group launches 3-5 kernels (transposes, a memset or
+    // scale, the GEMM). Fitted on the host-bound rows (kernels < 35% of the call) of
+    // tests/data/public/h100-conv-2026-11-27/conv_grouped_fit_kernels.csv: a call's time against
+    // its group count, slope over the probe's step (add_call_s / 3 = 3.65 us): forward 7.6 us a
+    // group (28 rows) = 2.1 steps, backward 48.4 us a group for its two gradient calls (22 rows)
+    // = 6.6 steps each. A fitted constant, labelled so in docs/ACCURACY.md.
+    double eager_cudnn_group_steps = 2.1;
+    double eager_cudnn_grad_group_steps = 6.6;
     // A single call timed by CUDA events (the public per-op measurements): the host time after
     // the call's launch (recording the end event, returning to the timing loop); the end event
     // completes once the host has recorded it and the last kernel has finished. Fitted

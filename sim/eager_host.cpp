@@ -53,8 +53,10 @@ int steps_of(OpKind kind) {
 EagerHost load_eager_host(const std::string& path) {
     const json doc = read_json_file(path);
     if (!doc.is_object()) json_fail(path, "", "expected a roofline-host/1 object");
-    json_only_keys(doc, {"format", "name", "description", "measured", "add_call_s", "conv_call_s", "timed_add_s", "backward_call_s"}, path,
-                   "");
+    json_only_keys(doc,
+                   {"format", "name", "description", "measured", "add_call_s", "conv_call_s", "timed_add_s", "backward_call_s",
+                    "conv_backward_call_s"},
+                   path, "");
     for (const char* key : {"format", "name", "add_call_s"})
         if (!doc.contains(key)) json_fail(path, std::string("/") + key, "missing (required)");
     if (text(doc, "format", path) != "roofline-host/1")
@@ -83,15 +85,33 @@ EagerHost load_eager_host(const std::string& path) {
         if (*h.backward_call_s < h.add_call_s)
             json_fail(path, "/backward_call_s", "is less than /add_call_s: a backward call includes one op's dispatch");
     }
+    if (doc.contains("conv_backward_call_s")) {
+        h.conv_backward_call_s = seconds(doc, "conv_backward_call_s", path);
+        if (*h.conv_backward_call_s < h.add_call_s)
+            json_fail(path, "/conv_backward_call_s", "is less than /add_call_s: a backward call includes one op's dispatch");
+        if (h.backward_call_s && *h.conv_backward_call_s < *h.backward_call_s)
+            json_fail(path, "/conv_backward_call_s",
+                      "is less than /backward_call_s: a convolution's backward call runs what the multiply's does and two cuDNN calls");
+    }
     return h;
 }
 
 void apply_eager_host(const EagerHost& host, AnalysisOptions& opt) {
     const int add_steps = steps_of(OpKind::add);
     opt.eager_op_host_s = host.add_call_s / add_steps;
-    if (host.conv_call_s) opt.eager_cudnn_host_s = std::max(0.0, *host.conv_call_s - steps_of(OpKind::conv2d) * opt.eager_op_host_s);
+    // The probe's nn.Conv2d has a bias: ATen's cuDNN path runs cudnn_convolution, then
+    // output.add_(reshape_bias(...)) (aten/src/ATen/native/Convolution.cpp, ConvBackend::Cudnn):
+    // the add_, the reshape view and the add's launch, an add's three steps (add_call_s).
+    const double conv_steps_s = steps_of(OpKind::conv2d) * opt.eager_op_host_s;
+    if (host.conv_call_s) opt.eager_cudnn_host_s = std::max(0.0, *host.conv_call_s - conv_steps_s - host.add_call_s);
     if (host.timed_add_s) opt.eager_timing_host_s = *host.timed_add_s - host.add_call_s;
     if (host.backward_call_s) opt.eager_backward_call_host_s = *host.backward_call_s - host.add_call_s;
+    // The probe's convolution backward call runs what backward_call_s's does (the engine's start
+    // and one gradient op: here the bias gradient, a sum over batch and pixels, as many steps as
+    // the multiply's gradient) plus cuDNN's data- and weight-gradient calls, each with a
+    // convolution's dispatcher steps and cuDNN's own host work.
+    if (host.conv_backward_call_s && host.backward_call_s)
+        opt.eager_cudnn_backward_host_s = std::max(0.0, (*host.conv_backward_call_s - *host.backward_call_s) / 2.0 - conv_steps_s);
 }
 
 }  // namespace roofline

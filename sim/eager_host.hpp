@@ -27,6 +27,10 @@ struct EagerHost {
     // back: the autograd engine's start (graph task, hand-off to the device's worker thread and
     // back) plus one gradient op's dispatch.
     std::optional<double> backward_call_s;
+    // One torch.autograd.grad of a small nn.Conv2d (1x4x8x8 input) with respect to its input,
+    // weight and bias, back to back: the backward call's start plus cuDNN's data- and
+    // weight-gradient calls and the bias gradient, each with its dispatch and cuDNN's host work.
+    std::optional<double> conv_backward_call_s;
 };
 
 // Reads and checks a roofline-host/1 file; InputError naming the file and JSON path otherwise.
@@ -34,6 +38,8 @@ EagerHost load_eager_host(const std::string& path);
 
 // Sets the eager host terms of opt from the host's measurements: eager_op_host_s = add_call_s over
 // the dispatcher steps the model counts for an add, eager_cudnn_host_s = conv_call_s less a
+// convolution's steps and the bias add the probe's nn.Conv2d runs (add_call_s),
+// eager_cudnn_backward_host_s = half of conv_backward_call_s less backward_call_s, less a
 // convolution's steps, eager_timing_host_s = timed_add_s less the add's dispatch,
 // eager_backward_call_host_s = backward_call_s less one op's dispatch (add_call_s). Terms the file
 // gives no measurement for keep their values.

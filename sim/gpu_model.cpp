@@ -323,6 +323,58 @@ std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw
     return all;
 }
 
+// A grouped convolution (2 or more groups, not depthwise) in eager PyTorch: cuDNN runs it group
+// by group, one kernel (and one set of helper kernels) per group, each an implicit GEMM over its
+// own C/groups channels. Seen on an H100 with cuDNN 9.19 (tests/data/public/h100-conv-2026-11-27,
+// 226 synthetic grouped shapes, every kernel timed): 196 of 226 forward calls and 221 of 226
+// backward calls launch their main kernels exactly `groups` times; the other 30 forward shapes ran
+// one conv2d_grouped_direct_kernel (a choice of cuDNN's heuristics this model does not make). The
+// parts run one after another, so a group's narrow GEMM pays its own tile quantisation and wave
+// tail, and each part is one launch of the call's host time (AnalysisOptions::eager_cudnn_group_host_s).
+Kernel grouped_conv_per_group(const Kernel& whole, GemmShape s, const Work& w, DType d, const Hardware& hw, const GpuModelOptions& opt,
+                              const Alignment& al) {
+    const std::int64_t groups = s.batch;
+    s.batch = 1;
+    const auto share = [groups](std::int64_t v, bool last) { return v / groups + (last ? v % groups : 0); };
+    Kernel all = whole;
+    all.parts.clear();
+    all.work = w;
+    for (std::int64_t i = 0; i < groups; ++i) {
+        const bool last = i + 1 == groups;
+        Work part;
+        part.matrix_flops = share(w.matrix_flops, last);
+        part.vector_flops = share(w.vector_flops, last);
+        part.transcendentals = share(w.transcendentals, last);
+        part.bytes_read = share(w.bytes_read, last);
+        part.bytes_written = share(w.bytes_written, last);
+        Kernel k = best_gemm(s, part, d, hw, opt, al.operands && al.output, al.output);
+        k.name = whole.name + ".group";
+        if (i == 0) {
+            all.launch = k.launch;
+            all.blocks = k.blocks;
+            all.tensor_cores = k.tensor_cores;
+        }
+        all.parts.push_back(std::move(k));
+    }
+    return all;
+}
+
+}  // namespace
+
+bool is_depthwise_conv(const Graph& g, NodeId n) {
+    const Node& node = g.node(n);
+    const KernelForm form = traits_of(node.kind).kernel;
+    if (!is_conv(form)) return false;
+    const std::int64_t groups = node.attrs.get_int("groups", 1);
+    if (groups <= 1) return false;
+    // forward (x, w) -> y; data gradient (dy, w) -> dx; weight gradient (dy, x) -> dw
+    if (form != KernelForm::conv_grad_weight && node.inputs.size() < 2) return false;
+    const Shape& wt = g.tensor(form == KernelForm::conv_grad_weight ? node.outputs[0] : node.inputs[1]).desc.shape;
+    return wt.size() == 4 && wt[0] == groups && wt[1] == 1;
+}
+
+namespace {
+
 // A depthwise convolution (groups = input channels = output channels) is no GEMM: each group is
 // a 1 x 1 x (kh kw) product, so frameworks run direct kernels, one thread per output element
 // (PyTorch's conv_depthwise2d_forward_kernel and conv_depthwise2d_backward_kernel for fp32 NCHW,
@@ -334,11 +386,10 @@ std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw
 // streaming bound stays, the issue slots are a second floor.
 std::optional<Kernel> depthwise_conv(const Graph& g, NodeId n, const Work& w, DType d, const GpuModelOptions& opt, KernelForm form) {
     const Node& node = g.node(n);
-    const std::int64_t groups = node.attrs.get_int("groups", 1);
     // forward (x, w) -> y; data gradient (dy, w) -> dx; weight gradient (dy, x) -> dw
     const Shape& wt = form == KernelForm::conv_grad_weight ? g.tensor(node.outputs[0]).desc.shape : g.tensor(node.inputs[1]).desc.shape;
     const Shape& act = form == KernelForm::conv_grad_input ? g.tensor(node.outputs[0]).desc.shape : g.tensor(node.inputs[0]).desc.shape;
-    if (groups <= 1 || wt.size() != 4 || act.size() != 4 || wt[0] != groups || wt[1] != 1) return std::nullopt;
+    if (!is_depthwise_conv(g, n) || act.size() != 4 || wt.size() != 4) return std::nullopt;
     Work direct;
     direct.vector_flops = w.flops();
     direct.bytes_read = w.bytes_read;
@@ -569,6 +620,7 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
                 }
             }
         }
+        if (conv && opt.eager && opt.cudnn_grouped_per_group && s.batch > 1) k = grouped_conv_per_group(k, s, w, d, hw, opt, al);
     } else {
         k = row_kernel(g, n, w, d, opt).value_or(streaming_kernel(g, n, w, d));
         // ReLU-like selects diverge within a warp only at the branch; kernels here are written

@@ -187,6 +187,11 @@ struct GpuModelOptions {
     // kernels of 20 us and more (479 rows) is nearest zero (36.5%, -0.3%). A fitted constant,
     // labelled so in docs/ACCURACY.md; the engine choice itself is not modelled.
     double sm90_simt_conv_weight_grad_efficiency = 0.47;
+    // Eager grouped convolutions (2+ groups, not depthwise) as cuDNN's group-by-group engines
+    // run them: one GEMM kernel part per group, one after another (grouped_conv_per_group in
+    // sim/gpu_model.cpp). False: one batched kernel over all groups, as cuDNN's single
+    // conv2d_grouped_direct_kernel runs them.
+    bool cudnn_grouped_per_group = true;
     // PyTorch eager's fp32 depthwise convolutions (conv_depthwise2d_forward_kernel, ..._backward_
     // kernel, ..._grad_weight_kernel in aten/src/ATen/native/cuda/DepthwiseConv2d.cu) are bound by
     // the instructions they issue, not by DRAM: on the H200 fit set (82 depthwise rows,
@@ -289,6 +294,9 @@ struct KernelCost {
     KernelBound bound = KernelBound::none;
 };
 
+// A depthwise convolution node (forward or either gradient): groups > 1, one input and one output
+// channel per group. PyTorch eager runs these with its own kernels, not cuDNN's (depthwise_conv).
+bool is_depthwise_conv(const Graph& g, NodeId n);
 // Lowers one node to its kernel (views and other no-work ops lower to nothing).
 std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt = {});
 // Does this chip issue its FP32 FFMAs one warp instruction per cycle over 32-lane sub-partitions

@@ -15,7 +15,10 @@ Each convolution is timed forward and backward (input and weight gradients, cuDN
 wgrad), 3 warm-up calls then 20 calls between CUDA events, the median (measure/torch_timing.py).
 
 Usage: python3 torch_conv_sweep.py OUTDIR [--fit N] [--gemm N] [--convs FILE] [--batches 1,32] [--no-gap]
-       [--prefix NAME] [--seed N] [--fit-name NAME] [--per-kernel]
+       [--prefix NAME] [--seed N] [--fit-name NAME] [--per-kernel] [--grouped]
+--grouped draws the synthetic fit shapes as grouped convolutions (2-64 groups of 4-128 channels);
+--batches "" skips the torchvision rows. tests/tools/strip_kernel_names.py shortens the kernel
+columns afterwards.
 --per-kernel adds each kernel's own duration (Kernel_us), so that a backward row splits into
 cuDNN's data-gradient and weight-gradient engines.
 """
@@ -45,6 +48,8 @@ ap.add_argument("--no-gap", action="store_true", help="skip the dependent-kernel
 ap.add_argument("--prefix", default="conv_validation", help="file name of the torchvision rows (without .csv)")
 ap.add_argument("--seed", type=int, default=26, help="seed of the synthetic fit shapes")
 ap.add_argument("--fit-name", default="conv_fit", help="file name of the synthetic rows (without .csv)")
+ap.add_argument("--grouped", action="store_true",
+                help="draw the synthetic fit shapes as grouped convolutions (2 to 64 groups, neither dense nor depthwise)")
 ap.add_argument("--per-kernel", action="store_true",
                 help="add Kernel_us: each kernel's median traced duration, 'name=us' joined by ';'")
 a = ap.parse_args()
@@ -74,6 +79,21 @@ def synthetic():
              "Stride": 2 if rng.random() < 0.25 else 1, "PadH": k // 2, "PadW": k // 2, "Groups": cin if depthwise else 1}
         s["W"] = s["H"]
         if 1e6 < conv_flops(s) < 4e11 and s["B"] * max(cin, cout) * s["H"] ** 2 * 4 < 2e9:
+            return s
+
+
+def synthetic_grouped():
+    """Grouped convolutions as ResNeXt and RegNet use them: 2-64 groups of 4-128 channels each."""
+    while True:
+        k = rng.choices([1, 3, 5], weights=[20, 70, 10])[0]
+        groups = rng.choice([2, 4, 8, 13, 16, 26, 32, 55, 64])
+        per = logu(4, 128)
+        cin = groups * per
+        cout = cin if rng.random() < 0.7 else groups * logu(4, 128)
+        s = {"B": logu(1, 64), "Cin": cin, "Cout": cout, "KH": k, "KW": k, "H": logu(7, 112), "W": 0,
+             "Stride": 2 if rng.random() < 0.25 else 1, "PadH": k // 2, "PadW": k // 2, "Groups": groups}
+        s["W"] = s["H"]
+        if cin <= 4096 and 1e6 < conv_flops(s) < 2e11 and s["B"] * max(cin, cout) * s["H"] ** 2 * 4 < 2e9:
             return s
 
 
@@ -130,7 +150,7 @@ for i in range(a.fit):
     if time.time() - T0 > a.seconds * 0.4:
         break
     try:
-        run_conv(synthetic(), "fit", rows)
+        run_conv(synthetic_grouped() if a.grouped else synthetic(), "fit", rows)
     except torch.OutOfMemoryError:
         torch.cuda.empty_cache()
 torch.cuda.empty_cache()
@@ -176,8 +196,10 @@ write("gap.csv", rows)
 
 # validation: torchvision's convolutions at batch 1 and 32
 rows = []
-with open(a.convs) as f:
-    convs = json.load(f)
+convs = []
+if any(b for b in a.batches.split(",")):
+    with open(a.convs) as f:
+        convs = json.load(f)
 for batch in (int(b) for b in a.batches.split(",") if b):
     for c in convs:
         if time.time() - T0 > a.seconds:

@@ -45,10 +45,12 @@ TEST_CASE("eager host: a probe's file and the terms it gives", "[host]") {
     const double fitted_overlap = o.eager_overlap_p;
     roofline::apply_eager_host(h, o);
     // x + y is three dispatcher steps (the op, its output, its launch: sim/analysis.cpp) and a
-    // convolution six (conv2d -> convolution -> _convolution -> cudnn_convolution, output, launch):
-    // the terms are the measurements split by those counts. Exact: the same arithmetic.
+    // convolution six (conv2d -> convolution -> _convolution -> cudnn_convolution, output, launch);
+    // the probe's nn.Conv2d also adds its bias in place (ATen's cuDNN path: output.add_), an add's
+    // cost: the terms are the measurements split by those counts. Exact: the same arithmetic.
     CHECK(o.eager_op_host_s == h.add_call_s / 3);
-    CHECK(o.eager_cudnn_host_s == Approx(*h.conv_call_s - 6 * h.add_call_s / 3).epsilon(1e-12));
+    CHECK(o.eager_cudnn_host_s == Approx(*h.conv_call_s - 6 * h.add_call_s / 3 - h.add_call_s).epsilon(1e-12));
+    CHECK_FALSE(o.eager_cudnn_backward_host_s);  // not probed: the gradient calls use the forward's
     CHECK(o.eager_timing_host_s == Approx(*h.timed_add_s - h.add_call_s).epsilon(1e-12));
     CHECK(o.eager_overlap_p == fitted_overlap);  // a model term, not the host's
 
@@ -76,6 +78,29 @@ TEST_CASE("eager host: the autograd engine's start, once per backward call", "[h
     CHECK_THROWS_WITH(roofline::load_eager_host(host_file(
                           "bad-bwd.json", R"({"format": "roofline-host/1", "name": "b", "add_call_s": 9e-6, "backward_call_s": 1e-6})")),
                       Catch::Contains("/backward_call_s"));
+}
+
+TEST_CASE("eager host: a convolution's backward call probed on its own", "[host]") {
+    // tests/data/hosts/h100-vm-2026-11-27.json also timed torch.autograd.grad of the probe's
+    // nn.Conv2d: the multiply's backward call (engine start, one gradient op: here the bias's
+    // sum) plus cuDNN's data- and weight-gradient calls, each a convolution's six dispatcher
+    // steps and cuDNN's own host work. Exact: the same arithmetic. On that machine: (152.5 -
+    // 93.9) / 2 - 6 x 10.9 / 3 = 7.5 us, near the forward call's 8.6 us.
+    const EagerHost h = roofline::load_eager_host(test::source_path("tests/data/hosts/h100-vm-2026-11-27.json"));
+    REQUIRE(h.conv_backward_call_s);
+    REQUIRE(h.backward_call_s);
+    AnalysisOptions o;
+    roofline::apply_eager_host(h, o);
+    REQUIRE(o.eager_cudnn_backward_host_s);
+    CHECK(*o.eager_cudnn_backward_host_s ==
+          Approx((*h.conv_backward_call_s - *h.backward_call_s) / 2 - 6 * h.add_call_s / 3).epsilon(1e-12));
+    CHECK(*o.eager_cudnn_backward_host_s == Approx(7.5e-6).margin(0.2e-6));
+    CHECK(o.eager_cudnn_host_s == Approx(8.6e-6).margin(0.2e-6));
+    // A convolution's backward call shorter than the multiply's is a bad file.
+    CHECK_THROWS_WITH(
+        roofline::load_eager_host(host_file("bad-conv-bwd.json", R"({"format": "roofline-host/1", "name": "b", "add_call_s": 9e-6,
+                                                           "backward_call_s": 80e-6, "conv_backward_call_s": 50e-6})")),
+        Catch::Contains("/conv_backward_call_s"));
 }
 
 TEST_CASE("eager host: a bad file names the file and the key", "[host][errors]") {
