@@ -50,6 +50,7 @@ ap.add_argument("--seed", type=int, default=26, help="seed of the synthetic fit 
 ap.add_argument("--fit-name", default="conv_fit", help="file name of the synthetic rows (without .csv)")
 ap.add_argument("--grouped", action="store_true",
                 help="draw the synthetic fit shapes as grouped convolutions (2 to 64 groups, neither dense nor depthwise)")
+ap.add_argument("--max-batch", type=int, default=64, help="largest batch of the synthetic fit shapes")
 ap.add_argument("--per-kernel", action="store_true",
                 help="add Kernel_us: each kernel's median traced duration, 'name=us' joined by ';'")
 a = ap.parse_args()
@@ -90,7 +91,7 @@ def synthetic_grouped():
         per = logu(4, 128)
         cin = groups * per
         cout = cin if rng.random() < 0.7 else groups * logu(4, 128)
-        s = {"B": logu(1, 64), "Cin": cin, "Cout": cout, "KH": k, "KW": k, "H": logu(7, 112), "W": 0,
+        s = {"B": logu(1, a.max_batch), "Cin": cin, "Cout": cout, "KH": k, "KW": k, "H": logu(7, 112), "W": 0,
              "Stride": 2 if rng.random() < 0.25 else 1, "PadH": k // 2, "PadW": k // 2, "Groups": groups}
         s["W"] = s["H"]
         if cin <= 4096 and 1e6 < conv_flops(s) < 2e11 and s["B"] * max(cin, cout) * s["H"] ** 2 * 4 < 2e9:
