@@ -323,6 +323,33 @@ std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw
     return all;
 }
 
+// cuDNN's choice, for a grouped convolution pass, of its single grouped direct kernel
+// (conv2d_grouped_direct_kernel, dgrad2d_/wgrad2d_grouped_direct_kernel) over its group-by-group
+// engines. A classification of cuDNN 9.19's heuristics on sm_90, fitted on the 470 grouped shapes of
+// tests/data/public/h100-conv-2026-11-27 (both fit files; per pass, the best two-threshold rule):
+//   forward: batch <= 2 and <= 12 input channels per group (410 of 470 right; always per group: 383);
+//   data gradient: <= 20 input channels per group and batch x output pixels <= 1024 (420; 408);
+//   weight gradient: <= 36 output channels per group and batch x output pixels <= 2048 (396; 311).
+// On torchvision's grouped convolutions at batch 1 and 32 (tests/data/public/h100-conv-2026-11-26,
+// never fitted on) the rules name the kernel cuDNN ran for 22, 20 and 23 of 28 shapes (always per
+// group: 16, 18, 15). A fitted classification, labelled so in docs/ACCURACY.md.
+bool cudnn_grouped_direct(const Graph& g, NodeId n) {
+    const Node& node = g.node(n);
+    const KernelForm form = traits_of(node.kind).kernel;
+    const std::int64_t groups = node.attrs.get_int("groups", 1);
+    // y or dy: (batch, C_out, H_out, W_out); the weight (or its gradient): (C_out, C_in / groups, kh, kw)
+    const Shape& y = g.tensor(form == KernelForm::conv_forward ? node.outputs[0] : node.inputs[0]).desc.shape;
+    const Shape& wt = g.tensor(form == KernelForm::conv_grad_weight ? node.outputs[0] : node.inputs[1]).desc.shape;
+    if (y.size() != 4 || wt.size() != 4 || groups <= 0) return false;
+    const std::int64_t batch = y[0], pixels = y[0] * y[2] * y[3], in_per_group = wt[1], out_per_group = y[1] / groups;
+    switch (form) {
+        case KernelForm::conv_forward: return batch <= 2 && in_per_group <= 12;
+        case KernelForm::conv_grad_input: return in_per_group <= 20 && pixels <= 1024;
+        case KernelForm::conv_grad_weight: return out_per_group <= 36 && pixels <= 2048;
+        default: return false;
+    }
+}
+
 // A grouped convolution (2 or more groups, not depthwise) in eager PyTorch: cuDNN runs it group
 // by group, one kernel (and one set of helper kernels) per group, each an implicit GEMM over its
 // own C/groups channels. Seen on an H100 with cuDNN 9.19 (tests/data/public/h100-conv-2026-11-27,
@@ -620,7 +647,8 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
                 }
             }
         }
-        if (conv && opt.eager && opt.cudnn_grouped_per_group && s.batch > 1) k = grouped_conv_per_group(k, s, w, d, hw, opt, al);
+        if (conv && opt.eager && opt.cudnn_grouped_per_group && s.batch > 1 && !cudnn_grouped_direct(g, n))
+            k = grouped_conv_per_group(k, s, w, d, hw, opt, al);
     } else {
         k = row_kernel(g, n, w, d, opt).value_or(streaming_kernel(g, n, w, d));
         // ReLU-like selects diverge within a warp only at the branch; kernels here are written

@@ -189,8 +189,8 @@ struct GpuModelOptions {
     double sm90_simt_conv_weight_grad_efficiency = 0.47;
     // Eager grouped convolutions (2+ groups, not depthwise) as cuDNN's group-by-group engines
     // run them: one GEMM kernel part per group, one after another (grouped_conv_per_group in
-    // sim/gpu_model.cpp). False: one batched kernel over all groups, as cuDNN's single
-    // conv2d_grouped_direct_kernel runs them.
+    // sim/gpu_model.cpp), except for the shapes where cuDNN picks its single grouped direct kernel
+    // (cudnn_grouped_direct there). False: one batched kernel over all groups for every shape.
     bool cudnn_grouped_per_group = true;
     // PyTorch eager's fp32 depthwise convolutions (conv_depthwise2d_forward_kernel, ..._backward_
     // kernel, ..._grad_weight_kernel in aten/src/ATen/native/cuda/DepthwiseConv2d.cu) are bound by

@@ -247,15 +247,21 @@ TEST_CASE("grouped convolutions in eager mode run group by group, as cuDNN's sm_
     CHECK(one->parts.empty());
     CHECK(gpu_kernel_cost(*k, hw, eager).time_s > gpu_kernel_cost(*one, hw, single).time_s);
     CHECK(lower_to_kernel(g, n, hw, GpuModelOptions{})->parts.empty());
+    // At batch 1, with 8 input channels per group, cuDNN runs its single grouped direct kernel
+    // (cudnn_grouped_direct: forward at batch <= 2 and <= 12 channels per group): one kernel.
+    const Graph small = conv3x3_graph({1, 256, 28, 28}, 32);
+    const auto direct = lower_to_kernel(small, 0, hw, eager);
+    REQUIRE(direct);
+    CHECK(direct->parts.empty());
 }
 
 TEST_CASE("sm_90 grouped convolutions: per-kernel fit set, H100", "[hopper][accuracy]") {
     // tests/data/public/h100-conv-2026-11-27/conv_grouped_fit_kernels.csv: 226 grouped shapes (2-64
     // groups, seed 28), forward and backward, with the host probed in the same call. The
     // group-by-group lowering and its per-group host steps were fitted on these rows: a guard, not
-    // a validation. With the model of this commit: 36.7% median |error|, -10.5% bias (one batched
-    // kernel over all groups: 61.8%, -56.1%). Bounds: 45% and +/-20%. cuDNN runs 30 of the 226
-    // forward shapes as one conv2d_grouped_direct_kernel, which this model does not choose.
+    // a validation. With the model of this commit: 30.4% median |error|, -16.1% bias (one batched
+    // kernel over all groups: 61.8%, -56.1%; every shape group by group: 36.7%, -10.5%). Bounds:
+    // 40% and +/-25%.
     ValidateOptions opt;
     opt.hosts[""] = load_eager_host(test::source_path("tests/data/hosts/h100-vm-2026-11-27.json"));
     std::vector<ValidationCase> cases;
@@ -263,6 +269,6 @@ TEST_CASE("sm_90 grouped convolutions: per-kernel fit set, H100", "[hopper][accu
                          opt, &cases);
     const auto all = errors(cases, 0, [](const std::string&) { return true; });
     REQUIRE(all.size() == 452);
-    CHECK(median(magnitudes(all)) <= 0.45);
-    CHECK(std::abs(median(all)) <= 0.20);
+    CHECK(median(magnitudes(all)) <= 0.40);
+    CHECK(std::abs(median(all)) <= 0.25);
 }
