@@ -3,12 +3,16 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "cli/output_args.hpp"
+#include "cli/validators.hpp"
 #include "reports/output_files.hpp"
 #include "ops/error.hpp"
 #include "reports/report.hpp"
 #include "reports/validate.hpp"
+#include "sim/fitted.hpp"
 
 namespace roofline::cli {
 
@@ -42,6 +46,29 @@ std::map<std::string, EagerHost> parse_hosts(const std::vector<std::string>& ite
     return m;
 }
 
+// --term NAME=VALUE: a fitted term's value instead of its compiled-in one (the start of any refit).
+std::map<std::string, double> parse_terms(const std::vector<std::string>& items) {
+    std::map<std::string, double> m;
+    for (const std::string& item : items) {
+        const std::size_t eq = item.find('=');
+        std::string names;
+        const FittedTerm* term = nullptr;
+        for (const FittedTerm& t : fitted_terms()) {
+            names += (names.empty() ? "" : ", ") + std::string(t.name);
+            if (eq != std::string::npos && item.compare(0, eq, t.name) == 0 && t.name.size() == eq) term = &t;
+        }
+        if (eq == std::string::npos) throw InputError("--term: expected NAME=VALUE (e.g. 'simt_gemm_efficiency=0.9'), got '" + item + "'");
+        if (term == nullptr) throw InputError("--term: unknown term '" + item.substr(0, eq) + "' (fitted terms: " + names + ")");
+        const std::string text = item.substr(eq + 1);
+        const std::optional<double> v = parse_number(text);
+        if (!v || *v < term->lo || *v > term->hi)
+            throw InputError(
+                fmt::format("--term {}: '{}' is not a number in [{:g}, {:g}], the term's range", term->name, text, term->lo, term->hi));
+        m[std::string(term->name)] = *v;
+    }
+    return m;
+}
+
 // An output never overwrites an input (docs/ARCHITECTURE.md, "Errors").
 }  // namespace
 
@@ -60,6 +87,7 @@ void add_validate(CLI::App& app) {
     auto html = std::make_shared<std::string>();
     auto csv = std::make_shared<std::string>();
     auto quiet = std::make_shared<bool>(false);
+    auto terms = std::make_shared<std::vector<std::string>>();
     cmd->add_option("PATH", *paths,
                     "a directory in the public layout (all its CSVs), one CSV (per-op or end_to_end.csv), or a `roofline measure` JSON")
         ->required();
@@ -80,6 +108,9 @@ void add_validate(CLI::App& app) {
     cmd->add_option("--threads", *threads, "prediction threads (default: all cores); the results do not depend on it");
     cmd->add_option("-o,--output", *out, "write the validation (schema roofline-validation/1) to this file");
     cmd->add_option("--html", *html, "also write a self-contained HTML report (inline SVG, no network) to this file");
+    cmd->add_option("--term", *terms,
+                    "NAME=VALUE: predict with this value of a fitted term instead of the compiled-in one (and start refits from "
+                    "it); repeatable");
     cmd->add_option("--csv", *csv, "also write every case (measured, predicted, error) as CSV to this file");
     cmd->add_flag("-q,--quiet", *quiet, "print no tables");
     cmd->footer(
@@ -96,6 +127,7 @@ void add_validate(CLI::App& app) {
         opt.families = *families;
         opt.max_rows = *max_rows;
         opt.threads = *threads;
+        opt.term_values = parse_terms(*terms);
         check_output_targets({{"-o", *out}, {"--html", *html}, {"--csv", *csv}}, *paths);
         std::vector<ValidationCase> cases;
         const auto doc = run_validation(load_measurements(*paths, opt), opt, &cases);

@@ -4,23 +4,30 @@
 // expected and what was given ("--batch: expected a positive number, got '0'"), and refuse NaN.
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace roofline::cli {
+
+// The whole of text as a finite number, or nothing.
+inline std::optional<double> parse_number(const std::string& text) {
+    double v = 0;
+    std::size_t used = 0;
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+    if (used != text.size() || text.empty() || !std::isfinite(v)) return std::nullopt;
+    return v;
+}
 
 namespace detail {
 inline CLI::Validator number_at_least(bool zero_allowed) {
     return CLI::Validator(
         [zero_allowed](std::string& text) -> std::string {
-            double v = 0;
-            std::size_t used = 0;
-            try {
-                v = std::stod(text, &used);
-            } catch (const std::exception&) {
-                used = 0;
-            }
-            const bool ok = used == text.size() && !text.empty() && std::isfinite(v) && (zero_allowed ? v >= 0 : v > 0);
-            if (ok) return {};
+            const std::optional<double> v = parse_number(text);
+            if (v && (zero_allowed ? *v >= 0 : *v > 0)) return {};
             return std::string("expected a ") + (zero_allowed ? "non-negative" : "positive") + " number, got '" + text + "'";
         },
         zero_allowed ? "NONNEGATIVE" : "POSITIVE");

@@ -629,11 +629,16 @@ Graph op_graph(const ValidationCase& c) {
     auto par = [&](const char* name, Shape s) { return g.add_parameter(name, TensorDesc{std::move(s), DType::f32}); };
     NodeId n = kNoNode;
     const std::string& op = c.op;
-    if (op == "linear") {  // B, M, N, K: [B*M, K] x weight[N, K]^T + bias[N]
+    // The study's B, M, N, K: N is the reduced dimension and K the output's columns. Its launch
+    // columns say so: on every GPU the GEMM kernel's grid x is ceil(K / tile) (output columns) and
+    // grid y ceil(B*M / tile), in 12,291 of the 12,500 linear rows and 8,880 of the 12,500 bmm rows
+    // (the others fit both readings or name no tile; none fits only K reduced); split-K grids (z > 1) come with a
+    // long N.
+    if (op == "linear") {  // nn.Linear(N, K): [B*M, N] x weight[K, N]^T + bias[K]
         n = g.add_node(op, OpKind::linear,
-                       {in("x", {checked_mul(d[0], d[1], "rows"), d[3]}), par("weight", {d[2], d[3]}), par("bias", {d[2]})}, {}, {});
-    } else if (op == "bmm") {  // B, M, N, K: B x [M, K] x [K, N]
-        n = g.add_node(op, OpKind::matmul, {in("a", {d[0], d[1], d[3]}), in("b", {d[0], d[3], d[2]})}, {}, {});
+                       {in("x", {checked_mul(d[0], d[1], "rows"), d[2]}), par("weight", {d[3], d[2]}), par("bias", {d[3]})}, {}, {});
+    } else if (op == "bmm") {  // B x [M, N] x [N, K]
+        n = g.add_node(op, OpKind::matmul, {in("a", {d[0], d[1], d[2]}), in("b", {d[0], d[2], d[3]})}, {}, {});
     } else if (op == "conv") {  // B, C_in, C_out, kernel, input size, stride, padding, then conv_extras'
         Attrs a;
         a.set("stride", std::vector<std::int64_t>{d[5], d[5]});
@@ -735,10 +740,13 @@ public:
     // cases[idx[i]] predicted with the fitted terms at `values` -> out[i]; errors[i] says why not.
     // keep_costs: keep the kernel costs for the next call (a fit re-predicts the same cases); off,
     // one-op cases are costed without a cache (their shapes do not repeat on a GPU).
+    // kernels: when given, each op case's modelled launch (describe_launch) -> (*kernels)[i].
     std::vector<double> run(const std::vector<std::size_t>& idx, const std::vector<double>& values,
-                            std::vector<std::string>* errors = nullptr, bool keep_costs = true) const {
+                            std::vector<std::string>* errors = nullptr, bool keep_costs = true,
+                            std::vector<std::string>* kernels = nullptr) const {
         std::vector<double> out(idx.size(), 0.0);
         if (errors != nullptr) errors->assign(idx.size(), "");
+        if (kernels != nullptr) kernels->assign(idx.size(), "");
         AnalysisOptions base;
         base.runtime = Runtime::eager;
         const auto terms = fitted_terms();
@@ -768,7 +776,7 @@ public:
             auto one = [&](std::size_t i) {
                 const ValidationCase& c = cases_[idx[i]];
                 try {
-                    out[i] = predict(c, base, tc.by_spec, keep_costs || c.op == "e2e");
+                    out[i] = predict(c, base, tc.by_spec, keep_costs || c.op == "e2e", kernels != nullptr ? &(*kernels)[i] : nullptr);
                 } catch (const std::exception& e) {
                     if (errors != nullptr) (*errors)[i] = e.what();
                 }
@@ -811,7 +819,7 @@ private:
     }
 
     double predict(const ValidationCase& c, const AnalysisOptions& base, std::map<std::string, std::shared_ptr<KernelCostCache>>& caches,
-                   bool cached) const {
+                   bool cached, std::string* kernel = nullptr) const {
         if (c.fixed) return c.predicted_s;
         AnalysisOptions o = base;
         auto host = hosts_.find(c.gpu);
@@ -832,7 +840,11 @@ private:
             // One op timed by CUDA events around a call in a Python loop: its kernels and the
             // host's dispatch of the call overlap across calls (sim/analysis.hpp).
             const Graph g = op_graph(c);
-            return single_call_latency_s(g, analyze(g, hw, o), o);
+            const Analysis a = analyze(g, hw, o);
+            if (kernel != nullptr)
+                for (const OpAnalysis& op : a.ops)
+                    if (op.kernel) *kernel += (kernel->empty() ? "" : "; ") + describe_launch(*op.kernel);
+            return single_call_latency_s(g, a, o);
         }
         Prepared& p = graphs_.at(e2e_key(c));
         std::call_once(p.built, [&] {
@@ -1235,10 +1247,12 @@ void predict_all(MeasurementSet& set, const Predictor& p, const std::vector<doub
     std::vector<std::size_t> idx(set.cases.size());
     std::iota(idx.begin(), idx.end(), 0);
     std::vector<std::string> errors;
-    const std::vector<double> pred = p.run(idx, values, &errors, false);
+    std::vector<std::string> kernels;
+    const std::vector<double> pred = p.run(idx, values, &errors, false, &kernels);
     for (std::size_t i = 0; i < idx.size(); ++i) {
         ValidationCase& c = set.cases[i];
         c.predicted_s = pred[i];
+        c.model_kernel = std::move(kernels[i]);
         if (errors[i].empty() && pred[i] <= 0) errors[i] = "the model predicts no time";
         if (errors[i].empty()) continue;
         if (c.op != "e2e") throw InputError(fmt::format("{}: row {} (line {}): {}: {}", c.file, c.row, c.line, c.op, errors[i]));
@@ -1333,8 +1347,12 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
             std::vector<std::size_t> train, test;
             for (std::size_t i : pool) (cases[i].gpu == gpu ? test : train).push_back(i);
             const FitResult fit = fit_terms(p, cases, train, defaults, opt);
-            const std::vector<double> pred = p.run(test, fit.values);
-            for (std::size_t k = 0; k < test.size(); ++k) cases[test[k]].predicted_s = pred[k];
+            std::vector<std::string> kernels;
+            const std::vector<double> pred = p.run(test, fit.values, nullptr, true, &kernels);
+            for (std::size_t k = 0; k < test.size(); ++k) {
+                cases[test[k]].predicted_s = pred[k];
+                cases[test[k]].model_kernel = std::move(kernels[k]);
+            }
             folds.push_back(
                 {{"left_out", gpu}, {"training_cases", fit.cases}, {"values", values_json(fit.values)}, {"objective", fit.after}});
         }
@@ -1356,13 +1374,13 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
 }
 
 std::string validation_cases_csv(const std::vector<ValidationCase>& cases) {
-    std::string out = "file,row,gpu,spec,set,source,op,family,shape,measured_s,predicted_s,error_pct\n";
+    std::string out = "file,row,gpu,spec,set,source,op,family,shape,measured_s,predicted_s,error_pct,model_kernel\n";
     for (const ValidationCase& c : cases) {
         const bool ok = c.predicted_s > 0 && c.error.empty();
-        out += fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{},{}\n", csv_quote(c.file), c.row, csv_quote(c.gpu), csv_quote(c.spec),
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{},{},{}\n", csv_quote(c.file), c.row, csv_quote(c.gpu), csv_quote(c.spec),
                            c.set, c.source, csv_quote(c.op), c.family, csv_quote(shape_text(c)), c.measured_s,
                            ok ? fmt::format("{:.9g}", c.predicted_s) : "",
-                           ok ? fmt::format("{:.6g}", 100 * (c.predicted_s / c.measured_s - 1)) : "");
+                           ok ? fmt::format("{:.6g}", 100 * (c.predicted_s / c.measured_s - 1)) : "", csv_quote(c.model_kernel));
     }
     return out;
 }

@@ -77,6 +77,7 @@ struct ValidationCase {
     std::string set;                 // fit, validation, held-out
     std::string source = "pytorch";  // pytorch (a latency CSV: eager PyTorch) or measure (a `roofline measure` JSON)
     std::string error;               // why it could not be predicted (end-to-end models that do not load)
+    std::string model_kernel;        // op cases: the launch the model assumed (describe_launch), for --csv
     // How it is predicted (internal to validate.cpp).
     std::vector<std::int64_t> dims;  // op cases: the shape columns in file order
     std::string config;              // end-to-end: the config file

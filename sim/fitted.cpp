@@ -30,7 +30,7 @@ const FittedTerm kTerms[] = {
     {"simt_fragment_load_cost", [](AnalysisOptions& o) -> double& { return o.gpu.simt_fragment_load_cost; }, 0.1, 2.0,
      "linear,bmm,conv,e2e", "issue cost of a shared-memory fragment load relative to an FFMA in the SGEMM main loop (register blocking)"},
     {"batched_simt_store_bytes_per_clock", [](AnalysisOptions& o) -> double& { return o.gpu.batched_simt_store_bytes_per_clock; }, 0.5, 8.0,
-     "bmm,e2e", "bytes per SM clock a batched SIMT SGEMM's epilogue stores its output at (short K loops)"},
+     "bmm,e2e", "bytes per SM clock a batched SIMT SGEMM's epilogue stores its output at (short reductions)"},
     {"energy_per_lane_cycle_16nm", [](AnalysisOptions& o) -> double& { return o.gpu.energy_per_lane_cycle_16nm; }, 10e-12, 200e-12,
      "linear,bmm,conv,e2e", "board energy per FP32 lane-cycle at 16 nm (power-limited clock of low-power boards)"},
 };

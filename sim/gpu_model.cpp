@@ -5,6 +5,8 @@
 #include <span>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "sim/achieved.hpp"
 
 #include "ops/op_rule.hpp"
@@ -20,15 +22,39 @@ Kernel streaming_part(const std::string& name, const Work& w, DType d, std::int6
 // threadblock shapes), largest first.
 const GemmTile kTiles[] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
 
-// SIMT SGEMM tiles: the cuBLAS kernels PyTorch's fp32 (TF32 off) GEMMs launch on Pascal to Hopper,
-// named <arch>_sgemm_<tm>x<tn>[_sliced1x4]_<layout> (every first kernel of the public NeuSight
-// linear and bmm measurements is one of these, tests/data/public/neusight). Threads per block: an
-// 8x8 micro-tile per thread for the square-ish tiles, 8x4 for the skinny ones; the sliced tiles run
-// four K-slices of the block's warps.
-const GemmTile kSimtTiles[] = {{128, 128, 256, false}, {128, 64, 128, false}, {64, 64, 64, false}, {128, 32, 128, false},
-                               {32, 128, 128, false},  {128, 32, 512, true},  {64, 32, 256, true}, {32, 32, 128, true}};
+// SIMT SGEMM tiles: the cuBLAS kernels PyTorch's fp32 (TF32 off) GEMMs launch on Pascal to Ampere,
+// named <arch>_sgemm_<A>x<B>[_sliced1x4]_<layout> (every first kernel of the public NeuSight
+// linear and bmm measurements is one of these, tests/data/public/neusight). cuBLAS is column-major:
+// A runs along the (row-major) output's columns and B along its rows (the launches' grid x is
+// ceil(columns / A), grid y ceil(rows / B)), so a GemmTile {m = rows, n = columns} is {B, A}:
+// 128x128, 128x64, 64x64, 128x32, 32x128, then the sliced 128x32, 64x32 and 32x32. Threads per
+// block as the public rows' launch columns give them (Block x of every row that names the kernel,
+// on every GPU): 256, 128, 64, 256, 256, then 256, 256, 128; the sliced tiles run four K-slices of
+// the block's warps.
+const GemmTile kSimtTiles[] = {{128, 128, 256, false}, {64, 128, 128, false}, {64, 64, 64, false}, {32, 128, 256, false},
+                               {128, 32, 256, false},  {32, 128, 256, true},  {32, 64, 256, true}, {32, 32, 128, true}};
 // Batched SGEMMs (bmm) use the unsliced tiles without split-K.
 constexpr std::size_t kSimtBatchedTiles = 5;
+// cuDNN's fp32 implicit-GEMM convolution kernels (scudnn_128x128, _128x64, _128x32 in the public
+// conv measurements' kernel lists) with the 128 along the GEMM's rows (output pixels for the
+// forward pass), the orientation the convolution terms were fitted with; the launch columns of the
+// public rows describe cuDNN's offsets kernel, not these, so the orientation is not read off a grid.
+const GemmTile kConvSimtTiles[] = {{128, 128, 256, false}, {128, 64, 128, false}, {64, 64, 64, false}, {128, 32, 128, false},
+                                   {32, 128, 128, false},  {128, 32, 512, true},  {64, 32, 256, true}, {32, 32, 128, true}};
+
+// The one kernel cuBLAS (12.1, as PyTorch 2.1 ships it) launches for every fp32 strided-batched
+// SGEMM on some architectures, whatever the shape: the public bmm measurements' first kernel is
+// maxwell_sgemm_128x64_nn in 2491 of 2500 rows on the P100 (sm_60) and 2491 of 2500 on the P4
+// (sm_61), ampere_sgemm_128x128_nn in 2490 of 2500 on the A100 (sm_80); on the V100 (sm_70) and T4
+// (sm_75) it varies with the shape (four tiles), so there the modelled best tile stands. Read off
+// the kernel names (like the tile set above), not fitted; a chip of another architecture gets the
+// modelled choice.
+std::optional<GemmTile> cublas_batched_simt_tile(const Hardware& hw) {
+    const ComputeCapability cc = hw.gpu->compute_capability;
+    if (cc.major == 6) return kSimtTiles[1];                   // maxwell_sgemm_128x64_nn
+    if (cc.major == 8 && cc.minor == 0) return kSimtTiles[0];  // ampere_sgemm_128x128_nn
+    return std::nullopt;
+}
 
 // A thread's micro-tile of a SIMT tile (outputs per thread = tile / threads per K-slice).
 std::pair<double, double> simt_micro_tile(const GemmTile& t) {
@@ -94,8 +120,12 @@ Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const 
     else if (opt.gemm_tile)
         splits = {1};
     std::span<const GemmTile> tiles = kTiles;
+    std::optional<GemmTile> batched_tile;
+    if (!k.tensor_cores && s.batch > 1 && s.conv == GemmShape::Conv::none && !s.library_internal && opt.cublas_batched_tile)
+        batched_tile = cublas_batched_simt_tile(hw);
+    const std::span<const GemmTile> simt = s.conv == GemmShape::Conv::none ? std::span<const GemmTile>(kSimtTiles) : kConvSimtTiles;
     if (!k.tensor_cores)
-        tiles = s.batch > 1 ? std::span<const GemmTile>(kSimtTiles, kSimtBatchedTiles) : std::span<const GemmTile>(kSimtTiles);
+        tiles = batched_tile ? std::span<const GemmTile>(&*batched_tile, 1) : s.batch > 1 ? simt.first(kSimtBatchedTiles) : simt;
     if (!k.tensor_cores && s.batch > 1 && !opt.split_k) splits = {1};
     for (const GemmTile& t : tiles) {
         if (opt.gemm_tile && (t.m != opt.gemm_tile->m || t.n != opt.gemm_tile->n)) continue;
@@ -309,7 +339,9 @@ std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw
     mm.matrix_flops = 2 * a2 * tiles * cin * cout;
     mm.bytes_read = in.bytes_written + a2 * cin * cout * elt;
     mm.bytes_written = a2 * tiles * cout * elt;
-    Kernel gemm = best_gemm(GemmShape{a2, tiles, cout, cin, {}, 0, 1}, mm, d, hw, opt);
+    GemmShape gs{a2, tiles, cout, cin, {}, 0, 1};
+    gs.library_internal = true;
+    Kernel gemm = best_gemm(gs, mm, d, hw, opt);
     gemm.name = node.name + ".winograd_gemm";
     all.parts.push_back(gemm);
     Work o;
@@ -717,6 +749,22 @@ KernelCost composite_cost(const Kernel& k, const Hardware& hw, const GpuModelOpt
 }
 
 }  // namespace
+
+std::string describe_launch(const Kernel& k) {
+    if (!k.parts.empty()) {
+        std::string out;
+        for (const Kernel& part : k.parts) out += (out.empty() ? "" : "; ") + describe_launch(part);
+        return out;
+    }
+    if (k.gemm) {
+        const GemmShape& s = *k.gemm;
+        const char* unit = k.tensor_cores ? "tc" : "simt";
+        if (s.tile.m <= 0 || s.tile.n <= 0) return fmt::format("{} blocks {}", unit, k.blocks);
+        return fmt::format("{} {}x{} grid {}x{}x{}", unit, s.tile.n, s.tile.m, ceil_div(s.n, s.tile.n), ceil_div(s.m, s.tile.m),
+                           s.batch * s.split_k);
+    }
+    return fmt::format("blocks {} x {} threads", k.blocks, k.launch.threads_per_block);
+}
 
 bool wide_issue_fp32(const Hardware& hw) {
     if (!hw.gpu || !hw.gpu->compute_capability.at_least(7)) return false;  // Maxwell and Pascal dual-issue

@@ -33,6 +33,9 @@ struct GemmShape {
     double b_scale = 1.0;
     // An implicit-GEMM convolution pass, or a plain GEMM.
     enum class Conv { none, forward, data_grad, weight_grad } conv = Conv::none;
+    // A GEMM cuDNN runs inside a convolution algorithm (non-fused Winograd's batched GEMM), not a
+    // cuBLAS call of the framework's: cuBLAS's batched-kernel choice does not apply.
+    bool library_internal = false;
 };
 
 struct Kernel {
@@ -129,14 +132,14 @@ struct GpuModelOptions {
     // SIMT (CUDA-core) GEMMs: the fraction of the FP32 issue rate the main loop of a
     // register-blocked SGEMM sustains (FFMA share of issued instructions after loads, address
     // arithmetic and shared-memory traffic). Fitted (sim/fitted.hpp).
-    double simt_gemm_efficiency = 0.996;
+    double simt_gemm_efficiency = 0.994;
     // SIMT GEMMs: the issue cost of one shared-memory fragment load relative to one FFMA in the
     // register-blocked main loop. A thread computing an mr x nr micro-tile issues mr*nr FFMAs and
     // (mr + nr) fragment loads per step of K, so its FFMA share is mr*nr / (mr*nr + c (mr + nr))
     // (Volkov & Demmel 2008, "Benchmarking GPUs to tune dense linear algebra": register blocking
     // is what lets SGEMM approach peak). 1: one issue slot per load, as LDS and FFMA share the
     // dispatch port.
-    double simt_fragment_load_cost = 0.528;
+    double simt_fragment_load_cost = 0.598;
     // SIMT GEMMs on chips whose SM sub-partitions hold 32 FP32 lanes and issue one warp
     // instruction per cycle without dual issue (compute capability 7.0 or later with 128 FP32
     // lanes per SM: GA10x, AD10x, GH100): an FFMA occupies the issue slot for one cycle instead of
@@ -192,6 +195,10 @@ struct GpuModelOptions {
     // sim/gpu_model.cpp), except for the shapes where cuDNN picks its single grouped direct kernel
     // (cudnn_grouped_direct there). False: one batched kernel over all groups for every shape.
     bool cudnn_grouped_per_group = true;
+    // fp32 strided-batched SGEMMs on the architectures where cuBLAS launches one kernel for every
+    // shape (sm_6x: 128x64, sm_80: 128x128; cublas_batched_simt_tile in sim/gpu_model.cpp) use
+    // that tile; false: the modelled best of the batched tiles everywhere.
+    bool cublas_batched_tile = true;
     // PyTorch eager's fp32 depthwise convolutions (conv_depthwise2d_forward_kernel, ..._backward_
     // kernel, ..._grad_weight_kernel in aten/src/ATen/native/cuda/DepthwiseConv2d.cu) are bound by
     // the instructions they issue, not by DRAM: on the H200 fit set (82 depthwise rows,
@@ -210,13 +217,17 @@ struct GpuModelOptions {
     double depthwise_data_grad_slots = 559, depthwise_data_grad_slots_per_tap = 0.8;
     double depthwise_weight_grad_slots_per_tap = 48;
     // Batched SIMT SGEMM (cublasSgemmStridedBatched, torch.bmm in fp32) writes its output at no
-    // more than this many bytes per SM clock: with a short K loop the kernel is bound by its
-    // epilogue's stores. The public per-op timings show a constant output rate per GPU for
-    // K < 64, whatever K: A100 240 GB/s, V100 ~280, P100 123, T4 83, P4 47, i.e. 1.3-2.5 bytes per
-    // SM-clock (0.16-0.30 of DRAM, so not a bandwidth fraction); nn.Linear (unbatched, addmm)
-    // on the same A100 writes at 660 GB/s, so it applies to batched calls only. Fitted
-    // (sim/fitted.hpp).
-    double batched_simt_store_bytes_per_clock = 1.43;
+    // more than this many bytes per SM clock: with a short reduction the kernel is bound by its
+    // epilogue's stores. Introduced on 2026-11-25 from the public per-op timings read with the
+    // reduced and output dimensions swapped (tests/data/public/neusight/README.md): the "constant
+    // output rate for K < 64" it was fitted to (1.43 B/clock) was mostly the padding of cuBLAS's
+    // one 128x128 or 128x64 batched tile over narrow outputs, which cublas_batched_tile now
+    // models. Read right, bmm with a reduction of under 16 writes its output at 0.5-0.8 of the
+    // STREAM rate (A100 1022 GB/s, V100 448, P100 379, T4 136, P4 114, calls over 200 us); the
+    // refit keeps a weaker cap (3.34 B/clock), which still lowers the leave-one-out bmm error on
+    // P100, T4 and V100 by 3-4 points while it leaves the A100's shortest reductions 80-280% slow
+    // (docs/ACCURACY.md, "The public GEMM rows read right"). Fitted (sim/fitted.hpp).
+    double batched_simt_store_bytes_per_clock = 3.34;
     // Tensor-core GEMMs reach this fraction of the matrix peak on chips with no published
     // measurement of their own (sim/achieved.cpp: the median of the chips that have one).
     double tensor_core_fraction = 0.811;
@@ -224,11 +235,11 @@ struct GpuModelOptions {
     // STREAM-type bandwidth (sim/achieved.cpp: a published copy/triad measurement of the chip, or
     // its memory technology's). Fitted (sim/fitted.hpp): how PyTorch's vectorised elementwise
     // kernel compares with a STREAM kernel on the same chip.
-    double streaming_efficiency = 0.994;
+    double streaming_efficiency = 0.997;
     // Row-wise kernels (softmax, layernorm, their gradients) reach this fraction of the streaming
     // bandwidth: a reduction across the row (shuffles, a block barrier) and a second pass over
     // the row separate the loads. Fitted (sim/fitted.hpp).
-    double row_kernel_efficiency = 0.614;
+    double row_kernel_efficiency = 0.619;
     // Softmax-type row kernels (Kernel::latency_bound_row): each SM streams at most
     // 1 / row_latency_s_per_byte bytes per second (the bytes it keeps in flight between the row
     // reductions over the DRAM latency, Little's law), combined with the streaming rate as
@@ -242,7 +253,7 @@ struct GpuModelOptions {
     // runs at power / (lanes x energy per lane-cycle), the energy scaling with the process node
     // (energy_per_lane_cycle_16nm x node / 16 nm). Fitted (sim/fitted.hpp); used only when the spec
     // has the board power, its process node and no measured sustained clock.
-    double energy_per_lane_cycle_16nm = 38.7e-12;
+    double energy_per_lane_cycle_16nm = 40.9e-12;
     // Lower ops to the kernels PyTorch eager launches for them (set by analyze for the eager
     // runtime): layernorm and softmax backward as two kernels each, embedding backward as a
     // zero-fill of the table plus the scatter.
@@ -304,5 +315,12 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
 bool wide_issue_fp32(const Hardware& hw);
 
 KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOptions& opt = {});
+
+// The launch the model assumes, in the terms a profiler's kernel list gives, so that a prediction
+// can be checked against the kernel that ran: a GEMM as "simt 128x64 grid 4x5x2" or "tc ..." (the
+// tile as cuBLAS names it, output columns x output rows; grid x over the output's columns, y over
+// its rows, z the batch times the split-K factor), any other kernel as "blocks N x T threads";
+// a composite's parts joined by "; ".
+std::string describe_launch(const Kernel& k);
 
 }  // namespace roofline

@@ -166,7 +166,8 @@ for i in range(a.gemm):
     with torch.no_grad():
         ms = time_call(lambda: lin(x))
         names = kernels_of(lambda: lin(x))
-    rows.append({"OPName": "linear", "Latency_ms": ms, "Device": DEVICE, "B": 1, "M": m, "N": n, "K": k,
+    # The public layout: N the reduced dimension (in features), K the output's columns.
+    rows.append({"OPName": "linear", "Latency_ms": ms, "Device": DEVICE, "B": 1, "M": m, "N": k, "K": n,
                  "Set": "fit", "Kernels": ";".join(names)})
     del x, lin
 write("linear_fit.csv", rows)

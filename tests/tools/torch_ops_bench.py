@@ -48,9 +48,9 @@ def logu(lo, hi):
 def shapes(op):
     """A shape for op, log-uniform over the public files' ranges."""
     if op == "linear":
-        return {"B": 1, "M": logu(3, 8192), "N": logu(1, 65536), "K": logu(2, 65536)}
+        return {"B": 1, "M": logu(3, 8192), "N": logu(2, 65536), "K": logu(1, 65536)}
     if op == "bmm":
-        return {"B": logu(1, 1025), "M": logu(7, 1024), "N": logu(1, 1025), "K": logu(2, 1025)}
+        return {"B": logu(1, 1025), "M": logu(7, 1024), "N": logu(2, 1025), "K": logu(1, 1025)}
     if op == "conv":
         return {"B": logu(1, 64), "Input_Channel": logu(3, 2048), "Output_Channel": logu(3, 2048),
                 "Kernel_Szie": 3, "Input_Size": logu(5, 252), "Stride": 1, "Padding": 1}
@@ -71,13 +71,15 @@ def flops(op, s):
 
 def make(op, s):
     """The call to time, on fresh random inputs."""
+    # The public layout (tests/data/public/neusight/README.md): N is the reduced dimension, K the
+    # output's columns.
     if op == "linear":
-        x = torch.randn(s["B"] * s["M"], s["K"], device=dev)
-        lin = torch.nn.Linear(s["K"], s["N"], device=dev)
+        x = torch.randn(s["B"] * s["M"], s["N"], device=dev)
+        lin = torch.nn.Linear(s["N"], s["K"], device=dev)
         return lambda: lin(x)
     if op == "bmm":
-        x = torch.randn(s["B"], s["M"], s["K"], device=dev)
-        y = torch.randn(s["B"], s["K"], s["N"], device=dev)
+        x = torch.randn(s["B"], s["M"], s["N"], device=dev)
+        y = torch.randn(s["B"], s["N"], s["K"], device=dev)
         return lambda: torch.bmm(x, y)
     if op == "conv":
         x = torch.randn(s["B"], s["Input_Channel"], s["Input_Size"], s["Input_Size"], device=dev)

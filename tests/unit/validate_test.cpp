@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
 #include <set>
@@ -150,6 +151,61 @@ TEST_CASE("validate: the CLI exits 2 naming the file and row of a bad file", "[v
     CHECK_THAT(f.out, Catch::Contains("--families: unknown family or op 'swishy'"));
 }
 
+TEST_CASE("validate: --term sets a fitted term, and a bad one is exit 2", "[validate][cli]") {
+    const std::string d = fresh_dir("validate-term");
+    spit(d + "/bmm.csv", "OPName,Latency_ms,Device,B,M,N,K\nbmm,0.2,Tesla T4,64,256,8,256\n");
+    const auto unknown = test::run_cli("validate '" + d + "/bmm.csv' -q --term no_such_term=1");
+    CHECK(unknown.code == 2);
+    CHECK_THAT(unknown.out, Catch::Contains("--term: unknown term 'no_such_term' (fitted terms: eager_op_host_s,"));
+    const auto range = test::run_cli("validate '" + d + "/bmm.csv' -q --term simt_gemm_efficiency=1.5");
+    CHECK(range.code == 2);
+    CHECK_THAT(range.out, Catch::Contains("--term simt_gemm_efficiency: '1.5' is not a number in [0.3, 1], the term's range"));
+    const auto form = test::run_cli("validate '" + d + "/bmm.csv' -q --term simt_gemm_efficiency");
+    CHECK(form.code == 2);
+    CHECK_THAT(form.out, Catch::Contains("--term: expected NAME=VALUE"));
+    // A short reduction (N = 8) over 64 x 256 x 256 outputs on a T4 is bound by the batched store
+    // cap: at 0.5 bytes per SM clock (its lowest) the call is slower than at 8 (its highest).
+    ValidateOptions lo = fake_options({{"Tesla T4", "t4"}}), hi = lo;
+    lo.term_values["batched_simt_store_bytes_per_clock"] = 0.5;
+    hi.term_values["batched_simt_store_bytes_per_clock"] = 8;
+    std::vector<roofline::ValidationCase> a, b;
+    (void)roofline::run_validation(roofline::load_measurements({d + "/bmm.csv"}, lo), lo, &a);
+    (void)roofline::run_validation(roofline::load_measurements({d + "/bmm.csv"}, hi), hi, &b);
+    REQUIRE(a.size() == 1);
+    REQUIRE(b.size() == 1);
+    CHECK(a[0].predicted_s > 1.5 * b[0].predicted_s);
+}
+
+TEST_CASE("validate: the public B,M,N,K reduce over N, and cuBLAS's batched SGEMM tile per architecture", "[validate]") {
+    // The study's launch columns: nn.Linear(N, K) on [B*M, N] runs a grid of ceil(K / A) x
+    // ceil(B*M / B') tiles for a cuBLAS tile AxB' (tests/data/public/neusight/README.md). Here
+    // N = 31953 is the reduction and K = 368 the output's columns.
+    const std::string d = fresh_dir("validate-gemm-dims");
+    spit(d + "/linear.csv", "OPName,Latency_ms,Device,B,M,N,K\nlinear,6.4,Tesla P4,1,580,31953,368\n");
+    // torch.bmm of 17 x [31, 732] x [732, 13]: cuBLAS 12.1 launches ampere_sgemm_128x128_nn on the
+    // A100 (sm_80) and maxwell_sgemm_128x64_nn on the P100 (sm_60) for every batched shape: one
+    // tile per batch here, 17 in all.
+    spit(d + "/bmm.csv",
+         "OPName,Latency_ms,Device,B,M,N,K\nbmm,0.278,NVIDIA A100-PCIE-40GB,17,31,732,13\nbmm,0.3,Tesla P100-PCIE-16GB,17,31,732,13\n");
+    ValidateOptions opt;
+    std::vector<roofline::ValidationCase> lin, bmm;
+    (void)roofline::run_validation(roofline::load_measurements({d + "/linear.csv"}, opt), opt, &lin);
+    (void)roofline::run_validation(roofline::load_measurements({d + "/bmm.csv"}, opt), opt, &bmm);
+    REQUIRE(lin.size() == 1);
+    REQUIRE(bmm.size() == 2);
+    // The bias copied into the output (eager nn.Linear), then the GEMM "simt AxB grid X x Y x Z":
+    // X = ceil(368 / A), Y = ceil(580 / B).
+    int a = 0, b = 0, x = 0, y = 0, z = 0;
+    INFO(lin[0].model_kernel);
+    const std::size_t gemm = lin[0].model_kernel.find("simt ");
+    REQUIRE(gemm != std::string::npos);
+    REQUIRE(std::sscanf(lin[0].model_kernel.c_str() + gemm, "simt %dx%d grid %dx%dx%d", &a, &b, &x, &y, &z) == 5);
+    CHECK(x == (368 + a - 1) / a);
+    CHECK(y == (580 + b - 1) / b);
+    CHECK(bmm[0].model_kernel == "simt 128x128 grid 1x1x17");
+    CHECK(bmm[1].model_kernel == "simt 128x64 grid 1x1x17");
+}
+
 TEST_CASE("validate: statistics of a hand-made 5-row CSV", "[validate]") {
     // Five relu rows on one device; the "measurements" are the model's own predictions divided by
     // 1 + e for known errors e, so error = predicted / measured - 1 = e exactly.
@@ -198,15 +254,18 @@ TEST_CASE("validate: statistics of a hand-made 5-row CSV", "[validate]") {
     std::vector<std::string> lines;
     for (std::size_t at = 0, nl; (nl = table.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(table.substr(at, nl - at));
     REQUIRE(lines.size() == 6);
-    CHECK(lines[0] == "file,row,gpu,spec,set,source,op,family,shape,measured_s,predicted_s,error_pct");
+    CHECK(lines[0] == "file,row,gpu,spec,set,source,op,family,shape,measured_s,predicted_s,error_pct,model_kernel");
     CHECK_THAT(lines[2], Catch::StartsWith(d + "/relu.csv,2,Fake GPU,h100-sxm,fit,pytorch,relu,elementwise,B=1024 H=1024,"));
-    CHECK_THAT(lines[2], Catch::EndsWith(",50"));  // the row made 1.5x too slow: +50%
+    // The row made 1.5x too slow: +50%; then the launch the model assumed for relu over 1024 x 1024
+    // fp32 (16 bytes a thread, 256 threads a block: 1024 blocks).
+    CHECK_THAT(lines[2], Catch::EndsWith(",50,blocks 1024 x 256 threads"));
     roofline::ValidationCase odd = cases[0];
     odd.gpu = "GPU, with a comma";
-    odd.predicted_s = 0;  // not predicted: empty prediction and error
+    odd.predicted_s = 0;  // not predicted: empty prediction, error and launch
+    odd.model_kernel.clear();
     const std::string one = roofline::validation_cases_csv({odd});
     CHECK_THAT(one, Catch::Contains(",\"GPU, with a comma\",h100-sxm,"));
-    CHECK_THAT(one, Catch::EndsWith(",,\n"));
+    CHECK_THAT(one, Catch::EndsWith(",,,\n"));
 }
 
 TEST_CASE("validate --leave-one-out gpu recovers a fitted term's known value", "[validate][fit]") {
@@ -433,7 +492,7 @@ TEST_CASE("accuracy: median |error| <= 10% in every family on every public GPU, 
     check_verdict("family_median");
 }
 
-TEST_CASE("accuracy: end-to-end median |error| <= 10% on every public GPU, leave one GPU out", "[.][accuracy_e2e_median][!mayfail]") {
+TEST_CASE("accuracy: end-to-end median |error| <= 10% on every public GPU, leave one GPU out", "[.][accuracy_e2e_median]") {
     check_verdict("e2e_median");
 }
 
