@@ -85,6 +85,7 @@ void add_analyze(CLI::App& app) {
         args->pp = parallel->pp;
         args->cp = parallel->cp;
         args->ep = parallel->ep;
+        args->expert_load = parallel->expert_load;
         args->stage = 0;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;

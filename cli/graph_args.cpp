@@ -72,6 +72,7 @@ Graph GraphArgs::build(TrainingOptions* t) const {
     ov.sp = sp;
     ov.cp = cp;
     ov.ep = ep;
+    ov.expert_load = expert_load;
     ov.pp = pp;
     ov.stage = stage;
     if (phase.empty() && context >= 0) throw InputError("--context is the cached tokens of --phase decode");

@@ -30,6 +30,7 @@ struct GraphArgs {
     bool sp = false;             // sequence parallelism with tp (analyze --sp)
     int cp = 1;                  // context-parallel ranks (analyze --cp): one rank's share of each sequence
     int ep = 1;                  // expert-parallel ranks (analyze --ep): one rank's share of the experts
+    std::string expert_load;     // --expert-load: the GPT templates' routing ("" : the model's own)
     std::string phase;           // prefill or decode: one inference step of a decoder-only LLM
     std::int64_t context = -1;   // decode: tokens already in the KV cache
     Quantization quant;          // --phase: quantized weights, activations, KV cache

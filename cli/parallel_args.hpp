@@ -17,6 +17,7 @@ struct ParallelArgs {
     int tp = 1;
     int cp = 1;
     int ep = 1;
+    std::string expert_load;  // --expert-load: routing of the GPT templates' experts ("" : the model's own)
     int pp = 1;
     int zero = 0;
     int interleave = 1;
@@ -51,6 +52,10 @@ struct ParallelArgs {
                         "experts / ep of every MoE layer, tokens sent to their experts' ranks and back by all-to-alls")
             ->check(kPositive)
             ->capture_default_str();
+        cmd->add_option("--expert-load", expert_load,
+                        "routing of a GPT template's experts instead of uniform: uniform, zipf:S (expert i gets a share "
+                        "proportional to 1 / (i + 1)^S) or one share per expert (e.g. 4,2,1,1); with --ep the busiest rank is "
+                        "modelled and MFU counts the mean rank's work");
         cmd->add_option("--pp", pp,
                         "pipeline stages (needs --cluster; GPT templates): an equal share of the layers a stage, 1F1B over the "
                         "micro-batches of --global-batch")

@@ -114,6 +114,7 @@ void add_plan(CLI::App& app) {
         args->sp = parallel->sp;
         args->cp = parallel->cp;
         args->ep = parallel->ep;
+        args->expert_load = parallel->expert_load;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
         const Graph g = args->build(&t);

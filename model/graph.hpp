@@ -84,6 +84,9 @@ struct ExpertParallel {
     int degree = 1;
     std::vector<std::string> all_to_all;  // node names
     std::vector<std::string> parameters;  // the experts' weights (their gradients are reduced among the ranks holding them)
+    // Non-uniform routing: the graph is the busiest rank's, whose experts run load_factor times the
+    // token copies of the mean rank (1: uniform). MFU counts the mean rank's expert work.
+    double load_factor = 1;
 };
 
 // A graph that is one stage of a pipeline-parallel model (Megatron-LM's equal split of the layers).

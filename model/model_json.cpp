@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <queue>
+#include <cmath>
 #include <set>
 #include <sstream>
 #include <unordered_set>
@@ -467,7 +468,14 @@ Graph build_graph(const json& doc, Context& c) {
         if (!doc.contains(key)) return;
         const std::string path = "/" + std::string(key);
         const json& sp = require(doc, key, json::value_t::object, c.origin, "");
-        only_keys(sp, {"degree", list, "parameters"}, c.origin, path);
+        only_keys(sp, {"degree", list, "parameters", "load_factor"}, c.origin, path);
+        if (sp.contains("load_factor")) {
+            if (std::string(key) != "expert_parallel") fail(c.origin, path + "/load_factor", "only expert_parallel has a load factor");
+            const json& f = sp["load_factor"];
+            if (!f.is_number() || !(f.get<double>() >= 1) || !std::isfinite(f.get<double>()))
+                fail(c.origin, path + "/load_factor", "expected a number >= 1 (the busiest rank's expert work over the mean rank's)");
+            g.expert_parallel.load_factor = f.get<double>();
+        }
         if (sp.contains("parameters")) {
             if (std::string(key) != "expert_parallel") fail(c.origin, path + "/parameters", "only expert_parallel lists parameters");
             const json& ps = require(sp, "parameters", json::value_t::array, c.origin, path);
@@ -544,6 +552,29 @@ void read_dims(const json& doc, Context& c, const ModelOverrides& ov) {
 
 namespace {
 
+// --expert-load as the config's "expert_load": comma-separated numbers as an array, any other
+// text as a string (the template checks both and names the key).
+json expert_load_config(const std::string& text) {
+    if (text.find_first_not_of("0123456789.,eE+- ") != std::string::npos) return text;
+    json shares = json::array();
+    for (std::size_t at = 0; at <= text.size();) {
+        const std::size_t comma = std::min(text.find(',', at), text.size());
+        const std::string item = text.substr(at, comma - at);
+        std::size_t used = 0;
+        double v = 0;
+        try {
+            v = std::stod(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || used != item.size())
+            throw InputError("--expert-load: '" + item + "' is not a number (expected uniform, zipf:S or shares such as 4,2,1,1)");
+        shares.push_back(v);
+        at = comma + 1;
+    }
+    return shares;
+}
+
 // The parallel splits a template builds (--tp, --sp, --cp, --pp) as its config; with context
 // parallelism the document's seq is a rank's share, so --seq goes to the template and not to the
 // loader's dims.
@@ -555,6 +586,8 @@ void add_parallel_config(const std::string& name, json& config, ModelOverrides& 
         if (ov.seq) config["seq"] = *ov.seq;  // the sequence shard's length is a number in the document
     }
     if (ov.ep > 1) config["ep"] = ov.ep;
+    if (!ov.expert_load.empty()) config["expert_load"] = expert_load_config(ov.expert_load);
+    ov.expert_load.clear();
     // Mixture-of-experts layers size their per-expert token groups from the sequence length: it is
     // a number in the document, so --seq goes to the template.
     const bool experts = config.contains("experts") && config["experts"].is_number_integer() && config["experts"].get<std::int64_t>() > 0;
@@ -614,6 +647,10 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     require_split("--tp", ov.tp, g.tensor_parallel.degree, "tensor-parallel", "tensor_parallel");
     require_split("--cp", ov.cp, g.context_parallel.degree, "context-parallel", "context_parallel");
     require_split("--ep", ov.ep, g.expert_parallel.degree, "expert-parallel", "expert_parallel");
+    if (!ov.expert_load.empty())
+        throw InputError("--expert-load: " + origin +
+                         " is not a GPT template with experts (the template's \"experts\" config builds the routing it sets; Hugging "
+                         "Face mixture-of-experts configs route uniformly)");
     if (ov.pp > 1 && g.pipeline.stages != ov.pp)
         throw InputError("--pp " + std::to_string(ov.pp) + ": " + origin +
                          (g.pipeline.stages > 1 ? " is stage " + std::to_string(g.pipeline.stage + 1) + " of " +

@@ -36,6 +36,9 @@ struct ModelOverrides {
     int cp = 1;
     // Expert-parallel ranks (--ep): a template with experts builds one rank's share of them.
     int ep = 1;
+    // Routing of a template's experts (--expert-load): "uniform", "zipf:S" or comma-separated
+    // shares, one per expert; empty: the config's own. Only GPT templates with experts take it.
+    std::string expert_load{};
     // Pipeline stages (--pp) and which one to build: a template that can split builds that stage.
     int pp = 1;
     int stage = 0;

@@ -1,6 +1,8 @@
 #include "model/templates.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -36,7 +38,12 @@ struct GptConfig {
     std::int64_t experts = 0;  // mixture-of-experts MLPs of this many experts (0: dense)
     std::int64_t top_k = 2;    // experts a token is routed to
     std::int64_t ep = 1;       // expert-parallel ranks: the document holds experts / ep of them
-    std::int64_t pp = 1;       // pipeline stages: the document is stage `stage` (its layers only)
+    // Routing: the share of the token copies each expert receives (relative, one per expert);
+    // empty: uniform. "expert_load" in the config: an array of numbers, or "uniform", or
+    // "zipf:S" (expert i gets a share proportional to 1 / (i + 1)^S).
+    std::vector<double> expert_load;
+    std::string expert_load_text;  // as given, for the description
+    std::int64_t pp = 1;           // pipeline stages: the document is stage `stage` (its layers only)
     std::int64_t stage = 0;
     std::int64_t stage_layers = 0;  // a probe: build this many of the stage's layers (0: n_layer / pp)
 };
@@ -69,6 +76,42 @@ const std::map<std::string, GptConfig>& gpt_presets() {
 std::int64_t positive_int(const json& v, const std::string& origin, const std::string& key) {
     if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) bad_config(origin, key, "expected a positive integer, got " + v.dump());
     return v.get<std::int64_t>();
+}
+
+// "expert_load": an array of non-negative shares (not all zero), "uniform" (empty) or "zipf:S"
+// (S >= 0; returned as {-S} until the number of experts is known).
+std::vector<double> parse_expert_load(const json& v, const std::string& origin, std::string& text) {
+    const char* expected = "expected an array of one non-negative share per expert, \"uniform\" or \"zipf:S\" (S >= 0)";
+    if (v.is_string()) {
+        text = v.get<std::string>();
+        if (text == "uniform") return {};
+        if (text.rfind("zipf:", 0) == 0) {
+            const std::string num = text.substr(5);
+            std::size_t used = 0;
+            double exponent = -1;
+            try {
+                exponent = std::stod(num, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (used == 0 || used != num.size() || !(exponent >= 0) || !std::isfinite(exponent))
+                bad_config(origin, "expert_load", std::string(expected) + ", got " + v.dump());
+            return {-std::max(exponent, 1e-300)};
+        }
+        bad_config(origin, "expert_load", std::string(expected) + ", got " + v.dump());
+    }
+    if (!v.is_array() || v.empty()) bad_config(origin, "expert_load", std::string(expected) + ", got " + v.dump());
+    std::vector<double> w;
+    double sum = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number() || !(v[i].get<double>() >= 0) || !std::isfinite(v[i].get<double>()))
+            bad_config(origin, "expert_load/" + std::to_string(i), "expected a non-negative number, got " + v[i].dump());
+        w.push_back(v[i].get<double>());
+        sum += w.back();
+    }
+    if (!(sum > 0)) bad_config(origin, "expert_load", "the shares sum to 0: at least one expert must receive tokens");
+    text = "given shares";
+    return w;
 }
 
 GptConfig gpt_config(const std::string& preset, const json& cfg, const std::string& origin) {
@@ -124,6 +167,8 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             c.top_k = positive_int(v, origin, k);
         } else if (k == "ep") {
             c.ep = positive_int(v, origin, k);
+        } else if (k == "expert_load") {
+            c.expert_load = parse_expert_load(v, origin, c.expert_load_text);
         } else if (k == "pp") {
             c.pp = positive_int(v, origin, k);
         } else if (k == "stage_layers") {
@@ -135,7 +180,7 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             bad_config(origin, k,
                        "unknown key '" + k +
                            "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, "
-                           "dtype, tp, sp, cp, experts, top_k, ep, pp, stage, stage_layers)");
+                           "dtype, tp, sp, cp, experts, top_k, ep, expert_load, pp, stage, stage_layers)");
         }
     }
     if (c.d_model % c.n_head != 0) bad_config(origin, "n_head", "n_head must divide d_model");
@@ -156,6 +201,8 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
         bad_config(
             origin, "sp",
             "--sp: --tp " + std::to_string(c.tp) + " must divide a context-parallel rank's " + std::to_string(c.seq / c.cp) + " tokens");
+    if (!c.expert_load_text.empty() && c.experts == 0)
+        bad_config(origin, "expert_load", "the model has no experts (config \"experts\") to route to");
     if (c.ep > 1 && c.experts == 0)
         bad_config(origin, "ep", "--ep " + std::to_string(c.ep) + ": the model has no experts (config \"experts\")");
     if (c.experts > 0) {
@@ -163,10 +210,20 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             bad_config(origin, "top_k", "top_k " + std::to_string(c.top_k) + " exceeds the " + std::to_string(c.experts) + " experts");
         if (c.experts % c.ep != 0)
             bad_config(origin, "ep", "--ep " + std::to_string(c.ep) + " must divide the " + std::to_string(c.experts) + " experts");
-        if ((c.seq / c.cp) * c.top_k % c.experts != 0)
+        if (!c.expert_load.empty() && c.expert_load.size() == 1 && c.expert_load[0] < 0) {  // zipf:S, expanded now E is known
+            const double exponent = -c.expert_load[0];
+            c.expert_load.clear();
+            for (std::int64_t e = 0; e < c.experts; ++e) c.expert_load.push_back(std::pow(static_cast<double>(e + 1), -exponent));
+        }
+        if (!c.expert_load.empty() && static_cast<std::int64_t>(c.expert_load.size()) != c.experts)
+            bad_config(origin, "expert_load",
+                       "expected one share per expert (" + std::to_string(c.experts) + "), got " + std::to_string(c.expert_load.size()));
+        if (c.expert_load.empty() && (c.seq / c.cp) * c.top_k % c.experts != 0)
             bad_config(origin, "experts",
                        std::to_string(c.experts) + " experts: a rank's " + std::to_string(c.seq / c.cp) + " tokens x top_k " +
-                           std::to_string(c.top_k) + " must split evenly over the experts (uniform routing)");
+                           std::to_string(c.top_k) +
+                           " must split evenly over the experts (uniform routing; give \"expert_load\" "
+                           "for any other split)");
         if (c.sp) bad_config(origin, "sp", "--sp with mixture-of-experts layers is not modelled");
     }
     if (c.n_layer % c.pp != 0)
@@ -174,6 +231,62 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
     if (c.stage >= c.pp)
         bad_config(origin, "stage", "stage " + std::to_string(c.stage) + " of " + std::to_string(c.pp) + " pipeline stages");
     return c;
+}
+
+// The token copies each expert runs per sequence of `tokens` tokens under the routing shares: the
+// seq x k copies split in proportion to the shares, no expert above `tokens` (a token's k copies go
+// to k distinct experts: what a capped expert cannot take goes to the others in proportion), then
+// rounded to integers by largest remainder (ties to the lower index).
+std::vector<std::int64_t> expert_rows(const std::vector<double>& shares, std::int64_t tokens, std::int64_t k) {
+    const std::size_t n = shares.size();
+    const double total = static_cast<double>(tokens * k), cap = static_cast<double>(tokens);
+    std::vector<double> target(n, 0.0);
+    std::vector<bool> capped(n, false);
+    for (bool again = true; again;) {
+        again = false;
+        double weight = 0, left = total;
+        for (std::size_t e = 0; e < n; ++e) (capped[e] ? left -= cap : weight += shares[e]);
+        const bool even = !(weight > 0);  // the experts with a share are all full: the rest share evenly
+        std::size_t open = 0;
+        for (std::size_t e = 0; e < n; ++e) open += capped[e] ? 0 : 1;
+        for (std::size_t e = 0; e < n; ++e) {
+            if (capped[e]) continue;
+            target[e] = left * (even ? 1.0 / static_cast<double>(open) : shares[e] / weight);
+            if (target[e] > cap) {
+                capped[e] = true;
+                target[e] = cap;
+                again = true;
+            }
+        }
+    }
+    std::vector<std::int64_t> rows(n);
+    std::int64_t sum = 0;
+    for (std::size_t e = 0; e < n; ++e) sum += rows[e] = static_cast<std::int64_t>(std::floor(target[e] + 1e-9));
+    std::vector<std::size_t> order(n);
+    for (std::size_t e = 0; e < n; ++e) order[e] = e;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return target[a] - static_cast<double>(rows[a]) > target[b] - static_cast<double>(rows[b]);
+    });
+    for (std::size_t i = 0; sum < tokens * k; i = (i + 1) % n)
+        if (rows[order[i]] < tokens) ++rows[order[i]], ++sum;
+    return rows;
+}
+
+// "2.91x": a ratio with two decimals.
+std::string times_text(double ratio) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2fx", ratio);
+    return buf;
+}
+
+// "uniform routing", or the load given and what it makes of the busiest expert.
+std::string routing_text(const GptConfig& c) {
+    if (c.expert_load.empty()) return "uniform routing";
+    const std::int64_t tokens = c.seq / c.cp;
+    const std::vector<std::int64_t> rows = expert_rows(c.expert_load, tokens, c.top_k);
+    const std::int64_t most = *std::max_element(rows.begin(), rows.end());
+    return "routing " + c.expert_load_text + ": the busiest expert runs " +
+           times_text(static_cast<double>(most * c.experts) / static_cast<double>(tokens * c.top_k)) + " the mean";
 }
 
 // With c.tp > 1 the document is one rank of Megatron-LM's tensor-parallel split (Shoeybi et al.
@@ -198,7 +311,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     b.doc()["description"] =
         "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " + std::to_string(c.n_head) +
         " heads, vocab " + std::to_string(c.vocab) +
-        (c.experts > 0 ? ", " + std::to_string(c.experts) + " experts (top-" + std::to_string(c.top_k) + ", uniform routing)" : "");
+        (c.experts > 0 ? ", " + std::to_string(c.experts) + " experts (top-" + std::to_string(c.top_k) + ", " + routing_text(c) + ")" : "");
     // Context parallelism: a rank holds seq / cp tokens (its "seq"); attention's keys and values are
     // gathered from the group (model/graph.hpp ContextParallel): a concat of the rank's shard
     // standing for the gathered buffer, and causal attention of the rank's queries over the whole
@@ -255,6 +368,56 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // run the tokens x k / experts of all ep ranks.
     std::vector<std::string> all_to_all, expert_params;
     const std::int64_t local_experts = c.experts / std::max<std::int64_t>(1, c.ep);
+    // Routing by c.expert_load (not uniform): each expert runs rows[e] of a sequence's seq x k
+    // copies. With expert parallelism the document is the busiest rank's (the most copies to run:
+    // every rank waits for it at the combine's all-to-all), holding experts [first_local,
+    // first_local + local_experts); every rank sends it the copies bound for those experts, so it
+    // receives ep x their rows per sequence.
+    const std::vector<std::int64_t> rows =
+        c.experts > 0 && !c.expert_load.empty() ? expert_rows(c.expert_load, seq, c.top_k) : std::vector<std::int64_t>{};
+    std::int64_t first_local = 0, busiest_rows = 0;
+    for (std::int64_t r = 0; !rows.empty() && r < c.ep; ++r) {
+        std::int64_t sum = 0;
+        for (std::int64_t e = r * local_experts; e < (r + 1) * local_experts; ++e) sum += rows[static_cast<std::size_t>(e)];
+        if (sum > busiest_rows) busiest_rows = sum, first_local = r * local_experts;
+    }
+    // Non-uniform routing as ops: the k copies of each token as one stream of seq x k rows; expert e
+    // takes a contiguous block of rows[e] of them (a slice standing for the gather by routing
+    // index), its outputs concatenated in expert order; with ep > 1 the dispatch is a concat of the
+    // ep blocks the ranks send (the receive buffer) and the combine a slice of this rank's seq x k
+    // rows out of the outputs sent back.
+    auto routed_moe = [&](const std::string& p, std::int64_t k) {
+        const std::int64_t T = seq * k;
+        std::string stream = b.node(p + "moe.stream", "reshape", {p + "moe.expand"}, {{"shape", {"batch", T, d}}});
+        std::int64_t offset = 0;
+        if (c.ep > 1) {
+            const std::string part =
+                b.node(p + "moe.to_rank", "slice", {stream}, {{"starts", {0}}, {"ends", {busiest_rows}}, {"axes", {1}}});
+            stream =
+                b.node(p + "moe.dispatch", "concat", json(std::vector<std::string>(static_cast<std::size_t>(c.ep), part)), {{"axis", 1}});
+            all_to_all.push_back(stream);
+        }
+        json outs = json::array();
+        for (std::int64_t j = 0; j < local_experts; ++j) {
+            const std::int64_t e = first_local + j, n = c.ep * rows[static_cast<std::size_t>(e)];
+            const std::string ex = p + "moe.expert_" + std::to_string(j) + ".";
+            for (const auto& [w, shape] :
+                 {std::pair<std::string, json>{"up.w", {ff, d}}, {"up.b", {ff}}, {"down.w", {d, ff}}, {"down.b", {d}}})
+                expert_params.push_back(b.param(ex + w, shape));
+            if (n == 0) continue;  // no tokens routed: its weights are held, nothing runs
+            b.node(ex + "tokens", "slice", {stream}, {{"starts", {offset}}, {"ends", {offset + n}}, {"axes", {1}}});
+            offset += n;
+            b.node(ex + "up", "linear", {ex + "tokens", ex + "up.w", ex + "up.b"});
+            b.node(ex + "gelu", "gelu", {ex + "up"}, {{"approximate", "tanh"}});
+            outs.push_back(b.node(ex + "down", "linear", {ex + "gelu", ex + "down.w", ex + "down.b"}));
+        }
+        std::string back = b.node(p + "moe.outputs", "concat", outs, {{"axis", 1}});
+        if (c.ep > 1) {
+            all_to_all.push_back(back);  // the busiest rank sends back all it ran
+            back = b.node(p + "moe.combine", "slice", {back}, {{"starts", {0}}, {"ends", {T}}, {"axes", {1}}});
+        }
+        return b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
+    };
     auto moe_mlp = [&](const std::string& p, const std::string& in) {
         const std::int64_t k = c.top_k, E = c.experts, per_expert = seq * k * c.ep / E;
         b.param(p + "router.w", {E, d});
@@ -265,6 +428,11 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.node(p + "router.weights4", "reshape", {p + "router.weights"}, {{"shape", {"batch", "seq", k, 1}}});
         b.node(p + "moe.copies", "reshape", {in}, {{"shape", {"batch", "seq", 1, d}}});
         b.node(p + "moe.expand", "expand", {p + "moe.copies"}, {{"shape", {"batch", "seq", k, d}}});
+        if (!rows.empty()) {
+            routed_moe(p, k);
+            b.node(p + "moe.weighted", "mul", {p + "moe.tokens", p + "router.weights4"});
+            return b.node(p + "mlp.moe", "reduce_sum", {p + "moe.weighted"}, {{"axes", {2}}});
+        }
         std::string routed = b.node(p + "moe.groups", "reshape", {p + "moe.expand"}, {{"shape", {"batch", seq * k / E, E, d}}});
         if (c.ep > 1) {
             all_to_all.push_back(b.node(p + "moe.dispatch", "permute", {routed}, {{"perm", {0, 1, 2, 3}}, {"copy", true}}));
@@ -374,9 +542,17 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     }
     if (c.ep > 1) {
         b.doc()["expert_parallel"] = {{"degree", c.ep}, {"all_to_all", all_to_all}, {"parameters", expert_params}};
-        b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(c.ep) +
-                                 "-way expert parallelism (" + std::to_string(local_experts) + " of " + std::to_string(c.experts) +
-                                 " experts)";
+        if (!rows.empty())
+            b.doc()["expert_parallel"]["load_factor"] = static_cast<double>(busiest_rows * c.ep) / static_cast<double>(seq * c.top_k);
+        b.doc()["description"] =
+            b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(c.ep) + "-way expert parallelism (" +
+            std::to_string(local_experts) + " of " + std::to_string(c.experts) + " experts" +
+            (rows.empty()
+                 ? std::string()
+                 : "; the busiest rank: experts " + std::to_string(first_local) + "-" + std::to_string(first_local + local_experts - 1) +
+                       ", " + times_text(static_cast<double>(busiest_rows * c.ep) / static_cast<double>(seq * c.top_k)) +
+                       " the mean copies") +
+            ")";
     }
     if (cp > 1) {
         b.doc()["context_parallel"] = {{"degree", cp}, {"all_gather", kv_gathers}};

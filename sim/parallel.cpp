@@ -359,6 +359,25 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
     p.flops = static_cast<double>(a.total.flops());
     for (std::size_t i = 0; i < n; ++i)
         if (g.nodes()[i].recomputes != kNoNode) p.recompute_flops += static_cast<double>(g.work(static_cast<NodeId>(i)).flops());
+    if (g.expert_parallel.load_factor > 1 && !g.expert_parallel.parameters.empty()) {
+        // The experts' work: the nodes that read an expert's weight, the gradients of those nodes and
+        // their recomputed copies (the GEMMs; the activation between them is left out).
+        std::set<TensorId> weights;
+        for (const std::string& name : g.expert_parallel.parameters)
+            if (const TensorId t = g.find_tensor(name); t >= 0) weights.insert(t);
+        std::vector<bool> expert(n, false);
+        for (std::size_t i = 0; i < n; ++i)
+            for (const TensorId t : g.nodes()[i].inputs)
+                expert[i] = expert[i] || (weights.count(t) != 0 && g.nodes()[i].phase == Phase::forward);
+        double flops = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const Node& node = g.nodes()[i];
+            const NodeId of = node.differentiates != kNoNode ? node.differentiates : node.recomputes;
+            if (expert[i] || (of != kNoNode && expert[static_cast<std::size_t>(of)]))
+                flops += static_cast<double>(g.work(static_cast<NodeId>(i)).flops());
+        }
+        p.expert_excess_flops = flops * (1 - 1 / g.expert_parallel.load_factor);
+    }
     return p;
 }
 
@@ -526,6 +545,7 @@ StageProfile compose_layers(const StageProfile& one, const StageProfile& two, in
     p.saved_activation_bytes = grow_bytes(one.saved_activation_bytes, two.saved_activation_bytes);
     p.flops = grow(one.flops, two.flops);
     p.recompute_flops = grow(one.recompute_flops, two.recompute_flops);
+    p.expert_excess_flops = grow(one.expert_excess_flops, two.expert_excess_flops);
     p.optimizer_flops = grow(one.optimizer_flops, two.optimizer_flops);
     p.memory = compose_memory(one.memory, two.memory, layers);
     return p;
@@ -722,7 +742,7 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
     std::tie(r.peak_bytes, r.peak_bytes_by_category) = peak_of(g, opt.zero, reducers, K, opt.persistent_gradients);
 
     r.flops_per_rank = K * (g.flops - g.optimizer_flops) + g.optimizer_flops;
-    r.model_flops_per_rank = K * (g.flops - g.optimizer_flops - g.recompute_flops);
+    r.model_flops_per_rank = K * (g.flops - g.optimizer_flops - g.recompute_flops - g.expert_excess_flops);
     const double chip_peak = matrix_ceiling(cluster.hardware, g.compute_dtype).flop_per_s;
     if (chip_peak > 0 && r.step_time_s > 0) {
         r.mfu = r.model_flops_per_rank / r.step_time_s / chip_peak;

@@ -169,6 +169,9 @@ struct StageProfile {
     std::int64_t saved_activation_bytes = 0;
     double flops = 0, optimizer_flops = 0;
     double recompute_flops = 0;  // of nodes run again in backward (recomputation)
+    // Non-uniform expert routing (ExpertParallel::load_factor): the FLOPs the busiest rank's experts
+    // run beyond the mean rank's, left out of the model FLOPs that MFU counts.
+    double expert_excess_flops = 0;
 };
 StageProfile stage_profile(const Graph& step, const Analysis& single);
 

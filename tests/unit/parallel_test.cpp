@@ -569,6 +569,22 @@ TEST_CASE("context parallelism: a rank's share of each sequence, keys and values
     CHECK_THAT(file.out, Catch::Contains("has no context-parallel split"));
 }
 
+// GPT-2 medium with `experts` top-2 MoE MLPs (0: dense), batch 4 x 1024, no dropout: one rank of
+// `ep`-way expert parallelism under the routing `load` (--expert-load; "": uniform), its training
+// step analysed on the cluster's chip.
+static Step moe_step(const Cluster& c, std::int64_t experts, int ep, const std::string& load) {
+    nlohmann::json cfg = {{"preset", "gpt2-medium"}, {"batch", 4}, {"seq", 1024}, {"dropout", 0}};
+    if (experts > 0) cfg["experts"] = experts, cfg["top_k"] = 2;
+    ModelOverrides ov;
+    ov.ep = ep;
+    ov.expert_load = load;
+    const nlohmann::json doc = {{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", cfg}};
+    Step s;
+    s.g = build_training_step(load_model(doc, "moe-gpt", ov), TrainingOptions{});
+    s.a = analyze(s.g, c.hardware);
+    return s;
+}
+
 TEST_CASE("expert parallelism: a rank's share of the experts, all-to-all dispatch and combine, expert gradients kept local",
           "[parallel][ep]") {
     // GPT-2 medium with 8 experts of top-2 MoE MLPs (uniform routing), batch 4 x 1024, on 8
@@ -580,17 +596,7 @@ TEST_CASE("expert parallelism: a rank's share of the experts, all-to-all dispatc
     // 4 x 24 = 96, at the all-to-all cost of 8 ranks in a node; and no reduction of the expert
     // gradients (each expert lives on one rank): the ranks reduce 4 bytes for each other parameter.
     const Cluster c = builtin_cluster("dgx-a100");
-    auto step = [&](std::int64_t experts, int ep) {
-        nlohmann::json cfg = {{"preset", "gpt2-medium"}, {"batch", 4}, {"seq", 1024}, {"dropout", 0}};
-        if (experts > 0) cfg["experts"] = experts, cfg["top_k"] = 2;
-        ModelOverrides ov;
-        ov.ep = ep;
-        const nlohmann::json doc = {{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", cfg}};
-        Step s;
-        s.g = build_training_step(load_model(doc, "moe-gpt", ov), TrainingOptions{});
-        s.a = analyze(s.g, c.hardware);
-        return s;
-    };
+    auto step = [&](std::int64_t experts, int ep) { return moe_step(c, experts, ep, ""); };
     const Step dense = step(0, 1), one = step(8, 1), eight = step(8, 8);
     auto flops_of = [](const Step& s, const std::string& part, Phase ph) {
         double f = 0;
@@ -638,4 +644,58 @@ TEST_CASE("expert parallelism: a rank's share of the experts, all-to-all dispatc
                       Catch::Contains("--ep 8: the expert-parallel ranks are data-parallel ranks"));
     CHECK_THROWS_WITH(step(8, 3), Catch::Contains("--ep 3 must divide the 8 experts"));
     CHECK_THROWS_WITH(step(0, 2), Catch::Contains("the model has no experts"));
+}
+
+TEST_CASE("expert parallelism with non-uniform routing: the busiest rank, its all-to-alls and the mean rank's MFU", "[parallel][ep]") {
+    // GPT-2 medium, 8 experts of top-2 MoE MLPs, batch 4 x 1024, routing shares 4:1:1:1:1:1:1:1.
+    // A sequence's 2,048 token copies split 2048 x 4/11 = 744.7 and 2048/11 = 186.2 (no expert
+    // above the 1,024 tokens a sequence has), rounded by largest remainder: 745, 187, 186 x 6.
+    // On 8 expert-parallel ranks (one expert each) the busiest rank is expert 0's: it receives
+    // 8 x 745 = 5,960 copies a sequence (load factor 5960 / 2048), so its expert GEMMs, both
+    // all-to-alls (its receive buffer and what it sends back: [4, 5960, 1024] bf16) and its step
+    // grow; the model FLOPs MFU counts are the mean rank's, the uniform run's to within the expert
+    // activation's share (the gelu between the GEMMs is not scaled back: under 1%).
+    const Cluster c = builtin_cluster("dgx-a100");
+    auto step = [&](const std::string& load, int ep) { return moe_step(c, 8, ep, load); };
+    auto pass_flops = [](const Step& s) {
+        return static_cast<double>(s.a.by_phase[static_cast<int>(Phase::forward)].work.flops() +
+                                   s.a.by_phase[static_cast<int>(Phase::backward)].work.flops());
+    };
+    // One rank holding every expert: the same work as uniform routing, split unevenly.
+    const Step uniform1 = step("", 1), skewed1 = step("4,1,1,1,1,1,1,1", 1);
+    CHECK(pass_flops(skewed1) == Approx(pass_flops(uniform1)).epsilon(1e-9));
+    auto rows = [](const Step& s, const std::string& node) {
+        const NodeId n = s.g.find_node(node);
+        REQUIRE(n != kNoNode);
+        return s.g.tensor(s.g.node(n).outputs[0]).desc.shape.at(1);
+    };
+    CHECK(rows(skewed1, "h0.moe.expert_0.up") == 745);
+    CHECK(rows(skewed1, "h0.moe.expert_1.up") == 187);
+    CHECK(rows(skewed1, "h0.moe.expert_7.up") == 186);
+
+    const Step uniform = step("", 8), skewed = step("4,1,1,1,1,1,1,1", 8);
+    REQUIRE(skewed.g.expert_parallel.degree == 8);
+    CHECK(skewed.g.expert_parallel.load_factor == Approx(5960.0 / 2048).epsilon(1e-12));
+    CHECK(rows(skewed, "h0.moe.expert_0.up") == 5960);
+    CHECK(skewed.g.expert_parallel.all_to_all.size() == 2 * 24);
+    ParallelOptions o;
+    o.dp = 8;
+    const ParallelAnalysis pu = analyze_parallel(uniform.g, uniform.a, c, o), ps = analyze_parallel(skewed.g, skewed.a, c, o);
+    const double bytes = 4.0 * 5960 * 1024 * 2;
+    CHECK(ps.ep_comm_s == Approx(96 * collective_cost(c, Collective::all_to_all, bytes, CommGroup{8, 8}).time_s).epsilon(1e-12));
+    CHECK(ps.step_time_s > 1.5 * pu.step_time_s);
+    CHECK(ps.flops_per_rank > 1.5 * pu.flops_per_rank);  // the busiest rank's own work
+    CHECK(ps.model_flops_per_rank == Approx(pu.model_flops_per_rank).epsilon(0.01));
+    CHECK(ps.mfu < pu.mfu);
+
+    // A share per expert, non-negative, not all zero; a dense model has none to route.
+    CHECK_THROWS_WITH(step("1,2,3", 1), Catch::Contains("/config/expert_load: expected one share per expert (8), got 3"));
+    CHECK_THROWS_WITH(step("0,0,0,0,0,0,0,0", 1), Catch::Contains("the shares sum to 0"));
+    CHECK_THROWS_WITH(step("zipf:-1", 1), Catch::Contains("\"zipf:S\" (S >= 0), got \"zipf:-1\""));
+    const auto dense = test::run_cli("analyze gpt2-small --expert-load zipf:1 -q");
+    CHECK(dense.code == 2);
+    CHECK_THAT(dense.out, Catch::Contains("/config/expert_load: the model has no experts"));
+    const auto hf = test::run_cli("analyze llama-2-7b --expert-load zipf:1 -q");
+    CHECK(hf.code == 2);
+    CHECK_THAT(hf.out, Catch::Contains("--expert-load: template 'llama-2-7b' is not a GPT template with experts"));
 }
