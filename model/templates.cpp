@@ -224,7 +224,9 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
                            std::to_string(c.top_k) +
                            " must split evenly over the experts (uniform routing; give \"expert_load\" "
                            "for any other split)");
-        if (c.sp) bad_config(origin, "sp", "--sp with mixture-of-experts layers is not modelled");
+        if (c.sp && c.ep > 1)
+            bad_config(origin, "sp",
+                       "--sp with expert parallelism (--ep) is not modelled (with --ep 1 the MoE layer's input is all-gathered)");
     }
     if (c.n_layer % c.pp != 0)
         bad_config(origin, "pp", "--pp " + std::to_string(c.pp) + " must divide the " + std::to_string(c.n_layer) + " layers");
@@ -511,7 +513,9 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             b.node(p + "mlp.gelu", "gelu", {p + "mlp.up"}, {{"approximate", "tanh"}});
             dn = b.node(p + "mlp.down", "linear", {p + "mlp.gelu", p + "mlp.down.w", p + "mlp.down.b"});
         } else {
-            dn = moe_mlp(p, m);
+            // Sequence parallelism: the router and the experts (tensor-parallel as the dense MLP) run
+            // on the all-gathered sequence, their combined output reduce-scattered below.
+            dn = moe_mlp(p, sp ? gather(p + "mlp.gather", m) : m);
         }
         if (sp) dn = scatter(p + "mlp.scatter", dn);
         dn = b.dropout(p + "mlp.resid_drop", dn, c.dropout);
