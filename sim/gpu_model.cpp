@@ -766,6 +766,15 @@ std::string describe_launch(const Kernel& k) {
     return fmt::format("blocks {} x {} threads", k.blocks, k.launch.threads_per_block);
 }
 
+static double warp_schedulers_per_sm(const Hardware& hw) {
+    // GP100 (compute capability 6.0) splits its SM into two processing blocks, each with a warp
+    // scheduler and 32 FP32 lanes (NVIDIA Tesla P100 whitepaper, "Pascal Streaming Multiprocessor");
+    // every other SM since Maxwell into four (Maxwell, GP10x, Volta, Turing, Ampere, Ada and Hopper
+    // whitepapers; CUDA C++ Programming Guide, "Compute Capabilities").
+    const ComputeCapability cc = hw.gpu->compute_capability;
+    return cc.major == 6 && cc.minor == 0 ? 2.0 : 4.0;
+}
+
 bool wide_issue_fp32(const Hardware& hw) {
     if (!hw.gpu || !hw.gpu->compute_capability.at_least(7)) return false;  // Maxwell and Pascal dual-issue
     const double lanes_per_sm = vector_ceiling(hw, DType::f32).flop_per_s / (2.0 * hw.gpu->sm_count.value * hw.clock_hz.value);
@@ -812,8 +821,14 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
             wide *= s.conv == GemmShape::Conv::forward     ? opt.sm90_simt_conv_forward_efficiency
                     : s.conv == GemmShape::Conv::data_grad ? opt.sm90_simt_conv_data_grad_efficiency
                                                            : opt.sm90_simt_conv_weight_grad_efficiency;
+        // A warp issues on its SM sub-partition's scheduler only: with fewer resident warps than
+        // schedulers the other partitions' FP32 lanes idle (a 64-thread 64x64 tile alone on an SM
+        // uses half of it).
+        const double resident = std::min(static_cast<double>(std::max<std::int64_t>(1, c.occupancy.blocks_per_sm)), per_sm_blocks);
+        const double warps = resident * std::ceil(static_cast<double>(k.launch.threads_per_block) / hw.gpu->warp_size.value);
+        const double partitions = std::min(1.0, warps / warp_schedulers_per_sm(hw));
         const double per_sm =
-            vector_ceiling(hw, k.dtype).flop_per_s / sms * rates.clock_ratio * ffma_share * opt.simt_gemm_efficiency * wide;
+            vector_ceiling(hw, k.dtype).flop_per_s / sms * rates.clock_ratio * ffma_share * opt.simt_gemm_efficiency * wide * partitions;
         compute = std::max(per_sm_blocks * tile_flops / per_sm, roof.vector_time_s / rates.clock_ratio);
         if (s.batch > 1) {
             // The epilogue's store rate per SM clock (batched_simt_store_bytes_per_clock).
@@ -855,11 +870,9 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         compute = roof.compute_time_s / rates.clock_ratio / c.tail_efficiency;
     }
     if (k.issue_slots > 0) {
-        // Every SM since Maxwell (compute capability 5.0) has four warp schedulers, each issuing
-        // one warp instruction per clock (CUDA C++ Programming Guide, "Compute Capabilities",
-        // per-architecture sections): 128 thread instructions per SM-clock.
-        constexpr double kWarpSchedulersPerSm = 4;
-        const double issue_rate = sms * kWarpSchedulersPerSm * hw.gpu->warp_size.value * hw.clock_hz.value * rates.clock_ratio;
+        // Each warp scheduler issues one warp instruction per clock (warp_schedulers_per_sm: four
+        // on every SM since Maxwell but GP100's two): 128 thread instructions per SM-clock.
+        const double issue_rate = sms * warp_schedulers_per_sm(hw) * hw.gpu->warp_size.value * hw.clock_hz.value * rates.clock_ratio;
         const double share = c.tail_efficiency > 0 ? c.tail_efficiency : 1.0;
         compute = std::max(compute, k.issue_slots / issue_rate / share);
     }
