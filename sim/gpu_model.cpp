@@ -398,8 +398,9 @@ Kernel grouped_conv_per_group(const Kernel& whole, GemmShape s, const Work& w, D
     Kernel all = whole;
     all.parts.clear();
     all.work = w;
-    for (std::int64_t i = 0; i < groups; ++i) {
-        const bool last = i + 1 == groups;
+    // Every group but the last has the same shape and work: its GEMM is chosen once and copied;
+    // the last, which takes the remainders of the work's division, is chosen again if it differs.
+    const auto group_kernel = [&](bool last) {
         Work part;
         part.matrix_flops = share(w.matrix_flops, last);
         part.vector_flops = share(w.vector_flops, last);
@@ -408,13 +409,16 @@ Kernel grouped_conv_per_group(const Kernel& whole, GemmShape s, const Work& w, D
         part.bytes_written = share(w.bytes_written, last);
         Kernel k = best_gemm(s, part, d, hw, opt, al.operands && al.output, al.output);
         k.name = whole.name + ".group";
-        if (i == 0) {
-            all.launch = k.launch;
-            all.blocks = k.blocks;
-            all.tensor_cores = k.tensor_cores;
-        }
-        all.parts.push_back(std::move(k));
-    }
+        return k;
+    };
+    const Kernel first = group_kernel(false);
+    all.launch = first.launch;
+    all.blocks = first.blocks;
+    all.tensor_cores = first.tensor_cores;
+    all.parts.assign(static_cast<std::size_t>(groups - 1), first);
+    const bool remainder = w.matrix_flops % groups != 0 || w.vector_flops % groups != 0 || w.transcendentals % groups != 0 ||
+                           w.bytes_read % groups != 0 || w.bytes_written % groups != 0;
+    all.parts.push_back(remainder ? group_kernel(true) : first);
     return all;
 }
 
