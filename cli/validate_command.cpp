@@ -60,7 +60,7 @@ std::map<std::string, double> parse_terms(const std::vector<std::string>& items)
         if (eq == std::string::npos) throw InputError("--term: expected NAME=VALUE (e.g. 'simt_gemm_efficiency=0.9'), got '" + item + "'");
         if (term == nullptr) throw InputError("--term: unknown term '" + item.substr(0, eq) + "' (fitted terms: " + names + ")");
         const std::string text = item.substr(eq + 1);
-        const std::optional<double> v = parse_number(text);
+        const std::optional<double> v = whole_number(text);
         if (!v || *v < term->lo || *v > term->hi)
             throw InputError(
                 fmt::format("--term {}: '{}' is not a number in [{:g}, {:g}], the term's range", term->name, text, term->lo, term->hi));

@@ -7,26 +7,15 @@
 #include <optional>
 #include <string>
 
-namespace roofline::cli {
+#include "ops/text.hpp"
 
-// The whole of text as a finite number, or nothing.
-inline std::optional<double> parse_number(const std::string& text) {
-    double v = 0;
-    std::size_t used = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-    if (used != text.size() || text.empty() || !std::isfinite(v)) return std::nullopt;
-    return v;
-}
+namespace roofline::cli {
 
 namespace detail {
 inline CLI::Validator number_at_least(bool zero_allowed) {
     return CLI::Validator(
         [zero_allowed](std::string& text) -> std::string {
-            const std::optional<double> v = parse_number(text);
+            const std::optional<double> v = whole_number(text);
             if (v && (zero_allowed ? *v >= 0 : *v > 0)) return {};
             return std::string("expected a ") + (zero_allowed ? "non-negative" : "positive") + " number, got '" + text + "'";
         },

@@ -5,11 +5,11 @@
 #include <boost/graph/strong_components.hpp>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <queue>
-#include <cmath>
 #include <set>
 #include <sstream>
 #include <unordered_set>
@@ -19,6 +19,7 @@
 #include "model/json_check.hpp"
 #include "model/onnx_model.hpp"
 #include "model/templates.hpp"
+#include "ops/text.hpp"
 #include "ops/error.hpp"
 #include "ops/op_rule.hpp"
 
@@ -560,16 +561,9 @@ json expert_load_config(const std::string& text) {
     for (std::size_t at = 0; at <= text.size();) {
         const std::size_t comma = std::min(text.find(',', at), text.size());
         const std::string item = text.substr(at, comma - at);
-        std::size_t used = 0;
-        double v = 0;
-        try {
-            v = std::stod(item, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used == 0 || used != item.size())
-            throw InputError("--expert-load: '" + item + "' is not a number (expected uniform, zipf:S or shares such as 4,2,1,1)");
-        shares.push_back(v);
+        const std::optional<double> v = whole_number(item);
+        if (!v) throw InputError("--expert-load: '" + item + "' is not a number (expected uniform, zipf:S or shares such as 4,2,1,1)");
+        shares.push_back(*v);
         at = comma + 1;
     }
     return shares;

@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "model/doc_builder.hpp"
 #include "model/hf_config.hpp"
 #include "ops/error.hpp"
+#include "ops/text.hpp"
 
 namespace roofline {
 namespace {
@@ -42,8 +44,9 @@ struct GptConfig {
     // empty: uniform. "expert_load" in the config: an array of numbers, or "uniform", or
     // "zipf:S" (expert i gets a share proportional to 1 / (i + 1)^S).
     std::vector<double> expert_load;
-    std::string expert_load_text;  // as given, for the description
-    std::int64_t pp = 1;           // pipeline stages: the document is stage `stage` (its layers only)
+    std::optional<double> expert_zipf;  // "zipf:S": S, expanded into expert_load once the experts are known
+    std::string expert_load_text;       // as given, for the description
+    std::int64_t pp = 1;                // pipeline stages: the document is stage `stage` (its layers only)
     std::int64_t stage = 0;
     std::int64_t stage_layers = 0;  // a probe: build this many of the stage's layers (0: n_layer / pp)
 };
@@ -78,40 +81,30 @@ std::int64_t positive_int(const json& v, const std::string& origin, const std::s
     return v.get<std::int64_t>();
 }
 
-// "expert_load": an array of non-negative shares (not all zero), "uniform" (empty) or "zipf:S"
-// (S >= 0; returned as {-S} until the number of experts is known).
-std::vector<double> parse_expert_load(const json& v, const std::string& origin, std::string& text) {
+// "expert_load" into c: an array of non-negative shares (not all zero), "uniform" or "zipf:S" (S >= 0).
+void parse_expert_load(const json& v, const std::string& origin, GptConfig& c) {
     const char* expected = "expected an array of one non-negative share per expert, \"uniform\" or \"zipf:S\" (S >= 0)";
+    c.expert_load.clear();
+    c.expert_zipf.reset();
     if (v.is_string()) {
-        text = v.get<std::string>();
-        if (text == "uniform") return {};
-        if (text.rfind("zipf:", 0) == 0) {
-            const std::string num = text.substr(5);
-            std::size_t used = 0;
-            double exponent = -1;
-            try {
-                exponent = std::stod(num, &used);
-            } catch (const std::exception&) {
-                used = 0;
-            }
-            if (used == 0 || used != num.size() || !(exponent >= 0) || !std::isfinite(exponent))
-                bad_config(origin, "expert_load", std::string(expected) + ", got " + v.dump());
-            return {-std::max(exponent, 1e-300)};
-        }
-        bad_config(origin, "expert_load", std::string(expected) + ", got " + v.dump());
+        c.expert_load_text = v.get<std::string>();
+        if (c.expert_load_text == "uniform") return;
+        const std::optional<double> s =
+            c.expert_load_text.rfind("zipf:", 0) == 0 ? whole_number(c.expert_load_text.substr(5)) : std::nullopt;
+        if (!s || *s < 0) bad_config(origin, "expert_load", std::string(expected) + ", got " + v.dump());
+        c.expert_zipf = *s;
+        return;
     }
     if (!v.is_array() || v.empty()) bad_config(origin, "expert_load", std::string(expected) + ", got " + v.dump());
-    std::vector<double> w;
     double sum = 0;
     for (std::size_t i = 0; i < v.size(); ++i) {
         if (!v[i].is_number() || !(v[i].get<double>() >= 0) || !std::isfinite(v[i].get<double>()))
             bad_config(origin, "expert_load/" + std::to_string(i), "expected a non-negative number, got " + v[i].dump());
-        w.push_back(v[i].get<double>());
-        sum += w.back();
+        c.expert_load.push_back(v[i].get<double>());
+        sum += c.expert_load.back();
     }
     if (!(sum > 0)) bad_config(origin, "expert_load", "the shares sum to 0: at least one expert must receive tokens");
-    text = "given shares";
-    return w;
+    c.expert_load_text = "given shares";
 }
 
 GptConfig gpt_config(const std::string& preset, const json& cfg, const std::string& origin) {
@@ -168,7 +161,7 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
         } else if (k == "ep") {
             c.ep = positive_int(v, origin, k);
         } else if (k == "expert_load") {
-            c.expert_load = parse_expert_load(v, origin, c.expert_load_text);
+            parse_expert_load(v, origin, c);
         } else if (k == "pp") {
             c.pp = positive_int(v, origin, k);
         } else if (k == "stage_layers") {
@@ -210,11 +203,8 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             bad_config(origin, "top_k", "top_k " + std::to_string(c.top_k) + " exceeds the " + std::to_string(c.experts) + " experts");
         if (c.experts % c.ep != 0)
             bad_config(origin, "ep", "--ep " + std::to_string(c.ep) + " must divide the " + std::to_string(c.experts) + " experts");
-        if (!c.expert_load.empty() && c.expert_load.size() == 1 && c.expert_load[0] < 0) {  // zipf:S, expanded now E is known
-            const double exponent = -c.expert_load[0];
-            c.expert_load.clear();
-            for (std::int64_t e = 0; e < c.experts; ++e) c.expert_load.push_back(std::pow(static_cast<double>(e + 1), -exponent));
-        }
+        if (c.expert_zipf)
+            for (std::int64_t e = 0; e < c.experts; ++e) c.expert_load.push_back(std::pow(static_cast<double>(e + 1), -*c.expert_zipf));
         if (!c.expert_load.empty() && static_cast<std::int64_t>(c.expert_load.size()) != c.experts)
             bad_config(origin, "expert_load",
                        "expected one share per expert (" + std::to_string(c.experts) + "), got " + std::to_string(c.expert_load.size()));
@@ -418,23 +408,12 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             all_to_all.push_back(back);  // the busiest rank sends back all it ran
             back = b.node(p + "moe.combine", "slice", {back}, {{"starts", {0}}, {"ends", {T}}, {"axes", {1}}});
         }
-        return b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
+        b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
     };
-    auto moe_mlp = [&](const std::string& p, const std::string& in) {
-        const std::int64_t k = c.top_k, E = c.experts, per_expert = seq * k * c.ep / E;
-        b.param(p + "router.w", {E, d});
-        b.node(p + "router", "linear", {in, p + "router.w"});
-        b.node(p + "router.softmax", "softmax", {p + "router"}, {{"axis", -1}});
-        b.node(p + "router.top_k", "reduce_max", {p + "router.softmax"}, {{"axes", {-1}}, {"keepdim", true}});
-        b.node(p + "router.weights", "slice", {p + "router.softmax"}, {{"starts", {0}}, {"ends", {k}}, {"axes", {2}}});
-        b.node(p + "router.weights4", "reshape", {p + "router.weights"}, {{"shape", {"batch", "seq", k, 1}}});
-        b.node(p + "moe.copies", "reshape", {in}, {{"shape", {"batch", "seq", 1, d}}});
-        b.node(p + "moe.expand", "expand", {p + "moe.copies"}, {{"shape", {"batch", "seq", k, d}}});
-        if (!rows.empty()) {
-            routed_moe(p, k);
-            b.node(p + "moe.weighted", "mul", {p + "moe.tokens", p + "router.weights4"});
-            return b.node(p + "mlp.moe", "reduce_sum", {p + "moe.weighted"}, {{"axes", {2}}});
-        }
+    // Uniform routing as ops: the copies regrouped [batch, seq x k / E, E, d], expert e's slice of
+    // axis 2 (with ep > 1 the all-to-alls are copies of the whole grouped tensor).
+    auto uniform_moe = [&](const std::string& p, std::int64_t k, std::int64_t per_expert) {
+        const std::int64_t E = c.experts;
         std::string routed = b.node(p + "moe.groups", "reshape", {p + "moe.expand"}, {{"shape", {"batch", seq * k / E, E, d}}});
         if (c.ep > 1) {
             all_to_all.push_back(b.node(p + "moe.dispatch", "permute", {routed}, {{"perm", {0, 1, 2, 3}}, {"copy", true}}));
@@ -456,6 +435,21 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         std::string back = b.node(p + "moe.outputs", "concat", outs, {{"axis", 2}});
         if (c.ep > 1) all_to_all.push_back(back = b.node(p + "moe.combine", "permute", {back}, {{"perm", {0, 1, 2, 3}}, {"copy", true}}));
         b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
+    };
+    auto moe_mlp = [&](const std::string& p, const std::string& in) {
+        const std::int64_t k = c.top_k, E = c.experts, per_expert = seq * k * c.ep / E;
+        b.param(p + "router.w", {E, d});
+        b.node(p + "router", "linear", {in, p + "router.w"});
+        b.node(p + "router.softmax", "softmax", {p + "router"}, {{"axis", -1}});
+        b.node(p + "router.top_k", "reduce_max", {p + "router.softmax"}, {{"axes", {-1}}, {"keepdim", true}});
+        b.node(p + "router.weights", "slice", {p + "router.softmax"}, {{"starts", {0}}, {"ends", {k}}, {"axes", {2}}});
+        b.node(p + "router.weights4", "reshape", {p + "router.weights"}, {{"shape", {"batch", "seq", k, 1}}});
+        b.node(p + "moe.copies", "reshape", {in}, {{"shape", {"batch", "seq", 1, d}}});
+        b.node(p + "moe.expand", "expand", {p + "moe.copies"}, {{"shape", {"batch", "seq", k, d}}});
+        if (rows.empty())
+            uniform_moe(p, k, per_expert);
+        else
+            routed_moe(p, k);
         b.node(p + "moe.weighted", "mul", {p + "moe.tokens", p + "router.weights4"});
         return b.node(p + "mlp.moe", "reduce_sum", {p + "moe.weighted"}, {{"axes", {2}}});
     };

@@ -1,6 +1,8 @@
 #pragma once
 // Numbers in command-line text.
+#include <cmath>
 #include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -18,6 +20,13 @@ inline std::pair<double, std::size_t> leading_number(const std::string& text) {
         return {0.0, 0};
     }
     return {value, used};
+}
+
+// The whole of text as a finite number, or nothing.
+inline std::optional<double> whole_number(const std::string& text) {
+    const auto [value, used] = leading_number(text);
+    if (used == 0 || used != text.size() || !std::isfinite(value)) return std::nullopt;
+    return value;
 }
 
 }  // namespace roofline

@@ -875,7 +875,7 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
     }
     if (k.issue_slots > 0) {
         // Each warp scheduler issues one warp instruction per clock (warp_schedulers_per_sm: four
-        // on every SM since Maxwell but GP100's two): 128 thread instructions per SM-clock.
+        // on every SM since Maxwell but GP100's two): 128 thread instructions per SM-clock (64 on GP100).
         const double issue_rate = sms * warp_schedulers_per_sm(hw) * hw.gpu->warp_size.value * hw.clock_hz.value * rates.clock_ratio;
         const double share = c.tail_efficiency > 0 ? c.tail_efficiency : 1.0;
         compute = std::max(compute, k.issue_slots / issue_rate / share);
