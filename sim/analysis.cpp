@@ -217,8 +217,8 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
             require_fp8_matrix_unit(g, n, op.roofline, hw);
             if (grp == nullptr) op.modelled = tpu_node_cost(g, n, hw, opt.tpu);
         } else {
-            const std::string key =
-                (opt.runtime == Runtime::eager ? "E" : "") + (grp != nullptr ? group_signature(g, *grp) : node_signature(g, n));
+            const std::string key = std::string(opt.runtime == Runtime::eager ? "E" : "") + (opt.gpu.warm_l2 ? "W" : "") +
+                                    (grp != nullptr ? group_signature(g, *grp) : node_signature(g, n));
             auto it = cache.find(key);
             if (it == cache.end()) {
                 Costed c;

@@ -923,6 +923,10 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
                 }
             }
         }
+        if (device && !k.gemm && opt.warm_l2) {
+            const MemoryLevel* l2 = hw.find(MemoryRole::l2);
+            if (l2 != nullptr && compulsory <= l2->capacity_bytes.value) bytes = 0;
+        }
         double bps = rates.level_bytes_per_s[i];
         if (device && !k.gemm) {
             // Streaming kernels: a fraction of the chip's STREAM-type figure (its achieved DRAM

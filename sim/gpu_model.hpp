@@ -240,6 +240,15 @@ struct GpuModelOptions {
     // bandwidth: a reduction across the row (shuffles, a block barrier) and a second pass over
     // the row separate the loads. Fitted (sim/fitted.hpp).
     double row_kernel_efficiency = 0.619;
+    // The kernel is timed in a loop on the same buffers, as per-op microbenchmarks run it (the
+    // public per-op timings, tests/tools/torch_ops_bench.py): a streaming kernel whose working set
+    // (its compulsory bytes) fits in L2 finds it there on every call but the first, reads its
+    // inputs from L2 and leaves its writes there (write-back), so it pays no DRAM traffic. A
+    // working set larger than L2 swept in the same order every call misses throughout (LRU on a
+    // cyclic sweep keeps nothing). The public per-op timings show both edges at each chip's L2
+    // size (docs/ACCURACY.md, "Warm L2 in per-op timings"). Off for graphs, whose ops stream
+    // different tensors; set by `validate` for one-op cases. GEMMs keep their own L2 model.
+    bool warm_l2 = false;
     // Softmax-type row kernels (Kernel::latency_bound_row): each SM streams at most
     // 1 / row_latency_s_per_byte bytes per second (the bytes it keeps in flight between the row
     // reductions over the DRAM latency, Little's law), combined with the streaming rate as

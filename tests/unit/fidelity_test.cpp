@@ -187,6 +187,36 @@ TEST_CASE("SIMT SGEMMs pick a cuBLAS sgemm tile and run at the micro-tile's FFMA
     CHECK(fraction <= ceiling * (1 + 1e-9));
 }
 
+TEST_CASE("a per-op timing loop keeps a working set that fits in L2 there", "[fidelity][l2]") {
+    // GpuModelOptions::warm_l2: an add of two [B, 1024] fp32 tensors moves 12 KiB x B (two reads,
+    // one write). On a P4 (2 MiB L2) B = 128 (1.5 MiB) stays in L2 between calls: no DRAM bytes,
+    // and the kernel streams at the L2 rate, so it is faster than the DRAM-bound cold kernel. B =
+    // 256 (3 MiB) does not fit: swept cyclically, LRU keeps none of it, and the warm kernel pays
+    // exactly the cold one's DRAM bytes. Off (the default, graphs), nothing changes.
+    const Hardware hw = builtin_hardware("p4");
+    auto cost = [&](std::int64_t rows, bool warm) {
+        const Graph g = one_op(OpKind::add, {TensorDesc{{rows, 1024}, DType::f32}, TensorDesc{{rows, 1024}, DType::f32}});
+        GpuModelOptions o;
+        o.warm_l2 = warm;
+        const auto k = lower_to_kernel(g, 0, hw, o);
+        REQUIRE(k.has_value());
+        return gpu_kernel_cost(*k, hw, o);
+    };
+    auto dram_bytes = [&](const KernelCost& c) {
+        for (const auto& t : c.traffic)
+            if (t.level == hw.device_memory().name) return t.bytes;
+        FAIL("no device-memory traffic entry");
+        return -1.0;
+    };
+    const KernelCost small_cold = cost(128, false), small_warm = cost(128, true);
+    CHECK(dram_bytes(small_cold) == 128.0 * 1024 * 4 * 3);
+    CHECK(dram_bytes(small_warm) == 0.0);
+    CHECK(small_warm.time_s < small_cold.time_s);
+    const KernelCost big_cold = cost(256, false), big_warm = cost(256, true);
+    CHECK(dram_bytes(big_warm) == dram_bytes(big_cold));
+    CHECK(big_warm.time_s == big_cold.time_s);
+}
+
 TEST_CASE("eager runtime: ATen's kernels per op and a host that can run behind the GPU", "[fidelity][eager]") {
     const Hardware hw = builtin_hardware("a100-pcie-40gb");
     SECTION("layernorm backward is two kernels, embedding backward a fill and a scatter") {
