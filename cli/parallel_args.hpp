@@ -17,7 +17,9 @@ struct ParallelArgs {
     int tp = 1;
     int cp = 1;
     int ep = 1;
-    std::string expert_load;  // --expert-load: routing of the GPT templates' experts ("" : the model's own)
+    std::string expert_load;     // --expert-load: routing of the GPT templates' experts ("" : the model's own)
+    double capacity_factor = 0;  // --capacity-factor (0: the model's own, dropless unless it sets one)
+    bool pad_to_capacity = false;
     int pp = 1;
     int zero = 0;
     int interleave = 1;
@@ -56,6 +58,13 @@ struct ParallelArgs {
                         "routing of a GPT template's experts instead of uniform: uniform, zipf:S (expert i gets a share "
                         "proportional to 1 / (i + 1)^S) or one share per expert (e.g. 4,2,1,1); with --ep the busiest rank is "
                         "modelled and MFU counts the mean rank's work");
+        cmd->add_option("--capacity-factor", capacity_factor,
+                        "expert capacity of a GPT template's experts: each takes at most ceil(F x tokens x top_k / experts) token "
+                        "copies of a sequence, the rest dropped (GShard, Switch Transformer); default dropless")
+            ->check(kPositive);
+        cmd->add_flag("--pad-to-capacity", pad_to_capacity,
+                      "with --capacity-factor: every expert runs its full capacity buffer (zeros where no token came), as GShard, "
+                      "Switch and DeepSpeed-MoE dispatch; the all-to-alls carry the whole buffer");
         cmd->add_option("--pp", pp,
                         "pipeline stages (needs --cluster; GPT templates): an equal share of the layers a stage, 1F1B over the "
                         "micro-batches of --global-batch")

@@ -115,6 +115,8 @@ void add_plan(CLI::App& app) {
         args->cp = parallel->cp;
         args->ep = parallel->ep;
         args->expert_load = parallel->expert_load;
+        args->capacity_factor = parallel->capacity_factor;
+        args->pad_to_capacity = parallel->pad_to_capacity;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
         const Graph g = args->build(&t);

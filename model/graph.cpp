@@ -42,6 +42,7 @@ Graph::~Graph() = default;
 Graph::Graph(const Graph& o)
     : name(o.name),
       origin(o.origin),
+      description(o.description),
       dims(o.dims),
       compute_dtype(o.compute_dtype),
       precision(o.precision),

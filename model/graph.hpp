@@ -129,6 +129,7 @@ public:
 
     std::string name;
     std::string origin;                        // file or template it was loaded from
+    std::string description;                   // the document's "description" (a template's summary of what it built)
     std::map<std::string, std::int64_t> dims;  // symbolic dimensions used (batch, seq, ...)
     DType compute_dtype = DType::f32;          // the dtype policy's compute dtype
     PrecisionPolicy precision;                 // the dtype policy's training settings

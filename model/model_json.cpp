@@ -319,6 +319,7 @@ Graph build_graph(const json& doc, Context& c) {
     Graph g;
     g.name = doc.contains("name") ? require(doc, "name", json::value_t::string, c.origin, "").get<std::string>()
                                   : std::filesystem::path(c.origin).stem().string();
+    if (doc.contains("description")) g.description = require(doc, "description", json::value_t::string, c.origin, "").get<std::string>();
     const json& nodes_json = require(doc, "nodes", json::value_t::array, c.origin, "");
     if (nodes_json.size() > kMaxNodes)
         fail(c.origin, "/nodes",
@@ -582,6 +583,10 @@ void add_parallel_config(const std::string& name, json& config, ModelOverrides& 
     if (ov.ep > 1) config["ep"] = ov.ep;
     if (!ov.expert_load.empty()) config["expert_load"] = expert_load_config(ov.expert_load);
     ov.expert_load.clear();
+    if (ov.capacity_factor) config["capacity_factor"] = *ov.capacity_factor;
+    if (ov.pad_to_capacity) config["pad_to_capacity"] = true;
+    ov.capacity_factor.reset();
+    ov.pad_to_capacity = false;
     // Mixture-of-experts layers size their per-expert token groups from the sequence length: it is
     // a number in the document, so --seq goes to the template.
     const bool experts = config.contains("experts") && config["experts"].is_number_integer() && config["experts"].get<std::int64_t>() > 0;
@@ -641,6 +646,9 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     require_split("--tp", ov.tp, g.tensor_parallel.degree, "tensor-parallel", "tensor_parallel");
     require_split("--cp", ov.cp, g.context_parallel.degree, "context-parallel", "context_parallel");
     require_split("--ep", ov.ep, g.expert_parallel.degree, "expert-parallel", "expert_parallel");
+    if (ov.capacity_factor || ov.pad_to_capacity)
+        throw InputError(std::string(ov.capacity_factor ? "--capacity-factor" : "--pad-to-capacity") + ": " + origin +
+                         " is not a GPT template with experts (the template's \"experts\" config builds the routing it sets)");
     if (!ov.expert_load.empty())
         throw InputError("--expert-load: " + origin +
                          " is not a GPT template with experts (the template's \"experts\" config builds the routing it sets; Hugging "

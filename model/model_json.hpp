@@ -39,6 +39,10 @@ struct ModelOverrides {
     // Routing of a template's experts (--expert-load): "uniform", "zipf:S" or comma-separated
     // shares, one per expert; empty: the config's own. Only GPT templates with experts take it.
     std::string expert_load{};
+    // Expert capacity of a template's experts (--capacity-factor, --pad-to-capacity): the config's
+    // "capacity_factor" and "pad_to_capacity"; unset: the config's own.
+    std::optional<double> capacity_factor = std::nullopt;
+    bool pad_to_capacity = false;
     // Pipeline stages (--pp) and which one to build: a template that can split builds that stage.
     int pp = 1;
     int stage = 0;

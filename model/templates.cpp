@@ -46,7 +46,16 @@ struct GptConfig {
     std::vector<double> expert_load;
     std::optional<double> expert_zipf;  // "zipf:S": S, expanded into expert_load once the experts are known
     std::string expert_load_text;       // as given, for the description
-    std::int64_t pp = 1;                // pipeline stages: the document is stage `stage` (its layers only)
+    // Expert capacity (GShard, Lepikhin et al. 2020; Switch Transformer, Fedus et al. 2021, eq. 3;
+    // Megatron-core's moe_expert_capacity_factor): each expert takes at most
+    // ceil(capacity_factor x tokens x top_k / experts) token copies of a sequence, the rest are
+    // dropped (they skip the MLP; the residual carries them). Unset: dropless.
+    std::optional<double> capacity_factor;
+    // With a capacity: every expert runs a full [capacity, d] buffer, the unused rows zeros, as
+    // GShard, Switch and DeepSpeed-MoE dispatch (fixed shapes; Megatron-core's
+    // moe_pad_expert_input_to_capacity); the all-to-alls carry the whole buffer.
+    bool pad_to_capacity = false;
+    std::int64_t pp = 1;  // pipeline stages: the document is stage `stage` (its layers only)
     std::int64_t stage = 0;
     std::int64_t stage_layers = 0;  // a probe: build this many of the stage's layers (0: n_layer / pp)
 };
@@ -162,6 +171,13 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             c.ep = positive_int(v, origin, k);
         } else if (k == "expert_load") {
             parse_expert_load(v, origin, c);
+        } else if (k == "capacity_factor") {
+            if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+                bad_config(origin, k, "expected a number > 0 (an expert's capacity over its uniform share), got " + v.dump());
+            c.capacity_factor = v.get<double>();
+        } else if (k == "pad_to_capacity") {
+            if (!v.is_boolean()) bad_config(origin, k, "expected true or false");
+            c.pad_to_capacity = v.get<bool>();
         } else if (k == "pp") {
             c.pp = positive_int(v, origin, k);
         } else if (k == "stage_layers") {
@@ -170,10 +186,11 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             if (!v.is_number_integer() || v.get<std::int64_t>() < 0) bad_config(origin, k, "expected a stage index >= 0");
             c.stage = v.get<std::int64_t>();
         } else {
-            bad_config(origin, k,
-                       "unknown key '" + k +
-                           "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, "
-                           "dtype, tp, sp, cp, experts, top_k, ep, expert_load, pp, stage, stage_layers)");
+            bad_config(
+                origin, k,
+                "unknown key '" + k +
+                    "' (expected: preset, vocab, n_ctx, d_model, n_layer, n_head, d_ff, batch, seq, dropout, tied_embeddings, "
+                    "dtype, tp, sp, cp, experts, top_k, ep, expert_load, capacity_factor, pad_to_capacity, pp, stage, stage_layers)");
         }
     }
     if (c.d_model % c.n_head != 0) bad_config(origin, "n_head", "n_head must divide d_model");
@@ -196,6 +213,10 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             "--sp: --tp " + std::to_string(c.tp) + " must divide a context-parallel rank's " + std::to_string(c.seq / c.cp) + " tokens");
     if (!c.expert_load_text.empty() && c.experts == 0)
         bad_config(origin, "expert_load", "the model has no experts (config \"experts\") to route to");
+    if (c.capacity_factor && c.experts == 0)
+        bad_config(origin, "capacity_factor", "the model has no experts (config \"experts\") to give a capacity");
+    if (c.pad_to_capacity && !c.capacity_factor)
+        bad_config(origin, "pad_to_capacity", "padding to capacity needs a capacity: give \"capacity_factor\" too");
     if (c.ep > 1 && c.experts == 0)
         bad_config(origin, "ep", "--ep " + std::to_string(c.ep) + ": the model has no experts (config \"experts\")");
     if (c.experts > 0) {
@@ -208,12 +229,12 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
         if (!c.expert_load.empty() && static_cast<std::int64_t>(c.expert_load.size()) != c.experts)
             bad_config(origin, "expert_load",
                        "expected one share per expert (" + std::to_string(c.experts) + "), got " + std::to_string(c.expert_load.size()));
-        if (c.expert_load.empty() && (c.seq / c.cp) * c.top_k % c.experts != 0)
+        if (c.expert_load.empty() && !c.capacity_factor && (c.seq / c.cp) * c.top_k % c.experts != 0)
             bad_config(origin, "experts",
                        std::to_string(c.experts) + " experts: a rank's " + std::to_string(c.seq / c.cp) + " tokens x top_k " +
                            std::to_string(c.top_k) +
                            " must split evenly over the experts (uniform routing; give \"expert_load\" "
-                           "for any other split)");
+                           "for any other split, or \"capacity_factor\")");
         if (c.sp && c.ep > 1)
             bad_config(origin, "sp",
                        "--sp with expert parallelism (--ep) is not modelled (with --ep 1 the MoE layer's input is all-gathered)");
@@ -264,6 +285,31 @@ std::vector<std::int64_t> expert_rows(const std::vector<double>& shares, std::in
     return rows;
 }
 
+// What each expert runs of a sequence of `tokens` tokens: the routed copies (expert_rows; uniform
+// shares when c.expert_load is empty), clipped to the capacity or, padded, raised to it. Empty
+// rows: uniform and dropless (the template's regrouped form).
+struct Routing {
+    std::vector<std::int64_t> rows;
+    std::int64_t capacity = 0;  // 0: dropless
+    std::int64_t dropped = 0;   // token copies over capacity
+};
+Routing routing(const GptConfig& c, std::int64_t tokens) {
+    Routing r;
+    if (c.experts == 0 || (c.expert_load.empty() && !c.capacity_factor)) return r;
+    const std::vector<double> uniform(static_cast<std::size_t>(c.experts), 1.0);
+    r.rows = expert_rows(c.expert_load.empty() ? uniform : c.expert_load, tokens, c.top_k);
+    if (!c.capacity_factor) return r;
+    r.capacity = static_cast<std::int64_t>(
+        std::ceil(*c.capacity_factor * static_cast<double>(tokens * c.top_k) / static_cast<double>(c.experts) - 1e-9));
+    for (std::int64_t& n : r.rows) {
+        r.dropped += std::max<std::int64_t>(0, n - r.capacity);
+        n = c.pad_to_capacity ? r.capacity : std::min(n, r.capacity);
+    }
+    // Uniform, dropless and unpadded after all: the regrouped form.
+    if (c.expert_load.empty() && r.dropped == 0 && !c.pad_to_capacity && tokens * c.top_k % c.experts == 0) r.rows.clear();
+    return r;
+}
+
 // "2.91x": a ratio with two decimals.
 std::string times_text(double ratio) {
     char buf[32];
@@ -273,12 +319,23 @@ std::string times_text(double ratio) {
 
 // "uniform routing", or the load given and what it makes of the busiest expert.
 std::string routing_text(const GptConfig& c) {
-    if (c.expert_load.empty()) return "uniform routing";
     const std::int64_t tokens = c.seq / c.cp;
-    const std::vector<std::int64_t> rows = expert_rows(c.expert_load, tokens, c.top_k);
+    std::string text = c.expert_load.empty() ? "uniform routing" : "routing " + c.expert_load_text;
+    if (c.capacity_factor) {
+        const Routing r = routing(c, tokens);
+        char pct[32];
+        std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * static_cast<double>(r.dropped) / static_cast<double>(tokens * c.top_k));
+        char cf[32];
+        std::snprintf(cf, sizeof cf, "%g", *c.capacity_factor);
+        text += ", capacity factor " + std::string(cf) + " (" + std::to_string(r.capacity) + " copies an expert a sequence" +
+                (c.pad_to_capacity ? ", padded" : "") + "): " + pct + " of token copies dropped";
+        if (c.pad_to_capacity) return text;
+    }
+    if (c.expert_load.empty()) return text;
+    const std::vector<std::int64_t> rows = routing(c, tokens).rows;
     const std::int64_t most = *std::max_element(rows.begin(), rows.end());
-    return "routing " + c.expert_load_text + ": the busiest expert runs " +
-           times_text(static_cast<double>(most * c.experts) / static_cast<double>(tokens * c.top_k)) + " the mean";
+    return text + ": the busiest expert runs " + times_text(static_cast<double>(most * c.experts) / static_cast<double>(tokens * c.top_k)) +
+           " the mean";
 }
 
 // With c.tp > 1 the document is one rank of Megatron-LM's tensor-parallel split (Shoeybi et al.
@@ -365,8 +422,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // every rank waits for it at the combine's all-to-all), holding experts [first_local,
     // first_local + local_experts); every rank sends it the copies bound for those experts, so it
     // receives ep x their rows per sequence.
-    const std::vector<std::int64_t> rows =
-        c.experts > 0 && !c.expert_load.empty() ? expert_rows(c.expert_load, seq, c.top_k) : std::vector<std::int64_t>{};
+    const std::vector<std::int64_t> rows = routing(c, seq).rows;
     std::int64_t first_local = 0, busiest_rows = 0;
     for (std::int64_t r = 0; !rows.empty() && r < c.ep; ++r) {
         std::int64_t sum = 0;
@@ -378,9 +434,21 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // index), its outputs concatenated in expert order; with ep > 1 the dispatch is a concat of the
     // ep blocks the ranks send (the receive buffer) and the combine a slice of this rank's seq x k
     // rows out of the outputs sent back.
+    // With a capacity the experts' rows need not add up to the seq x k copies: a padded dispatch
+    // buffer longer than the stream is the stream and zero rows (pad); outputs of dropped copies are
+    // zero rows in the combine (pad), of padding rows cut off (slice).
+    auto fit_rows = [&](const std::string& node, const std::string& in, std::int64_t have, std::int64_t want) {
+        if (have == want) return in;
+        if (have > want) return b.node(node, "slice", {in}, {{"starts", {0}}, {"ends", {want}}, {"axes", {1}}});
+        return b.node(node, "pad", {in}, {{"pads", {0, 0, 0, 0, want - have, 0}}});
+    };
     auto routed_moe = [&](const std::string& p, std::int64_t k) {
         const std::int64_t T = seq * k;
         std::string stream = b.node(p + "moe.stream", "reshape", {p + "moe.expand"}, {{"shape", {"batch", T, d}}});
+        std::int64_t span = c.ep > 1 ? busiest_rows : 0;  // rows the dispatch reads of the stream
+        if (c.ep == 1)
+            for (const std::int64_t n : rows) span += n;
+        stream = fit_rows(p + "moe.buffer", stream, T, std::max(T, span));
         std::int64_t offset = 0;
         if (c.ep > 1) {
             const std::string part =
@@ -404,10 +472,8 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             outs.push_back(b.node(ex + "down", "linear", {ex + "gelu", ex + "down.w", ex + "down.b"}));
         }
         std::string back = b.node(p + "moe.outputs", "concat", outs, {{"axis", 1}});
-        if (c.ep > 1) {
-            all_to_all.push_back(back);  // the busiest rank sends back all it ran
-            back = b.node(p + "moe.combine", "slice", {back}, {{"starts", {0}}, {"ends", {T}}, {"axes", {1}}});
-        }
+        if (c.ep > 1) all_to_all.push_back(back);  // the busiest rank sends back all it ran
+        back = fit_rows(p + "moe.combine", back, offset, T);
         b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
     };
     // Uniform routing as ops: the copies regrouped [batch, seq x k / E, E, d], expert e's slice of
@@ -541,7 +607,8 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     if (c.ep > 1) {
         b.doc()["expert_parallel"] = {{"degree", c.ep}, {"all_to_all", all_to_all}, {"parameters", expert_params}};
         if (!rows.empty())
-            b.doc()["expert_parallel"]["load_factor"] = static_cast<double>(busiest_rows * c.ep) / static_cast<double>(seq * c.top_k);
+            b.doc()["expert_parallel"]["load_factor"] =
+                std::max(1.0, static_cast<double>(busiest_rows * c.ep) / static_cast<double>(seq * c.top_k));
         b.doc()["description"] =
             b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(c.ep) + "-way expert parallelism (" +
             std::to_string(local_experts) + " of " + std::to_string(c.experts) + " experts" +

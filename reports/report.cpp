@@ -290,6 +290,7 @@ ojson model_summary_json(const Graph& g) {
     ojson model;
     model["name"] = g.name;
     model["origin"] = g.origin;
+    if (!g.description.empty()) model["description"] = g.description;
     model["dims"] = g.dims;
     model["compute_dtype"] = dtype_name(g.compute_dtype);
     model["nodes"] = g.nodes().size();

@@ -206,6 +206,7 @@ RecomputeResult apply_recompute(const Graph& g, const RecomputePlan& plan) {
     Graph& out = r.graph;
     out.name = g.name;
     out.origin = g.origin;
+    out.description = g.description;
     out.dims = g.dims;
     out.compute_dtype = g.compute_dtype;
     out.precision = g.precision;

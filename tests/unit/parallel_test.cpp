@@ -8,6 +8,7 @@
 #include "html_support.hpp"
 #include "model/autodiff.hpp"
 #include "model/model_json.hpp"
+#include "model/templates.hpp"
 #include "sim/analysis.hpp"
 #include "sim/fusion.hpp"
 #include "sim/parallel.hpp"
@@ -572,12 +573,15 @@ TEST_CASE("context parallelism: a rank's share of each sequence, keys and values
 // GPT-2 medium with `experts` top-2 MoE MLPs (0: dense), batch 4 x 1024, no dropout: one rank of
 // `ep`-way expert parallelism under the routing `load` (--expert-load; "": uniform), its training
 // step analysed on the cluster's chip.
-static Step moe_step(const Cluster& c, std::int64_t experts, int ep, const std::string& load) {
+// `capacity` (--capacity-factor; 0: dropless) and `pad` (--pad-to-capacity) set the experts' capacity.
+static Step moe_step(const Cluster& c, std::int64_t experts, int ep, const std::string& load, double capacity = 0, bool pad = false) {
     nlohmann::json cfg = {{"preset", "gpt2-medium"}, {"batch", 4}, {"seq", 1024}, {"dropout", 0}};
     if (experts > 0) cfg["experts"] = experts, cfg["top_k"] = 2;
     ModelOverrides ov;
     ov.ep = ep;
     ov.expert_load = load;
+    if (capacity > 0) ov.capacity_factor = capacity;
+    ov.pad_to_capacity = pad;
     const nlohmann::json doc = {{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", cfg}};
     Step s;
     s.g = build_training_step(load_model(doc, "moe-gpt", ov), TrainingOptions{});
@@ -698,6 +702,81 @@ TEST_CASE("expert parallelism with non-uniform routing: the busiest rank, its al
     const auto hf = test::run_cli("analyze llama-2-7b --expert-load zipf:1 -q");
     CHECK(hf.code == 2);
     CHECK_THAT(hf.out, Catch::Contains("--expert-load: template 'llama-2-7b' is not a GPT template with experts"));
+}
+
+TEST_CASE("expert capacity: copies over capacity dropped, padded buffers run and sent whole", "[parallel][ep]") {
+    // GPT-2 medium, 8 experts of top-2 MoE MLPs, batch 4 x 1024: a sequence's 2,048 token copies,
+    // 256 an expert when uniform. Capacity = ceil(F x 2048 / 8) copies an expert (GShard; Switch
+    // Transformer eq. 3). Expected, exactly (integer rows):
+    //  - F = 1.25, uniform, unpadded: capacity 320 >= 256, nothing dropped: the dropless graph.
+    //  - F = 0.5: capacity 128, every expert drops half: each expert GEMM runs 128 rows.
+    //  - F = 1.25 padded: every expert runs its 320-row buffer (zeros past the 256 copies), so the
+    //    expert GEMMs' FLOPs are 1.25x; on 8 expert-parallel ranks the all-to-alls carry the
+    //    busiest rank's whole buffer, 8 x 320 rows of 1024 bf16 values a sequence.
+    //  - shares 3,1,1,1,1,1,0,0 at F = 1: 2048 x 3/8 = 768 copies to expert 0 clipped to 256 (512
+    //    dropped, 25% of the copies), 256 to experts 1-5, none to 6 and 7.
+    const Cluster c = builtin_cluster("dgx-a100");
+    auto rows = [](const Step& s, const std::string& node) {
+        const NodeId n = s.g.find_node(node);
+        REQUIRE(n != kNoNode);
+        return s.g.tensor(s.g.node(n).outputs[0]).desc.shape.at(1);
+    };
+    auto expert_flops = [](const Step& s) {  // forward and backward (an expert's optimizer step does not scale)
+        double f = 0;
+        for (std::size_t i = 0; i < s.g.nodes().size(); ++i)
+            if (s.g.nodes()[i].phase != Phase::optimizer && s.g.nodes()[i].name.find(".moe.expert_") != std::string::npos)
+                f += static_cast<double>(s.g.work(static_cast<NodeId>(i)).flops());
+        return f;
+    };
+    const Step dropless = moe_step(c, 8, 1, ""), roomy = moe_step(c, 8, 1, "", 1.25);
+    CHECK(roomy.g.nodes().size() == dropless.g.nodes().size());
+    CHECK(static_cast<double>(roomy.a.total.flops()) == static_cast<double>(dropless.a.total.flops()));
+
+    const Step half = moe_step(c, 8, 1, "", 0.5);
+    CHECK(rows(half, "h0.moe.expert_0.up") == 128);
+    CHECK(rows(half, "h0.moe.expert_7.up") == 128);
+    CHECK(expert_flops(half) == Approx(0.5 * expert_flops(dropless)).epsilon(1e-3));
+
+    const Step padded = moe_step(c, 8, 1, "", 1.25, true);
+    CHECK(rows(padded, "h0.moe.expert_3.up") == 320);
+    CHECK(expert_flops(padded) == Approx(1.25 * expert_flops(dropless)).epsilon(1e-3));
+    const Step padded8 = moe_step(c, 8, 8, "", 1.25, true), uniform8 = moe_step(c, 8, 8, "");
+    CHECK(rows(padded8, "h0.moe.expert_0.up") == 8 * 320);
+    ParallelOptions o;
+    o.dp = 8;
+    const ParallelAnalysis pp = analyze_parallel(padded8.g, padded8.a, c, o), pu = analyze_parallel(uniform8.g, uniform8.a, c, o);
+    CHECK(pp.ep_comm_s ==
+          Approx(96 * collective_cost(c, Collective::all_to_all, 4.0 * 8 * 320 * 1024 * 2, CommGroup{8, 8}).time_s).epsilon(1e-12));
+    CHECK(pp.ep_comm_s > pu.ep_comm_s);
+
+    const Step skew = moe_step(c, 8, 1, "3,1,1,1,1,1,0,0", 1.0);
+    CHECK(rows(skew, "h0.moe.expert_0.up") == 256);
+    CHECK(rows(skew, "h0.moe.expert_5.up") == 256);
+    CHECK(skew.g.find_node("h0.moe.expert_6.up") == kNoNode);
+    nlohmann::json cfg = {
+        {"preset", "gpt2-medium"}, {"seq", 1024}, {"experts", 8}, {"expert_load", {3, 1, 1, 1, 1, 1, 0, 0}}, {"capacity_factor", 1.0}};
+    const std::string text = expand_template("gpt", cfg, "t")["description"].get<std::string>();
+    CHECK_THAT(text, Catch::Contains("capacity factor 1 (256 copies an expert a sequence): 25.0% of token copies dropped"));
+    // ... and the report says so (model.description).
+    const std::string report = test::tmp_path("moe-capacity.json");
+    const auto r = test::run_cli("analyze '" + test::source_path("examples/gpt-moe.json") +
+                                 "' --expert-load 3,1,1,1,1,1,0,0 --capacity-factor 1 -q -o '" + report + "'");
+    REQUIRE(r.code == 0);
+    CHECK_THAT(nlohmann::json::parse(htmltest::slurp(report))["model"]["description"].get<std::string>(),
+               Catch::Contains("25.0% of token copies dropped"));
+
+    // Bad input: a capacity that is not a positive number, padding without one, a dense model.
+    cfg["capacity_factor"] = -1;
+    CHECK_THROWS_WITH(expand_template("gpt", cfg, "t"), Catch::Contains("t: /config/capacity_factor: expected a number > 0"));
+    const auto zero = test::run_cli("analyze '" + test::source_path("examples/gpt-moe.json") + "' --capacity-factor 0 -q");
+    CHECK(zero.code == 2);
+    CHECK_THAT(zero.out, Catch::Contains("--capacity-factor: expected a positive number, got '0'"));
+    const auto nocap = test::run_cli("analyze '" + test::source_path("examples/gpt-moe.json") + "' --pad-to-capacity -q");
+    CHECK(nocap.code == 2);
+    CHECK_THAT(nocap.out, Catch::Contains("/config/pad_to_capacity: padding to capacity needs a capacity"));
+    const auto dense = test::run_cli("analyze gpt2-small --capacity-factor 1.25 -q");
+    CHECK(dense.code == 2);
+    CHECK_THAT(dense.out, Catch::Contains("/config/capacity_factor: the model has no experts"));
 }
 
 TEST_CASE("sequence parallelism with mixture-of-experts layers: the MoE input all-gathered, its output reduce-scattered",
