@@ -169,6 +169,7 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
 json build_llama(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);
 json build_bert(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);  // bert, roberta
 json build_vit(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
+json build_deberta(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);  // deberta-v2
 json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
 json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);
 json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);

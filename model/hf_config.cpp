@@ -230,6 +230,28 @@ const std::map<std::string, json>& presets() {
                              {"pad_token_id", 1},
                              {"type_vocab_size", 1},
                              {"vocab_size", 50265}};
+        // huggingface.co/microsoft/deberta-v3-base, config.json (its architectures key added: the
+        // card's masked-LM pre-training head)
+        m["deberta-v3-base"] = {{"architectures", {"DebertaV2ForMaskedLM"}},
+                                {"model_type", "deberta-v2"},
+                                {"attention_probs_dropout_prob", 0.1},
+                                {"hidden_act", "gelu"},
+                                {"hidden_dropout_prob", 0.1},
+                                {"hidden_size", 768},
+                                {"intermediate_size", 3072},
+                                {"max_position_embeddings", 512},
+                                {"relative_attention", true},
+                                {"position_buckets", 256},
+                                {"norm_rel_ebd", "layer_norm"},
+                                {"share_att_key", true},
+                                {"pos_att_type", "p2c|c2p"},
+                                {"layer_norm_eps", 1e-7},
+                                {"max_relative_positions", -1},
+                                {"position_biased_input", false},
+                                {"num_attention_heads", 12},
+                                {"num_hidden_layers", 12},
+                                {"type_vocab_size", 0},
+                                {"vocab_size", 128100}};
         // huggingface.co/google/vit-base-patch16-224, config.json (id2label has the 1000 ImageNet classes)
         m["vit-b16"] = {{"architectures", {"ViTForImageClassification"}},
                         {"model_type", "vit"},
@@ -282,6 +304,7 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
         {"phi", hf::build_phi},
         {"bert", hf::build_bert},
         {"roberta", hf::build_bert},
+        {"deberta-v2", hf::build_deberta},
         {"vit", hf::build_vit},
         {"opt", hf::build_opt},
         {"switch_transformers", hf::build_switch_transformers},

@@ -1,4 +1,8 @@
-// Encoder models from Hugging Face configs: bert, roberta and vit (model/hf_build.hpp).
+// Encoder models from Hugging Face configs: bert, roberta, deberta-v2 and vit (model/hf_build.hpp).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
 #include "model/hf_build.hpp"
 
 namespace roofline::hf {
@@ -188,6 +192,202 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& model
         }
         logits = b.linear("classifier", b.dropout("dropout", pooled, classifier_drop), e.d, labels, true);
     }
+    b.input("labels", {"batch"}, "int64");
+    b.node("loss", "cross_entropy", {logits, "labels"});
+    b.doc()["outputs"] = {"loss"};
+    return b.doc();
+}
+
+// deberta-v2 (DeBERTa v2 and v3): transformers/models/deberta_v2/modeling_deberta_v2.py (4.40).
+// Defaults from configuration_deberta_v2.py: relative_attention False, max_relative_positions -1
+// (max_position_embeddings), position_buckets -1, pos_att_type none, position_biased_input True,
+// type_vocab_size 0, embedding_size hidden_size, share_att_key False, norm_rel_ebd "none",
+// hidden_act "gelu", layer_norm_eps 1e-7, dropouts 0.1, pooler_hidden_size hidden_size,
+// pooler_hidden_act "gelu", pooler_dropout 0.
+// Embeddings: word (+ absolute positions when position_biased_input, + token types when
+// type_vocab_size > 0), embed_proj when embedding_size differs, LayerNorm, dropout.
+// Disentangled self-attention (He et al. 2021, "DeBERTa", eq. 2-4): scores = Q K^T / sqrt(dh x f)
+// plus, with relative_attention, content-to-position c2p = Q Kr^T and position-to-content p2c = K
+// Qr^T (f = 1 + one for each), where Kr and Qr project the encoder's 2 x span relative-position
+// embeddings (LayerNorm-ed once when norm_rel_ebd has layer_norm, dropout in every layer) with
+// key_proj / query_proj (share_att_key) or their own pos_key_proj / pos_query_proj. Each is a
+// batched GEMM against the 2 x span positions, then torch.gather of the [seq, seq] entries at each
+// pair's relative bucket: the gather is modelled as a copy of seq of the 2 x span columns (the
+// same bytes; the integer bucket arithmetic is not modelled, as T5's) and p2c's transpose as a
+// view. The padding mask (XSoftmax) is not modelled (every token attends to every token).
+// DebertaV2ForMaskedLM: cls.predictions (transform dense hidden -> embedding_size, act, LayerNorm;
+// decoder tied to the word embeddings, bias); DebertaV2Model has no pooler;
+// DebertaV2ForSequenceClassification: ContextPooler (first token, dropout, dense, act), dropout,
+// classifier. Not modelled: ConvLayer (conv_kernel_size > 0, DeBERTa-v2 xlarge and xxlarge).
+json build_deberta(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
+    const Head head = read_architecture(r, cfg, "deberta-v2",
+                                        {"DebertaV2ForMaskedLM", "DebertaV2Model", "DebertaV2ForSequenceClassification"}, "DebertaV2Model");
+    const auto signed_or = [&](const std::string& key, std::int64_t dflt) {
+        if (!r.has(key)) return dflt;
+        const json& v = cfg.at(key);
+        if (!v.is_number_integer()) r.fail(key, "expected an integer, got " + v.dump());
+        return v.get<std::int64_t>();
+    };
+    const std::int64_t vocab = r.positive("vocab_size"), layers = r.positive("num_hidden_layers");
+    const std::int64_t positions = r.positive("max_position_embeddings"), types = r.non_negative_or("type_vocab_size", 0);
+    EncoderDims e = encoder_dims(r, 0.1, true);
+    e.eps = r.positive_number_or("layer_norm_eps", 1e-7);
+    const std::int64_t emb = r.positive_or("embedding_size", e.d), dh = e.d / e.heads;
+    const bool biased_input = r.bool_or("position_biased_input", true);
+    const bool relative = r.bool_or("relative_attention", false);
+    std::int64_t span = signed_or("max_relative_positions", -1);
+    if (span < 1) span = positions;
+    if (signed_or("position_buckets", -1) > 0) span = signed_or("position_buckets", -1);
+    std::vector<std::string> pos_att;
+    if (r.has("pos_att_type")) {
+        const json& v = cfg.at("pos_att_type");
+        std::string text;
+        if (v.is_string()) {
+            text = v.get<std::string>();
+        } else if (v.is_array()) {
+            for (const json& x : v) {
+                if (!x.is_string()) r.fail("pos_att_type", "expected \"c2p|p2c\" or a list of \"c2p\" and \"p2c\", got " + v.dump());
+                text += (text.empty() ? "" : "|") + x.get<std::string>();
+            }
+        } else {
+            r.fail("pos_att_type", "expected \"c2p|p2c\" or a list of \"c2p\" and \"p2c\", got " + v.dump());
+        }
+        for (std::size_t at = 0; at <= text.size();) {
+            const std::size_t bar = std::min(text.find('|', at), text.size());
+            std::string t = text.substr(at, bar - at);
+            t.erase(0, t.find_first_not_of(' '));
+            t.erase(t.find_last_not_of(' ') + 1);
+            for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            if (t != "c2p" && t != "p2c" && t != "none" && !t.empty())
+                r.fail("pos_att_type", "unknown attention type '" + t + "' (expected c2p, p2c)");
+            if (t == "c2p" || t == "p2c") pos_att.push_back(t);
+            at = bar + 1;
+        }
+    }
+    const bool c2p = relative && std::find(pos_att.begin(), pos_att.end(), "c2p") != pos_att.end();
+    const bool p2c = relative && std::find(pos_att.begin(), pos_att.end(), "p2c") != pos_att.end();
+    const bool share = r.bool_or("share_att_key", false);
+    const std::string norm_rel = r.string_or("norm_rel_ebd", "none");
+    r.reject_if(r.has("conv_kernel_size") && signed_or("conv_kernel_size", 0) > 0, "conv_kernel_size",
+                "the convolution after the first layer (ConvLayer of DeBERTa-v2 xlarge and xxlarge)");
+    r.reject_if(r.has("attention_head_size") && signed_or("attention_head_size", dh) != dh, "attention_head_size",
+                "a head size other than hidden_size / num_attention_heads");
+    const bool lm = head.architecture == "DebertaV2ForMaskedLM";
+    const bool classify = head.architecture == "DebertaV2ForSequenceClassification";
+    const bool tied = r.bool_or("tie_word_embeddings", true);
+    const std::int64_t labels = classify ? num_labels(r, cfg) : 0;
+
+    DocBuilder b;
+    set_header(b, name,
+               "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(e.d) + ", " +
+                   std::to_string(e.heads) + " heads, vocab " + std::to_string(vocab) +
+                   (relative ? "; disentangled attention over " + std::to_string(2 * span) + " relative positions" : "") +
+                   "; no padding mask; dropout as in training",
+               dtype_of(r), {{"batch", 1}, {"seq", positions}});
+    b.input("input_ids", {"batch", "seq"}, "int64");
+    if (types > 0) b.input("token_type_ids", {"batch", "seq"}, "int64");
+    if (biased_input) b.input("position_ids", {"seq"}, "int64");
+    const std::string pe = "deberta.embeddings.";
+    const std::string words = b.param(pe + "word_embeddings.weight", {vocab, emb});
+    std::string x = b.node(pe + "word_embeddings", "embedding", {words, "input_ids"});
+    if (biased_input) {
+        b.node(pe + "position_embeddings", "embedding", {b.param(pe + "position_embeddings.weight", {positions, emb}), "position_ids"});
+        x = b.node(pe + "add_position", "add", {x, pe + "position_embeddings"});
+    }
+    if (types > 0) {
+        b.node(pe + "token_type_embeddings", "embedding", {b.param(pe + "token_type_embeddings.weight", {types, emb}), "token_type_ids"});
+        x = b.node(pe + "add_token_type", "add", {x, pe + "token_type_embeddings"});
+    }
+    if (emb != e.d) x = b.linear(pe + "embed_proj", x, emb, e.d, false);
+    x = b.dropout(pe + "dropout", b.layernorm(pe + "LayerNorm", x, e.d, e.eps), e.hidden_drop);
+
+    // The relative-position embeddings, LayerNorm-ed once for every layer.
+    std::string rel;
+    if (relative) {
+        rel = b.param("deberta.encoder.rel_embeddings.weight", {2 * span, e.d});
+        if (norm_rel.find("layer_norm") != std::string::npos) rel = b.layernorm("deberta.encoder.LayerNorm", rel, e.d, e.eps);
+    }
+    const double factor = 1.0 + (c2p ? 1 : 0) + (p2c ? 1 : 0);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dh) * factor);
+    // torch.gather of the seq x seq relative entries out of seq x 2 span: a copy of seq columns
+    // (concatenated copies first when 2 span is shorter than the longest sequence).
+    const auto gather = [&](const std::string& node, const std::string& in) {
+        std::string src = in;
+        const std::int64_t copies = (positions + 2 * span - 1) / (2 * span);
+        if (copies > 1)
+            src = b.node(node + ".cover", "concat", json(std::vector<std::string>(static_cast<std::size_t>(copies), in)), {{"axis", -1}});
+        return b.node(node, "slice", {src}, {{"starts", {0}}, {"ends", {"seq"}}, {"axes", {-1}}});
+    };
+    // [2 span, d] positions through a projection -> [batch, heads, 2 span, dh] (HF's .repeat over the batch: a view here).
+    const auto positions_to_heads = [&](const std::string& node, const std::string& proj, const std::string& r_in) {
+        b.node(node, "linear", {r_in, proj + ".weight", proj + ".bias"});
+        b.node(node + ".view", "reshape", {node}, {{"shape", {1, 2 * span, e.heads, dh}}});
+        b.node(node + ".heads", "permute", {node + ".view"}, {{"perm", {0, 2, 1, 3}}});
+        return b.node(node + ".repeat", "expand", {node + ".heads"}, {{"shape", {"batch", e.heads, 2 * span, dh}}});
+    };
+    for (std::int64_t l = 0; l < layers; ++l) {
+        const std::string p = "deberta.encoder.layer." + std::to_string(l) + ".";
+        const std::string a = p + "attention.self.";
+        const std::string q = to_heads(b, a + "query", b.linear(a + "query_proj", x, e.d, e.d, true), "seq", e.heads, dh);
+        const std::string k = to_heads(b, a + "key", b.linear(a + "key_proj", x, e.d, e.d, true), "seq", e.heads, dh);
+        const std::string v = to_heads(b, a + "value", b.linear(a + "value_proj", x, e.d, e.d, true), "seq", e.heads, dh);
+        // HF divides K^T by the scale before the product
+        b.node(a + "key_scaled", "scale", {k}, {{"factor", scale}});
+        std::string scores = b.node(a + "scores", "matmul", {q, a + "key_scaled"}, {{"transpose_b", true}});
+        if (c2p || p2c) {
+            const std::string r_l = b.dropout(a + "pos_dropout", rel, e.hidden_drop);
+            std::string bias;
+            if (c2p) {
+                const std::string kr = positions_to_heads(a + "pos_key", share ? a + "key_proj" : a + "pos_key_proj", r_l);
+                if (!share) b.param(a + "pos_key_proj.weight", {e.d, e.d}), b.param(a + "pos_key_proj.bias", {e.d});
+                b.node(a + "c2p", "matmul", {q, kr}, {{"transpose_b", true}});
+                bias = b.node(a + "c2p.scaled", "scale", {gather(a + "c2p.gather", a + "c2p")}, {{"factor", scale}});
+            }
+            if (p2c) {
+                const std::string qr = positions_to_heads(a + "pos_query", share ? a + "query_proj" : a + "pos_query_proj", r_l);
+                if (!share) b.param(a + "pos_query_proj.weight", {e.d, e.d}), b.param(a + "pos_query_proj.bias", {e.d});
+                b.node(a + "p2c", "matmul", {k, qr}, {{"transpose_b", true}});
+                b.node(a + "p2c.transpose", "permute", {gather(a + "p2c.gather", a + "p2c")}, {{"perm", {0, 1, 3, 2}}});
+                const std::string t = b.node(a + "p2c.scaled", "scale", {a + "p2c.transpose"}, {{"factor", scale}});
+                bias = bias.empty() ? t : b.node(a + "rel_att", "add", {bias, t});
+            }
+            scores = b.node(a + "add_rel_att", "add", {scores, bias});
+        }
+        std::string probs = b.node(a + "softmax", "softmax", {scores}, {{"axis", -1}});
+        probs = b.dropout(a + "dropout", probs, e.attn_drop);
+        const std::string ctx = merge_heads(b, a + "context", b.node(a + "context", "matmul", {probs, v}), "seq", e.d);
+        std::string o = b.linear(p + "attention.output.dense", ctx, e.d, e.d, true);
+        o = b.dropout(p + "attention.output.dropout", o, e.hidden_drop);
+        x = b.layernorm(p + "attention.output.LayerNorm", b.node(p + "attention.output.residual", "add", {o, x}), e.d, e.eps);
+        const std::string up = b.linear(p + "intermediate.dense", x, e.d, e.inter, true);
+        std::string dn =
+            b.linear(p + "output.dense", activation(b, r, "hidden_act", e.act, p + "intermediate.act", up), e.inter, e.d, true);
+        dn = b.dropout(p + "output.dropout", dn, e.hidden_drop);
+        x = b.layernorm(p + "output.LayerNorm", b.node(p + "output.residual", "add", {dn, x}), e.d, e.eps);
+    }
+    if (lm) {
+        const std::string t = "cls.predictions.transform.";
+        const std::string h = b.linear(t + "dense", x, e.d, emb, true);
+        const std::string n = b.layernorm(t + "LayerNorm", activation(b, r, "hidden_act", e.act, t + "act", h), emb, e.eps);
+        const std::string decoder = tied ? words : b.param("cls.predictions.decoder.weight", {vocab, emb});
+        b.node("cls.predictions.decoder", "matmul", {n, decoder}, {{"transpose_b", true}});
+        b.node("cls.predictions.logits", "add", {"cls.predictions.decoder", b.param("cls.predictions.bias", {vocab})});
+        b.input("labels", {"batch", "seq"}, "int64");
+        b.node("loss", "cross_entropy", {"cls.predictions.logits", "labels"});
+        b.doc()["outputs"] = {"loss"};
+        return b.doc();
+    }
+    if (!classify) {
+        b.doc()["outputs"] = {x};
+        return b.doc();
+    }
+    const std::int64_t pooled_d = r.positive_or("pooler_hidden_size", e.d);
+    const std::string first =
+        b.dropout("pooler.dropout", first_token(b, "pooler.first_token", x, e.d), r.probability_or("pooler_dropout", 0.0));
+    const std::string pooled = activation(b, r, "pooler_hidden_act", r.string_or("pooler_hidden_act", "gelu"), "pooler.act",
+                                          b.linear("pooler.dense", first, e.d, pooled_d, true));
+    const double cls_drop = r.probability_or("cls_dropout", e.hidden_drop);
+    const std::string logits = b.linear("classifier", b.dropout("dropout", pooled, cls_drop), pooled_d, labels, true);
     b.input("labels", {"batch"}, "int64");
     b.node("loss", "cross_entropy", {logits, "labels"});
     b.doc()["outputs"] = {"loss"};

@@ -11,7 +11,7 @@ model.num_parameters() (tied weights once). Not run by ctest; rerun by hand:
     /tmp/venv-hf/bin/python tests/tools/hf_param_counts.py [--real] [folder ...]
 
 --real builds the models with real (random) weights on the CPU instead: for small models, and for
-BERT's MLM head, whose decoder bias the meta device unties (counting it twice).
+BERT's and DeBERTa-v2's MLM heads, whose decoder bias the meta device unties (counting it twice).
 
 transformers 4.40.2 is the first release that knows qwen2_moe and still runs on torch 1.13; phi3
 needs 4.41.2 (same command with transformers==4.41.2; it gives the same counts for the others).

@@ -349,7 +349,7 @@ TEST_CASE("bad HF configs: one message naming the file and the key, exit code 2"
         {"analyze '" + bad + "wrong-type.json'", "wrong-type.json: /num_hidden_layers: expected a positive integer, got \"12\""},
         {"analyze '" + bad + "unknown-model-type.json'",
          "unknown-model-type.json: /model_type: unsupported model_type 'gpt_neox' (supported: gpt2, llama, mistral, qwen2, gemma, mixtral, "
-         "qwen2_moe, phi3, falcon, phi, bert, roberta, vit, opt, switch_transformers, t5, bart)"},
+         "qwen2_moe, phi3, falcon, phi, bert, roberta, deberta-v2, vit, opt, switch_transformers, t5, bart)"},
         {"analyze '" + unsupported_arch + "'",
          "hf-bad-arch.json: /config/architectures/0: unsupported architecture 'LlamaForSequenceClassification' for model_type 'llama'"},
         {"analyze '" + hf("vit-base-patch16-224") + "' --seq 128", "--seq given, but the model has no 'seq' entry in /dims"},
@@ -467,6 +467,55 @@ TEST_CASE("HF mixtral, qwen2_moe, qwen2, gemma, phi3, falcon, phi, roberta, t5, 
     CHECK(roberta("RobertaModel") == 124'645'632);
     CHECK(roberta("RobertaForSequenceClassification") == 124'647'170);
     CHECK(roberta("RobertaForCausalLM") == 124'697'433);  // the same lm_head as the MLM
+}
+
+TEST_CASE("HF deberta-v2: parameter counts, exactly, and the disentangled attention's FLOPs", "[hf]") {
+    // Expected: transformers 4.40.2's num_parameters() of each class built from the fixture with
+    // real weights (tests/tools/hf_param_counts.py --real, torch 1.13, 2026-11-27; the meta device
+    // unties the MLM decoder's bias, as BERT's). deberta-v3-base (card: "86M backbone parameters
+    // with a vocabulary containing 128K tokens which introduces 98M parameters in the Embedding
+    // layer"): word embeddings 128100*768 + LayerNorm 1536 = 98,382,336; relative embeddings 2*256
+    // buckets *768 + their LayerNorm = 394,752; 12 layers * 7,087,872 (q/k/v/dense 4*(768^2+768),
+    // MLP 2*768*3072+3072+768, two LayerNorms; share_att_key: the positions reuse query_proj and
+    // key_proj); MLM head dense 768^2+768, LayerNorm, bias 128100 (decoder tied) = 720,228.
+    CHECK(parameter_count(load_model_arg(hf("deberta-v3-base"), ModelOverrides{1, 64, {}})) == 184'551'780);
+    const auto arch = [&](const char* a) {
+        return parameter_count(load_model_arg(patched("deberta-v3-base", a, "architectures", json::array({a})), ModelOverrides{1, 64, {}}));
+    };
+    CHECK(arch("DebertaV2Model") == 183'831'552);                      // no head, no pooler
+    CHECK(arch("DebertaV2ForSequenceClassification") == 184'423'682);  // ContextPooler 768^2+768, classifier 768*2+2
+    // DeBERTa-v2 style: own pos_key_proj and pos_query_proj (2*(768^2+768) a layer), absolute
+    // positions (512*768) and 2 token types, 2*512 relative positions (max_relative_positions
+    // -1: max_position_embeddings) without their LayerNorm: 199,512,420 (the same tool).
+    std::ifstream in(hf("deberta-v3-base"));
+    json v2 = json::parse(in);
+    v2.update({{"share_att_key", false},
+               {"position_biased_input", true},
+               {"type_vocab_size", 2},
+               {"position_buckets", -1},
+               {"norm_rel_ebd", "none"}});
+    CHECK(parameter_count(load_model(v2, "deberta-v2-style.json", ModelOverrides{1, 64, {}})) == 199'512'420);
+
+    // FLOPs, batch 2 x 256 tokens (exact for the GEMMs): per layer q, k, v, o 8 B s d^2, MLP 4 B s d I,
+    // scores and context 4 B s^2 d, c2p and p2c 2 x 2 B s (2 span) d, the two position projections
+    // 2 x 2 (2 span) d^2 (once, not per token); MLM head 2 B s d^2 + 2 B s d V. Against 2 x params x
+    // tokens this is the dense count plus attention's s^2 and the relative terms.
+    const double L = 12, B = 2, s = 256, d = 768, I = 3072, span = 256, V = 128100;
+    const double expected = L * (8 * B * s * d * d + 4 * B * s * d * I + 4 * B * s * s * d + 8 * B * s * span * d + 8 * span * d * d) +
+                            2 * B * s * d * d + 2 * B * s * d * V;
+    const Graph g = load_model_arg(hf("deberta-v3-base"), ModelOverrides{2, 256, {}});
+    CHECK(static_cast<double>(total_work(g).matrix_flops) == expected);
+    CHECK(output_of(g, "deberta.encoder.layer.0.attention.self.c2p").shape == Shape{2, 12, 256, 512});
+    CHECK(output_of(g, "deberta.encoder.layer.0.attention.self.p2c.gather").shape == Shape{2, 12, 256, 256});
+    CHECK(count_kind(g, OpKind::softmax) == 12);
+
+    // Bad keys: exit 2 naming the key.
+    const auto conv = run_cli("analyze '" + patched("deberta-v3-base", "deberta-conv", "conv_kernel_size", 3) + "' -q");
+    CHECK(conv.code == 2);
+    CHECK_THAT(conv.out, Catch::Contains("/conv_kernel_size: not supported: the convolution after the first layer"));
+    const auto att = run_cli("analyze '" + patched("deberta-v3-base", "deberta-att", "pos_att_type", "c2p|p2p") + "' -q");
+    CHECK(att.code == 2);
+    CHECK_THAT(att.out, Catch::Contains("/pos_att_type: unknown attention type 'p2p' (expected c2p, p2c)"));
 }
 
 TEST_CASE("HF mixtral and qwen2_moe: top-k routing, experts and shared expert", "[hf][moe]") {

@@ -467,7 +467,8 @@ TEST_CASE("bad OPT and Switch configs: one message naming the file and the JSON 
 }
 
 TEST_CASE(
-    "tiny mixtral, qwen2_moe, qwen2, phi3, falcon, phi, roberta, t5, bart and gemma configs pass the finite-difference gradient check",
+    "tiny mixtral, qwen2_moe, qwen2, phi3, falcon, phi, roberta, deberta-v2, t5, bart and gemma configs pass the finite-difference "
+    "gradient check",
     "[hf][moe][gradcheck]") {
     // Batch 2, seq 5: 10 tokens; with top-2 of 3 experts 20 routed rows, 7, 7 and 6 per expert (the
     // strided gathers, the routing-weight slices, the concat and the sum over the k copies are
@@ -557,6 +558,26 @@ TEST_CASE(
                           {"num_attention_heads", 2}, {"max_position_embeddings", 7},
                           {"type_vocab_size", 1},     {"num_labels", 3}};
         CHECK(gradient_check(load_model(cfg, "tiny-roberta.json", ov)) > 20);
+    }
+    SECTION("deberta-v2: disentangled attention (c2p and p2c through shared projections), relative-position LayerNorm, MLM head") {
+        // seq 5 over 2 x 4 relative buckets: each gather keeps 5 of the 8 columns
+        const json cfg = {{"model_type", "deberta-v2"},
+                          {"architectures", {"DebertaV2ForMaskedLM"}},
+                          {"vocab_size", 11},
+                          {"hidden_size", 8},
+                          {"intermediate_size", 12},
+                          {"num_hidden_layers", 1},
+                          {"num_attention_heads", 2},
+                          {"max_position_embeddings", 5},
+                          {"relative_attention", true},
+                          {"position_buckets", 4},
+                          {"norm_rel_ebd", "layer_norm"},
+                          {"share_att_key", true},
+                          {"pos_att_type", "p2c|c2p"},
+                          {"position_biased_input", false}};
+        const Graph g = load_model(cfg, "tiny-deberta.json", ov);
+        CHECK(g.tensor(g.find_tensor("deberta.encoder.layer.0.attention.self.c2p.gather")).desc.shape == Shape{2, 2, 5, 5});
+        CHECK(gradient_check(g) > 20);
     }
     SECTION("phi3: fused qkv_proj and gate_up_proj, GQA, residual dropout") {
         json cfg = llama_like;
