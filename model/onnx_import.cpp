@@ -148,6 +148,7 @@ const std::set<std::string>& mapped_ops() {
                                               "ReduceSum",
                                               "ReduceMax",
                                               "Gather",
+                                              "GatherElements",
                                               "Concat",
                                               "Split",
                                               "Slice",
@@ -616,6 +617,7 @@ private:
     void map_pool(const OnnxNode& n);
     void map_reduce(const OnnxNode& n, OpKind k);
     void map_gather(const OnnxNode& n);
+    void map_gather_elements(const OnnxNode& n);
     void map_split(const OnnxNode& n);
     void map_slice(const OnnxNode& n);
     void map_where(const OnnxNode& n);
@@ -787,6 +789,8 @@ void Importer::map_node(const OnnxNode& n) {
         map_reduce(n, OpKind::reduce_max);
     } else if (op == "Gather") {
         map_gather(n);
+    } else if (op == "GatherElements") {
+        map_gather_elements(n);
     } else if (op == "Concat") {
         std::vector<TensorId> ins;
         for (std::size_t k = 0; k < n.inputs.size(); ++k) ins.push_back(tin(n, k, "input"));
@@ -1062,6 +1066,39 @@ void Importer::map_slice(const OnnxNode& n) {
     for (std::int64_t s : steps) forward = forward && s > 0;
     if (y.shape == x.shape && forward) return alias(n);  // the whole tensor
     emit1(OpKind::slice, {tin(n, 0, "data")}, a);
+}
+
+// GatherElements(data, indices, axis): out[i][j][k] = data[i][indices[i][j][k]][k] (axis 1), the
+// output of the indices' shape (DeBERTa's relative-position scores, torch.gather). The cost model
+// needs what it moves, not which elements: as many elements read from data as the output has,
+// and written; so it is a slice of the output's extent out of data (copies of data concatenated
+// along the axis first when the indices are longer there). Its gradient (ScatterElements-add into
+// zeros) is the slice's, a pad: the same bytes. The values are not the gather's; the indices'
+// values (input, initializer or computed) are never read.
+void Importer::map_gather_elements(const OnnxNode& n) {
+    const Dims data = in(n, 0, "data").dims, idx = in(n, 1, "indices").dims;
+    if (idx.size() != data.size())
+        throw InputError("GatherElements: indices " + shape_str(idx) + " must have data " + shape_str(data) + "'s rank");
+    const std::int64_t rank = static_cast<std::int64_t>(data.size());
+    const std::int64_t axis = normalize_axis(attr_i(n, "axis", 0), rank);
+    for (std::int64_t d = 0; d < rank; ++d) {
+        const std::size_t u = static_cast<std::size_t>(d);
+        if (d != axis && idx[u] > data[u])
+            throw InputError("GatherElements: indices " + shape_str(idx) + " exceed data " + shape_str(data) + " on axis " +
+                             std::to_string(d) + " (only the gathered axis " + std::to_string(axis) + " may be longer)");
+    }
+    const std::size_t ua = static_cast<std::size_t>(axis);
+    TensorId src = tin(n, 0, "data");
+    if (idx[ua] > data[ua] && data[ua] > 0) {
+        const std::int64_t copies = (idx[ua] + data[ua] - 1) / data[ua];
+        Attrs c;
+        c.set("axis", axis);
+        src = emit1(OpKind::concat, std::vector<TensorId>(static_cast<std::size_t>(copies), src), c, false);
+    }
+    Attrs a;
+    a.set("starts", Dims(data.size(), 0));
+    a.set("ends", idx);
+    emit1(OpKind::slice, {src}, a);
 }
 
 void Importer::map_where(const OnnxNode& n) {

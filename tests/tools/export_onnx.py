@@ -20,6 +20,9 @@ recommends for `roofline analyze model.onnx --batch N`.
   tests/data/onnx/external.onnx   a linear layer whose initializers live in an external file
                                   that is not there (the importer must not need it)
   tests/data/onnx/scan.onnx       CumSum and TopK (`export_onnx.py --scan` writes it alone)
+  tests/data/onnx/gather.onnx     GatherElements as DeBERTa's export uses it, and the malformed
+                                  tests/data/bad/onnx-gather-rank.onnx (`export_onnx.py --gather`
+                                  writes both alone; python3-onnx only)
   tests/data/onnx/ops.onnx        the ops the exports do not use (BatchNormalization, pooling, Pow,
                                   Where(Not), Slice, Gemm with alpha), with weights
   tests/data/bad/*.onnx           malformed, truncated and hostile files (see bad_files()).
@@ -196,6 +199,34 @@ def scan_model():
     onnx.save(m, os.path.join(OUT, "scan.onnx"))
 
 
+def gather_model():
+    """GatherElements (opset 13, batch dynamic) as DeBERTa's disentangled attention exports it:
+    c2p = q @ pos_k^T ([batch, 4, 6, 8] x [batch, 4, 8, 16]: 16 relative positions), then the
+    [6, 6] relative entries of each row gathered along the last axis with an int64 index input
+    (the model computes it from the positions; its values do not matter here); and a gather along
+    axis 1 whose indices are longer than the data there ([batch, 3] -> [batch, 7])."""
+    f = lambda n, t, shape: helper.make_tensor_value_info(n, t, shape)
+    nodes = [
+        helper.make_node("Transpose", ["pos_k"], ["pos_k_t"], name="pos_k_t", perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "pos_k_t"], ["c2p"], name="c2p"),
+        helper.make_node("GatherElements", ["c2p", "c2p_index"], ["c2p_gathered"], name="c2p_gather", axis=-1),
+        helper.make_node("GatherElements", ["short", "long_index"], ["long"], name="long_gather", axis=1),
+    ]
+    g = helper.make_graph(nodes, "gather",
+                          [f("q", TensorProto.FLOAT, ["batch", 4, 6, 8]), f("pos_k", TensorProto.FLOAT, ["batch", 4, 16, 8]),
+                           f("c2p_index", TensorProto.INT64, ["batch", 4, 6, 6]), f("short", TensorProto.FLOAT, ["batch", 3]),
+                           f("long_index", TensorProto.INT64, ["batch", 7])],
+                          [f("c2p_gathered", TensorProto.FLOAT, ["batch", 4, 6, 6]), f("long", TensorProto.FLOAT, ["batch", 7])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, "gather.onnx"))
+    # indices of another rank than the data
+    bad = helper.make_graph([helper.make_node("GatherElements", ["x", "i"], ["y"], name="bad_gather", axis=0)], "bad",
+                            [f("x", TensorProto.FLOAT, [4, 5]), f("i", TensorProto.INT64, [4])], [f("y", TensorProto.FLOAT, [4])])
+    with open(os.path.join(BAD, "onnx-gather-rank.onnx"), "wb") as fh:
+        fh.write(helper.make_model(bad, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+
+
 def small(nodes, inputs, outputs, initializer=(), opset=13):
     g = helper.make_graph(nodes, "bad", inputs, outputs, initializer=list(initializer))
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
@@ -251,5 +282,7 @@ def main():
 if __name__ == "__main__":
     if sys.argv[1:] == ["--scan"]:  # tests/data/onnx/scan.onnx alone (no torch needed)
         scan_model()
+    elif sys.argv[1:] == ["--gather"]:  # tests/data/onnx/gather.onnx alone (no torch needed)
+        gather_model()
     else:
         main()

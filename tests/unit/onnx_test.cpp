@@ -209,9 +209,32 @@ TEST_CASE("onnx: CumSum and TopK (scan.onnx: an MoE router and position ids)", "
     CHECK(back.tensor(back.find_tensor("experts")).desc == TensorDesc{{3, 6, 2}, DType::int64});
 }
 
+TEST_CASE("onnx: GatherElements as the bytes it moves (gather.onnx: DeBERTa's relative-position gather)", "[onnx]") {
+    if (!onnx_supported()) return;
+    // batch 2: c2p = q [2,4,6,8] x pos_k^T [2,4,8,16] -> [2,4,6,16]; its [2,4,6,6] entries gathered
+    // along the last axis: a slice of that extent, which reads and writes 2*4*6*6 floats (2,304 bytes
+    // of traffic), as the gather does. The second gather's indices are longer than the data along the
+    // axis ([2,3] -> [2,7]): three copies concatenated, then the slice.
+    const Graph g = load("gather", 2);
+    const Node& c2p = g.node(g.find_node("c2p_gather"));
+    CHECK(c2p.kind == OpKind::slice);
+    CHECK(g.tensor(c2p.outputs[0]).desc.shape == Shape{2, 4, 6, 6});
+    const Work w = g.work(g.find_node("c2p_gather"));
+    CHECK(w.bytes() == 2 * 2 * 4 * 6 * 6 * 4);
+    CHECK(w.flops() == 0);
+    const Node& longer = g.node(g.find_node("long_gather"));
+    CHECK(g.tensor(longer.outputs[0]).desc.shape == Shape{2, 7});
+    const Node& cover = g.node(g.tensor(longer.inputs[0]).producer);
+    CHECK(cover.kind == OpKind::concat);
+    CHECK(cover.inputs.size() == 3);
+    // the index inputs are never read: no node consumes them
+    for (const Node& n : g.nodes())
+        for (const TensorId t : n.inputs) CHECK(g.tensor(t).name != "c2p_index");
+}
+
 TEST_CASE("onnx: analyze runs on every exported model", "[onnx][cli]") {
     if (!onnx_supported()) return;
-    for (const char* m : {"resnet50", "gpt", "vit", "bert", "external", "ops", "scan"}) {
+    for (const char* m : {"resnet50", "gpt", "vit", "bert", "external", "ops", "scan", "gather"}) {
         INFO(m);
         const auto r = run_cli("analyze '" + onnx_file(m) + "' --batch 2 -q -o '" + test::tmp_path(std::string(m) + "-onnx.json") + "'");
         CHECK(r.code == 0);
@@ -237,6 +260,8 @@ TEST_CASE("onnx: bad files give one clear message and exit 2", "[onnx][cli][erro
         // issue #21 (tests/tools/export_torchvision.py --bad): 3 pads for a 4-d input; a bound from runtime data
         {"onnx-pad-length.onnx", "node 'pad' (Pad): pads [0,1,1] has 3 entries; the input [1,2,4,4] needs 2 per axis (8)"},
         {"onnx-clip-runtime-bound.onnx", "node 'clip' (Clip): input 2 (max, 'hi') must be a constant"},
+        // tests/tools/export_onnx.py --gather: indices of another rank than the data
+        {"onnx-gather-rank.onnx", "node 'bad_gather' (GatherElements): GatherElements: indices [4] must have data [4,5]'s rank"},
     };
     for (const auto& [file, message] : cases) {
         INFO(file);
