@@ -110,6 +110,9 @@ const std::set<std::string>& mapped_ops() {
                                               "Sqrt",
                                               "Neg",
                                               "Sin",
+                                              "Cos",
+                                              "Abs",
+                                              "Reciprocal",
                                               "Erf",
                                               "Gelu",
                                               "Softplus",
@@ -695,6 +698,9 @@ OpKind unary_kind(const std::string& op) {
     if (op == "Sqrt") return OpKind::sqrt;
     if (op == "Neg") return OpKind::neg;
     if (op == "Sin") return OpKind::sin;
+    if (op == "Cos") return OpKind::cos;
+    if (op == "Abs") return OpKind::abs;
+    if (op == "Reciprocal") return OpKind::reciprocal;
     if (op == "Softplus") return OpKind::softplus;
     if (op == "Mish") return OpKind::mish;
     if (op == "HardSwish") return OpKind::hardswish;
@@ -704,7 +710,7 @@ OpKind unary_kind(const std::string& op) {
 void Importer::map_node(const OnnxNode& n) {
     const std::string& op = n.op_type;
     if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Exp" || op == "Log" || op == "Sqrt" || op == "Neg" || op == "Sin" ||
-        op == "Erf" || op == "Softplus" || op == "Mish" || op == "HardSwish") {
+        op == "Cos" || op == "Abs" || op == "Reciprocal" || op == "Erf" || op == "Softplus" || op == "Mish" || op == "HardSwish") {
         emit1(unary_kind(op), {tin(n, 0, "x")});
     } else if (op == "HardSigmoid") {
         map_hardsigmoid(n);

@@ -21,8 +21,9 @@ recommends for `roofline analyze model.onnx --batch N`.
                                   that is not there (the importer must not need it)
   tests/data/onnx/scan.onnx       CumSum and TopK (`export_onnx.py --scan` writes it alone)
   tests/data/onnx/gather.onnx     GatherElements as DeBERTa's export uses it, and the malformed
-                                  tests/data/bad/onnx-gather-rank.onnx (`export_onnx.py --gather`
-                                  writes both alone; python3-onnx only)
+                                  tests/data/bad/onnx-gather-rank.onnx
+  tests/data/onnx/unary.onnx      Cos, Abs and Reciprocal on runtime data (`export_onnx.py --gather`
+                                  writes these three alone; python3-onnx only)
   tests/data/onnx/ops.onnx        the ops the exports do not use (BatchNormalization, pooling, Pow,
                                   Where(Not), Slice, Gemm with alpha), with weights
   tests/data/bad/*.onnx           malformed, truncated and hostile files (see bad_files()).
@@ -225,6 +226,24 @@ def gather_model():
                             [f("x", TensorProto.FLOAT, [4, 5]), f("i", TensorProto.INT64, [4])], [f("y", TensorProto.FLOAT, [4])])
     with open(os.path.join(BAD, "onnx-gather-rank.onnx"), "wb") as fh:
         fh.write(helper.make_model(bad, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    # Cos, Abs and Reciprocal on runtime data: a rotary table cos(positions x inv_freq) and an L1
+    # norm's 1 / sum|x|
+    nodes = [
+        helper.make_node("Mul", ["positions", "inv_freq"], ["angles"], name="angles"),
+        helper.make_node("Cos", ["angles"], ["cos"], name="cos"),
+        helper.make_node("Abs", ["x"], ["x_abs"], name="abs"),
+        helper.make_node("ReduceSum", ["x_abs", "last"], ["l1"], name="l1", keepdims=1),
+        helper.make_node("Reciprocal", ["l1"], ["inv_l1"], name="reciprocal"),
+        helper.make_node("Mul", ["x", "inv_l1"], ["normalised"], name="normalise"),
+    ]
+    g = helper.make_graph(nodes, "unary",
+                          [f("positions", TensorProto.FLOAT, ["batch", 16, 1]), f("x", TensorProto.FLOAT, ["batch", 16, 8])],
+                          [f("cos", TensorProto.FLOAT, ["batch", 16, 4]), f("normalised", TensorProto.FLOAT, ["batch", 16, 8])],
+                          initializer=[helper.make_tensor("inv_freq", TensorProto.FLOAT, [4], [1.0, 0.1, 0.01, 0.001]),
+                                       helper.make_tensor("last", TensorProto.INT64, [1], [-1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, "unary.onnx"))
 
 
 def small(nodes, inputs, outputs, initializer=(), opset=13):

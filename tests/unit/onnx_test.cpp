@@ -232,9 +232,24 @@ TEST_CASE("onnx: GatherElements as the bytes it moves (gather.onnx: DeBERTa's re
         for (const TensorId t : n.inputs) CHECK(g.tensor(t).name != "c2p_index");
 }
 
+TEST_CASE("onnx: Cos, Abs and Reciprocal on runtime data (unary.onnx: a rotary table and an L1 norm)", "[onnx]") {
+    if (!onnx_supported()) return;
+    // batch 2: cos of [2,16,4] angles, |x| of [2,16,8], 1 / sum|x| of [2,16,1]: one element-wise
+    // op each, one FLOP (abs, reciprocal) or one transcendental (cos) an element
+    const Graph g = load("unary", 2);
+    const Totals t = totals(g);
+    CHECK(t.n(OpKind::cos) == 1);
+    CHECK(t.n(OpKind::abs) == 1);
+    CHECK(t.n(OpKind::reciprocal) == 1);
+    CHECK(g.work(g.find_node("cos")).transcendentals == 2 * 16 * 4);
+    CHECK(g.work(g.find_node("abs")).vector_flops == 2 * 16 * 8);
+    CHECK(g.work(g.find_node("reciprocal")).vector_flops == 2 * 16);
+    CHECK(g.tensor(g.find_tensor("normalised")).desc.shape == Shape{2, 16, 8});
+}
+
 TEST_CASE("onnx: analyze runs on every exported model", "[onnx][cli]") {
     if (!onnx_supported()) return;
-    for (const char* m : {"resnet50", "gpt", "vit", "bert", "external", "ops", "scan", "gather"}) {
+    for (const char* m : {"resnet50", "gpt", "vit", "bert", "external", "ops", "scan", "gather", "unary"}) {
         INFO(m);
         const auto r = run_cli("analyze '" + onnx_file(m) + "' --batch 2 -q -o '" + test::tmp_path(std::string(m) + "-onnx.json") + "'");
         CHECK(r.code == 0);

@@ -112,6 +112,10 @@ std::vector<KindCase> one_case_per_kind() {
         {OpKind::hardswish, {X}, {}, "f32[2,3]", {.vf = 6 * 5, .br = 24, .bw = 24}},
         // mish: x * tanh(softplus(x)): softplus's 3 and one multiply (4); exp, log, tanh (3)
         {OpKind::mish, {X}, {}, "f32[2,3]", {.vf = 6 * 4, .tr = 6 * 3, .br = 24, .bw = 24}},
+        // cos: one transcendental; abs: x < 0 ? -x : x, one select (1); reciprocal: one divide (1)
+        {OpKind::cos, {X}, {}, "f32[2,3]", {.tr = 6, .br = 24, .bw = 24}},
+        {OpKind::abs, {X}, {}, "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
+        {OpKind::reciprocal, {X}, {}, "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
         {OpKind::neg, {X}, {}, "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
         {OpKind::scale, {X}, A({{"factor", 0.5}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
         {OpKind::shift, {X}, A({{"offset", 1.0}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},   // x + 1: one add each
@@ -952,6 +956,12 @@ TEST_CASE("ops_test: unary_grad per-element derivative costs", "[ops]") {
         // mish: dy (tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)): softplus 3 + sigmoid 3 + square, 1 -, two
         // multiplies, add, * dy (12); exp, log, tanh, the sigmoid's exp (4)
         {"mish", nullptr, 12, 4},
+        // cos: -dy sin(x): negate, multiply (2); one sin
+        {"cos", nullptr, 2, 1},
+        // abs: x > 0 ? dy : x < 0 ? -dy : 0: compares and selects counted as the select and multiply (2)
+        {"abs", nullptr, 2, 0},
+        // reciprocal: -dy y^2 from the output: negate, two multiplies (3)
+        {"reciprocal", nullptr, 3, 0},
     };
     for (const Case& c : cases) {
         INFO(c.of << (c.approximate ? std::string(" ") + c.approximate : std::string()));
