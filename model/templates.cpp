@@ -318,13 +318,12 @@ std::string times_text(double ratio) {
 }
 
 // "uniform routing", or the load given and what it makes of the busiest expert.
-std::string routing_text(const GptConfig& c) {
-    const std::int64_t tokens = c.seq / c.cp;
+std::string routing_text(const GptConfig& c, const Routing& r) {
+    const std::int64_t copies = c.seq / c.cp * c.top_k;  // a sequence's token copies
     std::string text = c.expert_load.empty() ? "uniform routing" : "routing " + c.expert_load_text;
     if (c.capacity_factor) {
-        const Routing r = routing(c, tokens);
         char pct[32];
-        std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * static_cast<double>(r.dropped) / static_cast<double>(tokens * c.top_k));
+        std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * static_cast<double>(r.dropped) / static_cast<double>(copies));
         char cf[32];
         std::snprintf(cf, sizeof cf, "%g", *c.capacity_factor);
         text += ", capacity factor " + std::string(cf) + " (" + std::to_string(r.capacity) + " copies an expert a sequence" +
@@ -332,9 +331,8 @@ std::string routing_text(const GptConfig& c) {
         if (c.pad_to_capacity) return text;
     }
     if (c.expert_load.empty()) return text;
-    const std::vector<std::int64_t> rows = routing(c, tokens).rows;
-    const std::int64_t most = *std::max_element(rows.begin(), rows.end());
-    return text + ": the busiest expert runs " + times_text(static_cast<double>(most * c.experts) / static_cast<double>(tokens * c.top_k)) +
+    const std::int64_t most = *std::max_element(r.rows.begin(), r.rows.end());
+    return text + ": the busiest expert runs " + times_text(static_cast<double>(most * c.experts) / static_cast<double>(copies)) +
            " the mean";
 }
 
@@ -356,11 +354,14 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // mean of its output) so that autodiff builds its backward, as the next stage's gradient would seed it.
     const bool first = c.stage == 0, last = c.stage == c.pp - 1;
     const std::int64_t per_stage = c.stage_layers > 0 ? c.stage_layers : c.n_layer / c.pp, l0 = c.stage * per_stage, l1 = l0 + per_stage;
+    // What each expert runs of a rank's sequence (empty: uniform and dropless).
+    const Routing route = routing(c, c.seq / c.cp);
     DocBuilder b(c.pp == 1 ? name : name + " (stage " + std::to_string(c.stage + 1) + " of " + std::to_string(c.pp) + ")");
     b.doc()["description"] =
         "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " + std::to_string(c.n_head) +
         " heads, vocab " + std::to_string(c.vocab) +
-        (c.experts > 0 ? ", " + std::to_string(c.experts) + " experts (top-" + std::to_string(c.top_k) + ", " + routing_text(c) + ")" : "");
+        (c.experts > 0 ? ", " + std::to_string(c.experts) + " experts (top-" + std::to_string(c.top_k) + ", " + routing_text(c, route) + ")"
+                       : "");
     // Context parallelism: a rank holds seq / cp tokens (its "seq"); attention's keys and values are
     // gathered from the group (model/graph.hpp ContextParallel): a concat of the rank's shard
     // standing for the gathered buffer, and causal attention of the rank's queries over the whole
@@ -422,7 +423,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // every rank waits for it at the combine's all-to-all), holding experts [first_local,
     // first_local + local_experts); every rank sends it the copies bound for those experts, so it
     // receives ep x their rows per sequence.
-    const std::vector<std::int64_t> rows = routing(c, seq).rows;
+    const std::vector<std::int64_t>& rows = route.rows;
     std::int64_t first_local = 0, busiest_rows = 0;
     for (std::int64_t r = 0; !rows.empty() && r < c.ep; ++r) {
         std::int64_t sum = 0;

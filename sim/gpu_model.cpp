@@ -908,6 +908,10 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
         panels = std::max(panels, compulsory);
         l2_panels = std::max(l2_panels, compulsory);
     }
+    // A warm per-op timing loop (GpuModelOptions::warm_l2): a streaming working set that fits in L2
+    // stays there between calls.
+    const MemoryLevel* l2_level = hw.find(MemoryRole::l2);
+    const bool warm_resident = opt.warm_l2 && !k.gemm && l2_level != nullptr && compulsory <= l2_level->capacity_bytes.value;
     for (std::size_t i = 0; i < hw.memory.size(); ++i) {
         const MemoryLevel& level = hw.memory[i];
         double bytes = compulsory;
@@ -923,10 +927,7 @@ KernelCost gpu_kernel_cost(const Kernel& k, const Hardware& hw, const GpuModelOp
                 }
             }
         }
-        if (device && !k.gemm && opt.warm_l2) {
-            const MemoryLevel* l2 = hw.find(MemoryRole::l2);
-            if (l2 != nullptr && compulsory <= l2->capacity_bytes.value) bytes = 0;
-        }
+        if (device && warm_resident) bytes = 0;
         double bps = rates.level_bytes_per_s[i];
         if (device && !k.gemm) {
             // Streaming kernels: a fraction of the chip's STREAM-type figure (its achieved DRAM
