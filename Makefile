@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 # Debian packages the build needs. python3-dev, pybind11-dev and python3-pytest: the Python module
 # and its tests (python/; python3-torch and python3-torchvision, ~640 MB, are left out: the
 # from_torch tests say SKIP without them).
-PACKAGES := cmake g++ ninja-build nlohmann-json3-dev libboost-graph-dev catch2 libbenchmark-dev libcli11-dev libfmt-dev \
+PACKAGES := cmake g++ ninja-build nlohmann-json3-dev libboost-graph-dev catch2 libbenchmark-dev libcli11-dev libfmt-dev libmimalloc-dev \
             libonnx-dev libprotobuf-dev protobuf-compiler \
             python3-dev pybind11-dev python3-pytest \
             chromium clang-format

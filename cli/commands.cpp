@@ -91,7 +91,7 @@ void add_analyze(CLI::App& app) {
         args->stage = 0;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
-        const Graph built = args->build(&t);
+        Graph built = args->build(&t);
         AnalysisOptions aopt;
         aopt.schedule.streams = *streams;
         runtime->apply(aopt);
@@ -160,6 +160,10 @@ void add_analyze(CLI::App& app) {
         if (!*quiet) print(render_table(ctx, TableOptions{top_rows(*top)}));
         const std::string written = write_outputs(files);
         if (!*quiet) print(written);
+        keep_until_exit(std::move(built));
+        keep_until_exit(std::move(plain));
+        keep_until_exit(std::move(chosen));
+        keep_until_exit(std::move(files));
     });
 }
 

@@ -113,7 +113,7 @@ Graph GraphArgs::build(TrainingOptions* t) const {
                                               : Optimizer::adamw;
         opt.loss_scale = loss_scale >= 0 ? loss_scale : g.precision.loss_scale;
         opt.master_weights = master.empty() ? g.precision.master_weights : master == "on";
-        g = build_training_step(g, opt);
+        g = build_training_step(std::move(g), opt);
         if (t != nullptr) *t = opt;
     }
     return g;

@@ -4,4 +4,4 @@
 // file, JSON path or node) or an output that cannot be written; 3 no usable GPU (measure, calibrate).
 #include "cli/run.hpp"
 
-int main(int argc, char** argv) { return roofline::cli::run(argc, argv); }
+int main(int argc, char** argv) { return roofline::cli::run(argc, argv, true); }

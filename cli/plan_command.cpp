@@ -119,7 +119,7 @@ void add_plan(CLI::App& app) {
         args->pad_to_capacity = parallel->pad_to_capacity;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
-        const Graph g = args->build(&t);
+        Graph g = args->build(&t);
         PlanOptions opt;
         std::string job;
         if (cluster != nullptr) {
@@ -138,7 +138,7 @@ void add_plan(CLI::App& app) {
             opt.strategies = {*parse_strategy(plan_args->recompute)};
             opt.search_layers = false;
         }
-        const Plan p = make_plan(g, h, opt);
+        Plan p = make_plan(g, h, opt);
         std::vector<SweepSeries> series;
         if (*sweep) {
             const GraphArgs base = *args;
@@ -175,6 +175,8 @@ void add_plan(CLI::App& app) {
         }
         const std::string written = write_outputs(files);
         if (!*quiet) print(written);
+        keep_until_exit(std::move(p));
+        keep_until_exit(std::move(g));
     });
 }
 

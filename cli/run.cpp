@@ -93,8 +93,8 @@ int run_app(int argc, char** argv, bool unchecked) {
 
 }  // namespace
 
-int run(int argc, char** argv) {
-    outcome() = Outcome{0, argc, argv};
+int run(int argc, char** argv, bool process_exits) {
+    outcome() = Outcome{0, argc, argv, nullptr, process_exits};
     return run_app(argc, argv, false);
 }
 

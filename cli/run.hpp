@@ -5,7 +5,9 @@
 
 namespace roofline::cli {
 
-int run(int argc, char** argv);
+// process_exits: the caller exits when it returns (main.cpp), so a command's large results are kept
+// rather than freed (keep_until_exit, cli/commands.hpp); callers that run commands in a loop leave it false.
+int run(int argc, char** argv, bool process_exits = false);
 
 // The same command line for a caller that handles errors itself (the Python module, python/):
 // the library's errors propagate as they were thrown (InputError, DeviceUnavailable, ...), a usage

@@ -83,20 +83,21 @@ void add_optimizer_step(Graph& g, TensorId param, TensorId grad, const TrainingO
 
 }  // namespace
 
-Graph build_training_step(const Graph& forward, const TrainingOptions& opt) {
-    if (forward.outputs().empty()) {
-        throw InputError(forward.origin + ": training needs a loss: the model declares no outputs (the first output is the loss)");
+Graph build_training_step(Graph g, const TrainingOptions& opt) {
+    if (g.outputs().empty()) {
+        throw InputError(g.origin + ": training needs a loss: the model declares no outputs (the first output is the loss)");
     }
-    const TensorId loss = forward.outputs().front();
-    const Tensor& loss_t = forward.tensor(loss);
+    const TensorId loss = g.outputs().front();
+    const Tensor loss_t = g.tensor(loss);
     if (loss_t.desc.rank() != 0 || !is_floating(loss_t.desc.dtype)) {
-        throw InputError(forward.origin + ": the loss '" + loss_t.name + "' must be a floating-point scalar, got " + desc_str(loss_t.desc));
+        throw InputError(g.origin + ": the loss '" + loss_t.name + "' must be a floating-point scalar, got " + desc_str(loss_t.desc));
     }
-    for (const Node& n : forward.nodes()) {
+    for (const Node& n : g.nodes()) {
         if (n.phase != Phase::forward) throw InputError("build_training_step: the graph already has a backward pass");
     }
-    Graph g = forward;
     const std::size_t forward_nodes = g.nodes().size();
+    // A step has about four times the forward's nodes and tensors (backward twice, the optimizer once).
+    g.reserve(4 * forward_nodes + 64, 4 * g.tensors().size() + 64);
 
     // Which tensors need a gradient: parameters, a pipeline stage's received activation (its
     // gradient goes back to the previous stage), and what is computed from them.
@@ -208,7 +209,6 @@ Graph build_training_step(const Graph& forward, const TrainingOptions& opt) {
             }
         }
     }
-    g.name = forward.name;
 #ifndef NDEBUG
     // Graph::add_node already inferred every node's outputs and checked names and order; the full
     // re-check (a sixth of a training step's construction) runs in debug builds, the sanitizer

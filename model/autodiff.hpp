@@ -24,7 +24,7 @@ struct TrainingOptions {
     bool master_weights = true;  // 16-bit parameters get fp32 master copies and fp32 state
 };
 
-Graph build_training_step(const Graph& forward, const TrainingOptions& opt);
+Graph build_training_step(Graph forward, const TrainingOptions& opt);  // by value: pass an rvalue to spare the copy
 
 // An exported ONNX inference graph has no loss: training it trains on the mean of its first
 // output, a stand-in whose cost is one reduction (README, "ONNX models"). Adds that node and marks

@@ -7,7 +7,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "ops/attrs.hpp"
@@ -176,8 +175,10 @@ private:
     std::vector<Node> nodes_;
     std::vector<Tensor> tensors_;
     std::vector<TensorId> outputs_;
-    std::unordered_map<std::string, TensorId> tensor_by_name_;
-    std::unordered_map<std::string, NodeId> node_by_name_;
+    // Name lookups: open-addressing tables of (hash, id) over the names the nodes and tensors
+    // already hold, so a name is stored once and a table copies as one block (issue #20).
+    std::vector<std::uint64_t> tensor_by_name_;
+    std::vector<std::uint64_t> node_by_name_;
     std::unique_ptr<GraphStorage> storage_;
 };
 

@@ -12,6 +12,7 @@
 #include <queue>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 #include <variant>
 
@@ -199,8 +200,9 @@ std::size_t output_count(const NodeDecl& d) {
 
 // Orders nodes so that producers come first, keeping file order where it already is one.
 // A cycle is reported with the names of the nodes on it (Boost strong_components).
-std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const std::set<std::string>& sources, const Context& c) {
-    std::map<std::string, std::size_t> producer;
+std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const std::unordered_set<std::string>& sources, const Context& c) {
+    std::unordered_map<std::string, std::size_t> producer;
+    producer.reserve(nodes.size() + nodes.size() / 4);
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         std::size_t count = 0;
         try {
@@ -325,7 +327,9 @@ Graph build_graph(const json& doc, Context& c) {
         fail(c.origin, "/nodes",
              std::to_string(nodes_json.size()) + " nodes, more than the " + std::to_string(kMaxNodes) + " a model may have");
     std::vector<NodeDecl> nodes;
-    std::set<std::string> node_names;
+    nodes.reserve(nodes_json.size());
+    std::unordered_set<std::string> node_names;
+    node_names.reserve(nodes_json.size());
     for (std::size_t i = 0; i < nodes_json.size(); ++i) {
         nodes.push_back(read_node(nodes_json[i], c, "/nodes/" + std::to_string(i)));
         if (!node_names.insert(nodes.back().name).second) {
@@ -333,7 +337,8 @@ Graph build_graph(const json& doc, Context& c) {
         }
     }
     const std::set<std::string> fp8_stored = fp8_stored_parameters(doc, nodes, c);
-    std::set<std::string> sources;
+    std::unordered_set<std::string> sources;
+    g.reserve(nodes.size(), nodes.size() + nodes.size() / 4);
     for (bool params : {false, true}) {
         for (auto t : read_tensors(doc, params ? "parameters" : "inputs", params, c)) {
             if (!sources.insert(t.name).second)

@@ -1,5 +1,7 @@
 #include "ops/attrs.hpp"
 
+#include <algorithm>
+
 #include "ops/error.hpp"
 
 namespace roofline {
@@ -11,10 +13,23 @@ namespace {
 
 }  // namespace
 
+void Attrs::set(const std::string& name, AttrValue v) {
+    auto it = std::lower_bound(values_.begin(), values_.end(), name, [](const Entry& e, const std::string& n) { return e.first < n; });
+    if (it != values_.end() && it->first == name)
+        it->second = std::move(v);
+    else
+        values_.insert(it, Entry{name, std::move(v)});
+}
+
+const AttrValue* Attrs::find(std::string_view name) const {
+    auto it = std::lower_bound(values_.begin(), values_.end(), name, [](const Entry& e, std::string_view n) { return e.first < n; });
+    return it != values_.end() && it->first == name ? &it->second : nullptr;
+}
+
 std::int64_t Attrs::get_int(const std::string& name, std::int64_t fallback) const {
-    auto it = values_.find(name);
-    if (it == values_.end()) return fallback;
-    if (auto* v = std::get_if<std::int64_t>(&it->second)) return *v;
+    const AttrValue* it = find(name);
+    if (it == nullptr) return fallback;
+    if (auto* v = std::get_if<std::int64_t>(it)) return *v;
     wrong_type(name, "an integer");
 }
 
@@ -24,31 +39,31 @@ std::int64_t Attrs::require_int(const std::string& name) const {
 }
 
 double Attrs::get_double(const std::string& name, double fallback) const {
-    auto it = values_.find(name);
-    if (it == values_.end()) return fallback;
-    if (auto* v = std::get_if<double>(&it->second)) return *v;
-    if (auto* v = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*v);
+    const AttrValue* it = find(name);
+    if (it == nullptr) return fallback;
+    if (auto* v = std::get_if<double>(it)) return *v;
+    if (auto* v = std::get_if<std::int64_t>(it)) return static_cast<double>(*v);
     wrong_type(name, "a number");
 }
 
 bool Attrs::get_bool(const std::string& name, bool fallback) const {
-    auto it = values_.find(name);
-    if (it == values_.end()) return fallback;
-    if (auto* v = std::get_if<bool>(&it->second)) return *v;
+    const AttrValue* it = find(name);
+    if (it == nullptr) return fallback;
+    if (auto* v = std::get_if<bool>(it)) return *v;
     wrong_type(name, "true or false");
 }
 
 std::string Attrs::get_string(const std::string& name, const std::string& fallback) const {
-    auto it = values_.find(name);
-    if (it == values_.end()) return fallback;
-    if (auto* v = std::get_if<std::string>(&it->second)) return *v;
+    const AttrValue* it = find(name);
+    if (it == nullptr) return fallback;
+    if (auto* v = std::get_if<std::string>(it)) return *v;
     wrong_type(name, "a string");
 }
 
 std::vector<std::int64_t> Attrs::get_ints(const std::string& name, const std::vector<std::int64_t>& fallback) const {
-    auto it = values_.find(name);
-    if (it == values_.end()) return fallback;
-    if (auto* v = std::get_if<std::vector<std::int64_t>>(&it->second)) return *v;
+    const AttrValue* it = find(name);
+    if (it == nullptr) return fallback;
+    if (auto* v = std::get_if<std::vector<std::int64_t>>(it)) return *v;
     wrong_type(name, "a list of integers");
 }
 

@@ -2,7 +2,8 @@
 // Op attributes: a small typed map filled by the model loaders. Each op rule reads what it needs
 // through the typed getters, which throw InputError naming the attribute and the expected type.
 #include <cstdint>
-#include <map>
+#include <string_view>
+#include <utility>
 #include <string>
 #include <variant>
 #include <vector>
@@ -13,9 +14,12 @@ using AttrValue = std::variant<bool, std::int64_t, double, std::string, std::vec
 
 class Attrs {
 public:
-    void set(const std::string& name, AttrValue v) { values_[name] = std::move(v); }
-    bool has(const std::string& name) const { return values_.count(name) != 0; }
-    const std::map<std::string, AttrValue>& all() const { return values_; }
+    using Entry = std::pair<std::string, AttrValue>;
+    void set(const std::string& name, AttrValue v);
+    bool has(std::string_view name) const { return find(name) != nullptr; }
+    const AttrValue* find(std::string_view name) const;  // nullptr when absent
+    // Every attribute, sorted by name (reports and signatures list them in this order).
+    const std::vector<Entry>& all() const { return values_; }
 
     std::int64_t get_int(const std::string& name, std::int64_t fallback) const;
     std::int64_t require_int(const std::string& name) const;
@@ -28,7 +32,9 @@ public:
     bool operator==(const Attrs&) const = default;
 
 private:
-    std::map<std::string, AttrValue> values_;
+    // A sorted flat list, not a map: a node has a handful of attributes, and copying a node's
+    // attributes (autodiff, recomputation, fusion) is then one allocation (issue #20).
+    std::vector<Entry> values_;
 };
 
 }  // namespace roofline

@@ -112,7 +112,7 @@ Grads conv2d_grad(GradBuilder& b, const GradArgs& a) {
     Grads g = none(a);
     Attrs base;
     for (const char* k : {"stride", "padding", "dilation", "groups"}) {
-        if (a.attrs.has(k)) base.set(k, a.attrs.all().at(k));
+        if (const AttrValue* v = a.attrs.find(k)) base.set(k, *v);
     }
     if (a.needs[0]) {
         Attrs at = base;
