@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 namespace roofline {
 
@@ -21,6 +22,8 @@ public:
     explicit DocBuilder(const std::string& name) : DocBuilder() { doc_["name"] = name; }
 
     json& doc() { return doc_; }
+    // The finished document, moved out (the builder is done with it).
+    json take() { return std::move(doc_); }
     void input(const std::string& name, json shape, const char* dtype = nullptr) {
         json t{{"name", name}, {"shape", std::move(shape)}};
         if (dtype) t["dtype"] = dtype;

@@ -55,7 +55,7 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
     causal_lm_head(b, head, b.layernorm("transformer.ln_f", x, d, eps), tied ? wte : "", d, vocab);
-    return b.doc();
+    return b.take();
 }
 
 // The llama family: transformers' modeling_<type>.py of llama (LlamaForCausalLM), mistral, qwen2,
@@ -250,7 +250,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         x = b.node(p + "mlp_residual", "add", {x, b.dropout(p + "resid_mlp_dropout", mlp, resid)});
     }
     causal_lm_head(b, head, norm("model.norm", x), tied ? embed : "", d, vocab);
-    return b.doc();
+    return b.take();
 }
 
 // opt: transformers/models/opt/modeling_opt.py (OPTForCausalLM), eager attention as transformers
@@ -333,7 +333,7 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*mode
     if (final_ln) x = layernorm(pd + "final_layer_norm", x);
     if (proj != d) x = b.linear(pd + "project_out", x, d, proj, false);
     causal_lm_head(b, head, x, tied ? embed : "", proj, vocab);
-    return b.doc();
+    return b.take();
 }
 
 // falcon: transformers/models/falcon/modeling_falcon.py (FalconForCausalLM), as transformers 4.40
@@ -431,7 +431,7 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
         x = b.node(p + "residual", "add", {x, b.dropout(p + "hidden_dropout", m, hidden_drop)});
     }
     causal_lm_head(b, head, b.layernorm("transformer.ln_f", x, d, eps), tied ? embed : "", d, vocab);
-    return b.doc();
+    return b.take();
 }
 
 namespace {
@@ -508,7 +508,7 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
         x = b.node(p + "residual", "add", {b.node(p + "attn_plus_mlp", "add", {o, m}), x});
     }
     causal_lm_head(b, head, b.layernorm("model.final_layernorm", x, d, eps), tied ? embed : "", d, vocab, true);
-    return b.doc();
+    return b.take();
 }
 
 }  // namespace roofline::hf

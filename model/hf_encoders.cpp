@@ -164,7 +164,7 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& model
         b.input("labels", {"batch", "seq"}, "int64");
         b.node("loss", "cross_entropy", {predictions(), "labels"});
         b.doc()["outputs"] = {"loss"};
-        return b.doc();
+        return b.take();
     }
     if (pretraining) {
         b.input("labels", {"batch", "seq"}, "int64");
@@ -175,7 +175,7 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& model
         b.node("next_sentence_loss", "cross_entropy", {nsp, "next_sentence_label"});
         b.node("loss", "add", {mlm, "next_sentence_loss"});
         b.doc()["outputs"] = {"loss"};
-        return b.doc();
+        return b.take();
     }
     std::string logits;
     if (roberta && classify) {
@@ -188,14 +188,14 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& model
         const std::string pooled = pooler(b, base + "pooler.", first_token(b, base + "pooler.first_token", x, e.d), e.d);
         if (!head.has_head) {
             b.doc()["outputs"] = {x, pooled};
-            return b.doc();
+            return b.take();
         }
         logits = b.linear("classifier", b.dropout("dropout", pooled, classifier_drop), e.d, labels, true);
     }
     b.input("labels", {"batch"}, "int64");
     b.node("loss", "cross_entropy", {logits, "labels"});
     b.doc()["outputs"] = {"loss"};
-    return b.doc();
+    return b.take();
 }
 
 // deberta-v2 (DeBERTa v2 and v3): transformers/models/deberta_v2/modeling_deberta_v2.py (4.40).
@@ -375,11 +375,11 @@ json build_deberta(const ConfigReader& r, const json& cfg, const std::string& /*
         b.input("labels", {"batch", "seq"}, "int64");
         b.node("loss", "cross_entropy", {"cls.predictions.logits", "labels"});
         b.doc()["outputs"] = {"loss"};
-        return b.doc();
+        return b.take();
     }
     if (!classify) {
         b.doc()["outputs"] = {x};
-        return b.doc();
+        return b.take();
     }
     const std::int64_t pooled_d = r.positive_or("pooler_hidden_size", e.d);
     const std::string first =
@@ -391,7 +391,7 @@ json build_deberta(const ConfigReader& r, const json& cfg, const std::string& /*
     b.input("labels", {"batch"}, "int64");
     b.node("loss", "cross_entropy", {logits, "labels"});
     b.doc()["outputs"] = {"loss"};
-    return b.doc();
+    return b.take();
 }
 
 // vit: transformers/models/vit/modeling_vit.py. Defaults from configuration_vit.py: num_channels 3,
@@ -432,12 +432,12 @@ json build_vit(const ConfigReader& r, const json& cfg, const std::string& /*mode
     const std::string first = b.node("vit.class_token", "reshape", {"vit.first_token:0"}, {{"shape", {"batch", e.d}}});
     if (!head.has_head) {
         b.doc()["outputs"] = {x, pooler(b, "vit.pooler.", first, e.d)};
-        return b.doc();
+        return b.take();
     }
     b.input("labels", {"batch"}, "int64");
     b.node("loss", "cross_entropy", {b.linear("classifier", first, e.d, labels, true), "labels"});
     b.doc()["outputs"] = {"loss"};
-    return b.doc();
+    return b.take();
 }
 
 }  // namespace roofline::hf

@@ -271,7 +271,7 @@ json build_switch_transformers(const ConfigReader& r, const json& cfg, const std
         return b.dropout(st + "dropout_out", x, s.drop);
     };
     std::string decoded;
-    if (!with_head(b, head, stack, decoded)) return b.doc();
+    if (!with_head(b, head, stack, decoded)) return b.take();
     if (tied) {
         const std::string scaled = b.node("lm_head.rescale", "scale", {decoded}, {{"factor", 1.0 / std::sqrt(static_cast<double>(s.d))}});
         b.node("lm_head", "matmul", {scaled, shared}, {{"transpose_b", true}});
@@ -280,7 +280,7 @@ json build_switch_transformers(const ConfigReader& r, const json& cfg, const std
     }
     b.node("loss", "cross_entropy", {"lm_head", "labels"});
     b.doc()["outputs"] = {"loss"};
-    return b.doc();
+    return b.take();
 }
 
 // bart: transformers/models/bart/modeling_bart.py (BartForConditionalGeneration, BartModel), 4.40
@@ -356,13 +356,13 @@ json build_bart(const ConfigReader& r, const json& cfg, const std::string& /*mod
         return x;
     };
     std::string decoded;
-    if (!with_head(b, head, stack, decoded)) return b.doc();
+    if (!with_head(b, head, stack, decoded)) return b.take();
     b.input("final_logits_bias", {1, vocab});
     const std::string lm =
         tied ? b.node("lm_head", "matmul", {decoded, shared}, {{"transpose_b", true}}) : b.linear("lm_head", decoded, d, vocab, false);
     b.node("loss", "cross_entropy", {b.node("lm_logits", "add", {lm, "final_logits_bias"}), "labels"});
     b.doc()["outputs"] = {"loss"};
-    return b.doc();
+    return b.take();
 }
 
 }  // namespace roofline::hf

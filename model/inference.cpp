@@ -316,7 +316,7 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
     outputs.insert(outputs.begin(), "lm_head");
     b.doc()["outputs"] = outputs;
     if (t > 1) b.doc()["tensor_parallel"] = {{"degree", t}, {"all_reduce", all_reduce}};
-    return b.doc();
+    return b.take();
 }
 
 Graph build_phase_graph(const DecoderArch& a, const PhaseOptions& p) {

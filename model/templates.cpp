@@ -638,7 +638,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         }
         b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(t) + "-way tensor parallelism";
     }
-    return b.doc();
+    return b.take();
 }
 
 // mlp: batch x input -> (linear, activation) per hidden width -> linear to classes -> cross-entropy.
@@ -689,7 +689,7 @@ json expand_mlp(const json& cfg, const std::string& origin) {
     }
     b.node("loss", "cross_entropy", {x, "labels"});
     b.doc()["outputs"] = {"loss"};
-    return b.doc();
+    return b.take();
 }
 
 }  // namespace

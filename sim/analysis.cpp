@@ -4,6 +4,7 @@
 #include "sim/tpu_model.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <type_traits>
 #include <unordered_map>
@@ -110,51 +111,64 @@ double single_call_latency_s(const Graph& g, const Analysis& a, const AnalysisOp
 
 namespace {
 
+// Keys are raw bytes, not text: integers as their 8 bytes, strings and lists length-prefixed, so
+// that distinct nodes never share a key.
+void append_int(std::string& s, std::int64_t x) {
+    char buf[sizeof x];
+    std::memcpy(buf, &x, sizeof x);
+    s.append(buf, sizeof buf);
+}
+
+void append_text(std::string& s, const std::string& t) {
+    append_int(s, static_cast<std::int64_t>(t.size()));
+    s += t;
+}
+
 void append_desc(std::string& s, const TensorDesc& d) {
-    s += std::to_string(static_cast<int>(d.dtype));
-    for (std::int64_t x : d.shape) {
-        s += ',';
-        s += std::to_string(x);
-    }
-    s += ';';
+    append_int(s, static_cast<int>(d.dtype) + 256 * static_cast<std::int64_t>(d.shape.size()));
+    for (std::int64_t x : d.shape) append_int(s, x);
 }
 
 // What a node's roofline and kernel depend on: its kind, attributes and tensor descriptors.
-// Transformer layers repeat the same nodes dozens of times, so analyze costs each once.
-std::string node_signature(const Graph& g, NodeId n) {
+// Transformer layers repeat the same nodes dozens of times, so analyze costs each once. Appended
+// to s (analyze reuses one buffer for every node's key).
+void append_node_signature(std::string& s, const Graph& g, NodeId n) {
     const Node& node = g.node(n);
-    std::string s = std::to_string(static_cast<int>(node.kind));
-    s += '|';
+    append_int(s, static_cast<int>(node.kind) + 65536 * static_cast<std::int64_t>(node.attrs.all().size()));
     for (const auto& [k, v] : node.attrs.all()) {
-        s += k;
-        s += '=';
+        append_text(s, k);
+        append_int(s, static_cast<std::int64_t>(v.index()));
         std::visit(
             [&](const auto& x) {
                 using T = std::decay_t<decltype(x)>;
-                if constexpr (std::is_same_v<T, std::string>)
-                    s += x;
-                else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>)
-                    for (std::int64_t e : x) s += std::to_string(e) + ",";
-                else
-                    s += std::to_string(x);
+                if constexpr (std::is_same_v<T, std::string>) {
+                    append_text(s, x);
+                } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
+                    append_int(s, static_cast<std::int64_t>(x.size()));
+                    for (std::int64_t e : x) append_int(s, e);
+                } else if constexpr (std::is_same_v<T, double>) {
+                    std::int64_t bits = 0;
+                    std::memcpy(&bits, &x, sizeof bits);
+                    append_int(s, bits);
+                } else {
+                    append_int(s, static_cast<std::int64_t>(x));
+                }
             },
             v);
-        s += ';';
     }
+    append_int(s, static_cast<std::int64_t>(node.inputs.size()) + 65536 * static_cast<std::int64_t>(node.outputs.size()));
     for (TensorId t : node.inputs) append_desc(s, g.tensor(t).desc);
-    s += '>';
     for (TensorId t : node.outputs) append_desc(s, g.tensor(t).desc);
-    return s;
 }
 
-std::string group_signature(const Graph& g, const FusionGroup& grp) {
-    std::string s =
-        "F" + std::to_string(static_cast<int>(grp.kind)) + "|" + node_signature(g, grp.anchor) + "|" + node_signature(g, grp.nodes.front());
+void append_group_signature(std::string& s, const Graph& g, const FusionGroup& grp) {
+    s += 'F';
+    append_int(s, static_cast<int>(grp.kind));
+    append_node_signature(s, g, grp.anchor);
+    append_node_signature(s, g, grp.nodes.front());
     for (std::int64_t x :
-         {grp.work.matrix_flops, grp.work.vector_flops, grp.work.transcendentals, grp.work.bytes_read, grp.work.bytes_written}) {
-        s += std::to_string(x) + ",";
-    }
-    return s;
+         {grp.work.matrix_flops, grp.work.vector_flops, grp.work.transcendentals, grp.work.bytes_read, grp.work.bytes_written})
+        append_int(s, x);
 }
 
 struct Costed {
@@ -198,6 +212,7 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
     KernelCostCache local;
     std::unordered_map<std::string, Costed>& cache = opt.cost_cache != nullptr ? opt.cost_cache->map : local.map;
     a.ops.reserve(g.nodes().size());
+    std::string key;  // the cache key of each node in turn (one buffer)
     for (NodeId n : g.topological_order()) {
         const int gi = opt.fusion != nullptr ? opt.fusion->group_of[static_cast<std::size_t>(n)] : -1;
         OpAnalysis op;
@@ -217,8 +232,15 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
             require_fp8_matrix_unit(g, n, op.roofline, hw);
             if (grp == nullptr) op.modelled = tpu_node_cost(g, n, hw, opt.tpu);
         } else {
-            const std::string key = std::string(opt.runtime == Runtime::eager ? "E" : "") + (opt.gpu.warm_l2 ? "W" : "") +
-                                    (grp != nullptr ? group_signature(g, *grp) : node_signature(g, n));
+            key.clear();
+            if (opt.runtime == Runtime::eager) key += 'E';
+            if (opt.gpu.warm_l2) key += 'W';
+            if (grp != nullptr) {
+                append_group_signature(key, g, *grp);
+            } else {
+                key += 'N';
+                append_node_signature(key, g, n);
+            }
             auto it = cache.find(key);
             if (it == cache.end()) {
                 Costed c;

@@ -383,15 +383,17 @@ FusionPlan find_groups(const Graph& g, const Hardware& hw, const FusionOptions& 
             flash_pairs.push_back({fi, -1});
         }
         // Backward: the gradient nodes of each core (and recomputed clones of it), if they can
-        // form one kernel.
+        // form one kernel. One pass sorts the backward nodes by the forward group they differentiate.
+        std::vector<std::vector<NodeId>> backward_of(b.groups.size());
+        for (NodeId n : g.topological_order()) {
+            const Node& node = g.node(n);
+            if (node.phase != Phase::backward || b.group_of[static_cast<std::size_t>(n)] >= 0) continue;
+            const NodeId src = node.differentiates != kNoNode ? node.differentiates : node.recomputes;
+            const int from = src != kNoNode ? b.group_of[static_cast<std::size_t>(src)] : -1;
+            if (from >= 0) backward_of[static_cast<std::size_t>(from)].push_back(n);
+        }
         for (auto& [fi, bi] : flash_pairs) {
-            std::vector<NodeId> members;
-            for (NodeId n : g.topological_order()) {
-                const Node& node = g.node(n);
-                if (node.phase != Phase::backward || b.group_of[static_cast<std::size_t>(n)] >= 0) continue;
-                const NodeId src = node.differentiates != kNoNode ? node.differentiates : node.recomputes;
-                if (src != kNoNode && b.group_of[static_cast<std::size_t>(src)] == fi) members.push_back(n);
-            }
+            const std::vector<NodeId>& members = backward_of[static_cast<std::size_t>(fi)];
             if (members.empty()) continue;
             const int gi = b.start(members.front(), FusionKind::flash_attention_backward, members.back());
             bool ok = true;
