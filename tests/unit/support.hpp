@@ -35,10 +35,9 @@ struct CliResult {
     std::string out;  // stdout and stderr together
 };
 
-// Runs `roofline ARGS` through the shell (arguments are already quoted by the caller).
-inline CliResult run_cli(const std::string& args) {
+// Runs a shell command line, its output and exit code.
+inline CliResult run_cli_command(const std::string& cmd) {
     CliResult r;
-    const std::string cmd = std::string("'") + ROOFLINE_EXE + "' " + args + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) return r;
     std::array<char, 4096> buf{};
@@ -47,6 +46,14 @@ inline CliResult run_cli(const std::string& args) {
     const int status = pclose(p);
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return r;
+}
+
+// Runs `roofline ARGS` through the shell (arguments are already quoted by the caller).
+inline CliResult run_cli(const std::string& args) { return run_cli_command(std::string("'") + ROOFLINE_EXE + "' " + args + " 2>&1"); }
+
+// The same from a working directory (quoted here).
+inline CliResult run_cli_in(const std::string& dir, const std::string& args) {
+    return run_cli_command(std::string("cd '") + dir + "' && '" + ROOFLINE_EXE + "' " + args + " 2>&1");
 }
 
 }  // namespace test
