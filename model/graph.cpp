@@ -52,9 +52,9 @@ void place_name(std::vector<std::uint64_t>& slots, std::uint32_t h, std::int32_t
 
 // Room for `count` names at a load of at most one half.
 void grow_names(std::vector<std::uint64_t>& slots, std::size_t count) {
+    if (2 * count <= slots.size()) return;  // the common case, on every name added
     std::size_t size = 16;
     while (size < 2 * count) size *= 2;
-    if (size <= slots.size()) return;
     std::vector<std::uint64_t> old(size, 0);
     old.swap(slots);
     for (std::uint64_t s : old) {

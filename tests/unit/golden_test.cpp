@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,13 +13,6 @@
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 std::string trim(const std::string& s) {
     const auto b = s.find_first_not_of(" \t");
@@ -53,7 +45,7 @@ TEST_CASE("every golden command prints or writes exactly its committed bytes", "
     REQUIRE(cases.size() == 8);
     for (const GoldenCase& c : cases) {
         INFO("golden " << c.file << ": roofline " << c.args);
-        const std::string expected = slurp_file(test::source_path("tests/data/golden/" + c.file));
+        const std::string expected = test::slurp(test::source_path("tests/data/golden/" + c.file));
         REQUIRE_FALSE(expected.empty());
         std::string args = c.args;
         std::string out;
@@ -65,7 +57,7 @@ TEST_CASE("every golden command prints or writes exactly its committed bytes", "
         // From the source directory, as tests/tools/update_golden.py runs them (examples/ paths).
         const test::CliResult r = test::run_cli_in(ROOFLINE_SOURCE_DIR, args);
         REQUIRE(r.code == 0);
-        const std::string got = out.empty() ? r.out : slurp_file(out);
+        const std::string got = out.empty() ? r.out : test::slurp(out);
         // Exact equality; on a difference, say where it starts.
         if (got != expected) {
             std::size_t i = 0;

@@ -64,12 +64,7 @@ std::string patched(const std::string& folder, const std::string& name, const st
     return dir + "/config.json";
 }
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+using test::slurp;
 
 }  // namespace
 

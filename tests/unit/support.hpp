@@ -2,6 +2,8 @@
 // Helpers shared by the unit tests: paths to fixtures and running the roofline executable.
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <vector>
@@ -26,6 +28,14 @@ inline const std::vector<std::string> kGpuSpecs = {"h100-sxm",
                                                    "l4",
                                                    "rtx-4090"};
 inline const std::vector<std::string> kTpuSpecs = {"tpu-v4", "tpu-v5e", "tpu-v5p"};
+
+// A file's bytes (empty when it cannot be read).
+inline std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
 
 inline std::string source_path(const std::string& rel) { return std::string(ROOFLINE_SOURCE_DIR) + "/" + rel; }
 inline std::string tmp_path(const std::string& name) { return std::string(ROOFLINE_TEST_TMP) + "/" + name; }
