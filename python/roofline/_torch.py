@@ -1,11 +1,18 @@
 """roofline.from_torch: a PyTorch module captured as a roofline-model/1 graph.
 
-The module runs once on the example inputs under torch.fx's make_fx (torch >= 1.13, Debian 12's
-python3-torch), which records every ATen op it dispatches, with the shapes and dtypes of that run,
-into a torch.fx graph; each ATen op then maps to roofline ops (the table _ATEN below). The module's
-parameters keep their state-dict names (conv1.weight, ...); its buffers become inputs. An op with
-no mapping becomes an `opaque` node (zero work, its real output shapes) and is listed in
-Model.unmapped, or raises with strict=True.
+Two captures, both ending in a torch.fx graph of ATen ops with the shapes and dtypes of the
+example inputs; each ATen op then maps to roofline ops (the table _ATEN below):
+  export  torch.export.export (torch >= 2.1): the module's ATen graph before decomposition
+          (aten.linear, aten.conv2d, aten.layer_norm, aten.scaled_dot_product_attention, ...), each
+          node's shape from its FakeTensor value (node.meta["val"]); parameters and buffers are
+          named by the graph signature;
+  fx      torch.fx's make_fx (torch >= 1.13, Debian 12's python3-torch): the module runs once and
+          every ATen op it dispatches is recorded (convolution, addmm of a transposed weight, ...).
+capture="auto" (the default) uses export where torch has it and falls back to fx when export
+refuses the module (data-dependent control flow, ...); Model.capture says which ran. The
+module's parameters keep their state-dict names (conv1.weight, ...); its buffers become inputs.
+An op with no mapping becomes an `opaque` node (zero work, its real output shapes) and is listed
+in Model.unmapped, or raises with strict=True.
 
 The capture is of inference: the module runs in eval mode (dropout is the identity, batch norm the
 per-channel affine of its running statistics, as the ONNX route imports an eval-mode export).
@@ -27,9 +34,10 @@ class Model:
     """A captured model: its roofline-model/1 document (`doc`), what had no mapping (`unmapped`:
     one dict per op, `node` and `target`), and analyze() as roofline.analyze(model, ...)."""
 
-    def __init__(self, doc, unmapped):
+    def __init__(self, doc, unmapped, capture="fx"):
         self.doc = doc
         self.unmapped = unmapped
+        self.capture = capture  # "export" or "fx": which capture built it
 
     @property
     def name(self):
@@ -43,7 +51,7 @@ class Model:
 
     def __repr__(self):
         return (f"<roofline.Model {self.name}: {len(self.doc['nodes'])} nodes, {len(self.doc['parameters'])} parameters, "
-                f"{len(self.unmapped)} unmapped>")
+                f"{len(self.unmapped)} unmapped, captured by {self.capture}>")
 
 
 class _Meta:
@@ -78,10 +86,15 @@ class _Builder:
         """Appends a node; returns its output tensor name (or names when outputs > 1)."""
         name = self.unique(base)
         entry = {"name": name, "op": op, "inputs": list(inputs)}
+        names = name if outputs == 1 else [f"{name}:{i}" for i in range(outputs)]
+        if outputs != 1:
+            # Named explicitly: the loader knows how many outputs split or topk make, not how many
+            # an opaque node has.
+            entry["outputs"] = list(names)
         if attrs:
             entry["attrs"] = attrs
         self.doc["nodes"].append(entry)
-        return name if outputs == 1 else [f"{name}:{i}" for i in range(outputs)]
+        return names
 
 
 class _Capture:
@@ -122,12 +135,13 @@ class _Capture:
         return self.b.node(n.name, "reshape", [self.t(x)], {"shape": list(shape)})
 
     # --- the graph ------------------------------------------------------------------------------------
-    def run(self, placeholders, needed):
+    def run(self, placeholders, needed, outputs):
         for n in self.gm.graph.nodes:
             if n.op == "placeholder":
-                self.out[n] = placeholders[n]
+                if n in placeholders:
+                    self.out[n] = placeholders[n]
             elif n.op == "output":
-                for leaf in _leaves(n.args[0]):
+                for leaf in outputs:
                     self.b.doc["outputs"].append(self.t(leaf))
             elif n not in needed:
                 continue
@@ -231,6 +245,20 @@ def _convolution(c, n, x, w, bias, stride, padding, dilation, transposed, output
                                             "groups": int(groups)})
 
 
+def _conv2d(c, n, x, w, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    """aten.conv2d, torch.export's form of nn.Conv2d; padding may be "valid" or "same"."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0, 0)
+        else:  # "same", stride 1: (k - 1) * dilation / 2 each side where that is whole
+            k, d = c.meta(w).shape[2:], _pair(dilation)
+            total = [(k[i] - 1) * d[i] for i in range(2)]
+            if any(t % 2 for t in total):
+                raise _Unmapped("conv2d padding='same' with an even kernel (asymmetric padding)")
+            padding = [t // 2 for t in total]
+    return _convolution(c, n, x, w, bias, _pair(stride), _pair(padding), _pair(dilation), False, (0, 0), groups)
+
+
 def _batch_norm(c, n, x, weight, bias, mean, var, training, momentum, eps):
     """Eval-mode batch norm, y = x * a + b per channel: two parameters of shape [C, 1, ...] (a and b
     fold weight, bias, the running mean and variance), as the ONNX route imports it."""
@@ -244,6 +272,69 @@ def _batch_norm(c, n, x, weight, bias, mean, var, training, momentum, eps):
         c.b.doc["parameters"].append({"name": f"{base}.{suffix}", "shape": per_channel, "dtype": dtype})
     scaled = c.b.node(base + "_mul", "mul", [c.t(x), f"{base}.a"])
     return (c.b.node(base + "_add", "add", [scaled, f"{base}.b"]), None, None)
+
+
+def _batch_norm_no_training(c, n, x, weight, bias, mean, var, momentum, eps):
+    """aten._native_batch_norm_legit_no_training (torch >= 2.1's eval-mode batch norm)."""
+    return _batch_norm(c, n, x, weight, bias, mean, var, False, momentum, eps)
+
+
+def _batch_norm_one(c, n, x, weight, bias, mean, var, training, momentum, eps, cudnn_enabled=True):
+    """aten.batch_norm (one output), as torch.export records nn.BatchNorm2d in some versions."""
+    if training:
+        raise _Unmapped("batch_norm in training mode")
+    return _batch_norm(c, n, x, weight, bias, mean, var, False, momentum, eps)[0]
+
+
+def _layer_norm_one(c, n, x, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    """aten.layer_norm (one output), torch.export's form of nn.LayerNorm."""
+    return _layer_norm(c, n, x, normalized_shape, weight, bias, eps)[0]
+
+
+def _attention(c, n, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    """Scaled dot-product attention: roofline's attention op (QK^T, scale-mask-softmax, PV) when
+    there is no mask tensor; with one (additive float, or boolean), the same three steps spelled
+    out as ops, the mask applied by one elementwise add over the scores, which is what reading it
+    costs. Dropout on the probabilities is an inference no-op (the capture is in eval mode)."""
+    qs, ks, vs = c.meta(q).shape, c.meta(k).shape, c.meta(v).shape
+    if len(qs) < 2 or len(ks) != len(qs) or len(vs) != len(qs) or qs[:-2] != ks[:-2] or ks[:-2] != vs[:-2]:
+        raise _Unmapped("scaled_dot_product_attention with grouped or broadcast heads")
+    if scale is None:
+        scale = 1.0 / qs[-1] ** 0.5
+    if attn_mask is None:
+        attrs = {"causal": bool(is_causal)}
+        if abs(scale - 1.0 / qs[-1] ** 0.5) > 1e-12 * scale:
+            attrs["scale"] = float(scale)
+        return c.b.node(n.name, "attention", [c.t(q), c.t(k), c.t(v)], attrs)
+    if is_causal:
+        raise _Unmapped("scaled_dot_product_attention with both a mask and is_causal")
+    scores = c.b.node(n.name + "_scores", "matmul", [c.t(q), c.t(k)], {"transpose_b": True})
+    scaled = c.b.node(n.name + "_scale", "scale", [scores], {"factor": float(scale)})
+    masked = c.b.node(n.name + "_mask", "add", [scaled, c.t(attn_mask)])
+    probs = c.b.node(n.name + "_softmax", "softmax", [masked], {"axis": len(qs) - 1})
+    return c.b.node(n.name, "matmul", [probs, c.t(v)])
+
+
+def _sdpa(c, n, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """aten.scaled_dot_product_attention (torch.export keeps F.scaled_dot_product_attention whole)."""
+    if enable_gqa:
+        raise _Unmapped("scaled_dot_product_attention with enable_gqa")
+    return _attention(c, n, q, k, v, attn_mask, dropout_p, is_causal, scale)
+
+
+def _sdpa_kernel(outputs):
+    """make_fx's records of F.scaled_dot_product_attention on torch >= 2: the backend's op, whose
+    first output is the attention's (the rest: log-sum-exp, seeds, ... for its backward)."""
+    def m(c, n, q, k, v, *args, attn_mask=None, scale=None, **kwargs):
+        key = _aten_name(n.target)
+        if key == "_scaled_dot_product_efficient_attention":  # (q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal)
+            attn_mask = args[0] if args else kwargs.get("attn_bias")
+            is_causal = args[3] if len(args) > 3 else kwargs.get("is_causal", False)
+        else:  # flash, flash_for_cpu: (q, k, v, dropout_p, is_causal, ...)
+            is_causal = args[1] if len(args) > 1 else kwargs.get("is_causal", False)
+        out = _attention(c, n, q, k, v, attn_mask, 0.0, bool(is_causal), scale)
+        return (out,) + (None,) * (outputs - 1)
+    return m
 
 
 def _layer_norm(c, n, x, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -392,6 +483,71 @@ def _split(c, n, x, split_size, dim=0):
     return tuple(c.b.node(n.name, "split", [c.t(x)], {"axis": axis, "sizes": sizes}, outputs=len(sizes)))
 
 
+def _pad(c, n, x, pad, mode="constant", value=None):
+    """aten.pad / constant_pad_nd: torch's pad lists (begin, end) pairs from the last dim backwards;
+    roofline's pad (ONNX order) every dim's begin, then every end."""
+    rank = len(c.meta(x).shape)
+    pad = [int(p) for p in pad]
+    if len(pad) % 2 or len(pad) > 2 * rank:
+        raise _Unmapped(f"pad of {len(pad)} values for rank {rank}")
+    begins, ends = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):
+        begins[rank - 1 - i], ends[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    if not any(begins) and not any(ends):
+        return c.t(x)
+    modes = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+    if mode not in modes:
+        raise _Unmapped(f"pad mode {mode}")
+    attrs = {"pads": begins + ends, "mode": modes[mode]}
+    if mode == "constant" and value:
+        attrs["value"] = float(value)
+    return c.b.node(n.name, "pad", [c.t(x)], attrs)
+
+
+def _einsum(c, n, equation, operands):
+    """A two-operand einsum as one batched matmul between the permutes and reshapes that line its
+    operands up: batch indices (in both operands and the output), contracted (in both, not in the
+    output), and each operand's own; as the ONNX route imports Einsum (model/onnx_import.cpp)."""
+    eq = equation.replace(" ", "")
+    if len(operands) != 2 or "." in eq or "->" not in eq:
+        raise _Unmapped("einsum other than two operands with an explicit output and no ellipsis")
+    lhs, out = eq.split("->")
+    ta, tb = lhs.split(",")
+    a, b = operands
+    sa, sb = c.meta(a).shape, c.meta(b).shape
+    if len(ta) != len(sa) or len(tb) != len(sb) or len(set(ta)) != len(ta) or len(set(tb)) != len(tb) or set(out) - set(ta + tb):
+        raise _Unmapped(f"einsum {eq}")
+    size = dict(zip(ta, sa))
+    size.update(zip(tb, sb))
+    batch = [i for i in ta if i in tb and i in out]
+    contract = [i for i in ta if i in tb and i not in out]
+    a_own = [i for i in ta if i not in tb]
+    b_own = [i for i in tb if i not in ta]
+    if set(a_own + b_own) - set(out):
+        raise _Unmapped(f"einsum {eq}: an index summed within one operand")
+
+    def prod(idx):
+        p = 1
+        for i in idx:
+            p *= size[i]
+        return p
+
+    def arrange(name, t, terms, order, shape):
+        cur = c.t(t)
+        if list(terms) != order:
+            cur = c.b.node(f"{n.name}_{name}_permute", "permute", [cur], {"perm": [terms.index(i) for i in order]})
+        return c.b.node(f"{n.name}_{name}_reshape", "reshape", [cur], {"shape": shape})
+
+    am = arrange("a", a, ta, batch + a_own + contract, [prod(batch), prod(a_own), prod(contract)])
+    bm = arrange("b", b, tb, batch + contract + b_own, [prod(batch), prod(contract), prod(b_own)])
+    product = c.b.node(n.name + "_matmul", "matmul", [am, bm])
+    natural = batch + a_own + b_own
+    y = c.b.node(n.name + "_reshape", "reshape", [product], {"shape": [size[i] for i in natural]})
+    if natural != list(out):
+        y = c.b.node(n.name, "permute", [y], {"perm": [natural.index(i) for i in out]})
+    return y
+
+
 def _embedding(c, n, weight, indices, *args, **kwargs):
     return c.b.node(n.name, "embedding", [c.t(weight), c.t(indices)])
 
@@ -420,6 +576,10 @@ def _native_dropout(c, n, x, p, train):
 
 _ATEN = {
     "convolution": _convolution, "native_batch_norm": _batch_norm, "native_layer_norm": _layer_norm,
+    "conv2d": _conv2d, "_native_batch_norm_legit_no_training": _batch_norm_no_training, "batch_norm": _batch_norm_one,
+    "layer_norm": _layer_norm_one, "scaled_dot_product_attention": _sdpa,
+    "_scaled_dot_product_flash_attention_for_cpu": _sdpa_kernel(2), "_scaled_dot_product_flash_attention": _sdpa_kernel(9),
+    "_scaled_dot_product_efficient_attention": _sdpa_kernel(4),
     "addmm": _addmm, "mm": _mm, "bmm": lambda c, n, a, b: c.b.node(n.name, "matmul", [c.t(a), c.t(b)]),
     "matmul": lambda c, n, a, b: c.b.node(n.name, "matmul", [c.t(a), c.t(b)]), "linear": _linear,
     "relu": _unary("relu"), "relu_": _unary("relu"), "gelu": _gelu, "silu": _unary("silu"), "silu_": _unary("silu"),
@@ -435,7 +595,7 @@ _ATEN = {
     "div": _binary("div", "scale", "factor", lambda v: 1.0 / v), "pow": _pow,
     "maximum": lambda c, n, a, b: c.b.node(n.name, "maximum", [c.t(a), c.t(b)]),
     "view": _view, "_unsafe_view": _view, "_reshape_alias": _view, "reshape": _view, "flatten": _view,
-    "unsqueeze": _view, "squeeze": _view,
+    "unsqueeze": _view, "squeeze": _view, "as_strided": _view, "as_strided_": _view,
     "t": _transpose, "transpose": _transpose, "permute": _permute, "expand": _expand,
     "clone": _alias, "contiguous": _alias, "detach": _alias, "alias": _alias, "lift_fresh_copy": _alias,
     "_softmax": _softmax, "softmax": _softmax,
@@ -443,6 +603,7 @@ _ATEN = {
     "_adaptive_avg_pool2d": _adaptive_avg_pool2d, "adaptive_avg_pool2d": _adaptive_avg_pool2d,
     "max_pool2d_with_indices": _max_pool2d, "max_pool2d": _max_pool2d, "avg_pool2d": _avg_pool2d,
     "cat": _cat, "slice": _slice, "select": _select, "split": _split, "split_with_sizes": _split,
+    "pad": _pad, "constant_pad_nd": lambda c, n, x, pad, value=0: _pad(c, n, x, pad, "constant", value), "einsum": _einsum,
     "embedding": _embedding, "_to_copy": _to_copy, "dropout": _dropout, "native_dropout": _native_dropout,
 }
 
@@ -451,56 +612,61 @@ def _raise(why):
     raise _Unmapped(why)
 
 
-def from_torch(module, example_inputs, *, name=None, loss=None, strict=False):
+def from_torch(module, example_inputs, *, name=None, loss=None, strict=False, capture="auto"):
     """Captures module(*example_inputs) as a roofline Model (see the module's docstring).
 
     example_inputs: a tensor or a tuple of tensors, the shapes the model is analysed at.
     loss: None, "cross_entropy" (appends a cross-entropy of the first output against int64
     targets of its shape less the last dim) or "mean" (its mean), for mode="training".
-    strict: raise instead of listing ops with no mapping."""
+    strict: raise instead of listing ops with no mapping.
+    capture: "auto" (torch.export where torch has it, make_fx when export refuses the module),
+    "export" or "fx"."""
     import torch
-    from torch.fx.experimental.proxy_tensor import make_fx
-    try:
-        from torch.func import functional_call
-    except ImportError:  # torch 1.13
-        from torch.nn.utils.stateless import functional_call
 
+    if capture not in ("auto", "export", "fx"):
+        raise ValueError(f"from_torch: capture must be 'auto', 'export' or 'fx', got {capture!r}")
+    has_export = hasattr(getattr(torch, "export", None), "export")
+    if capture == "export" and not has_export:
+        raise ValueError(f"from_torch: capture='export' needs torch.export (torch >= 2.1; this is torch {torch.__version__})")
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
     params = dict(module.named_parameters())
     buffers = dict(module.named_buffers())
-    state = {**params, **buffers}
-
-    def forward(state, *inputs):
-        return functional_call(module, state, inputs)
 
     modes = {m: m.training for m in module.modules()}
     module.eval()
     try:
-        gm = make_fx(forward)(state, *example_inputs)
-        values = _record(torch, gm, [*state.values(), *example_inputs])
+        captured = None
+        if capture == "export" or (capture == "auto" and has_export):
+            try:
+                captured = _export_capture(torch, module, example_inputs, params)
+            except Exception as e:  # torch.export's refusals have many types (UserError, Unsupported, ...)
+                if capture == "export":
+                    raise ValueError(f"from_torch: torch.export could not capture the module: {e}") from e
+        if captured is None:
+            captured = _fx_capture(torch, module, example_inputs, params, buffers)
     finally:
         for m, was in modes.items():
             m.train(was)
+    gm, values, ordered, outputs, how = captured
 
     b = _Builder(name or type(module).__name__)
     placeholders = {}
-    ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    state_names = list(state)
-    for i, node in enumerate(ph):
+    users = [node for node, (kind, _) in ordered if kind == "input"]
+    for node, (kind, key) in ordered:
         meta = values[node]
-        if i < len(state_names):
-            key = state_names[i]
-            entry = {"name": key, "shape": meta.shape, "dtype": meta.dtype}
-            (b.doc["parameters"] if key in params else b.doc["inputs"]).append(entry)
-        else:
-            key = f"input{i - len(state_names)}" if len(example_inputs) > 1 else "input"
-            b.doc["inputs"].append({"name": key, "shape": meta.shape, "dtype": meta.dtype})
+        if kind == "input":
+            key = f"input{users.index(node)}" if len(users) > 1 else "input"
+        if not isinstance(meta, _Meta):  # a non-tensor input (an int, None): nothing reads it as a tensor
+            continue
+        entry = {"name": key, "shape": meta.shape, "dtype": meta.dtype}
+        (b.doc["parameters"] if kind == "parameter" else b.doc["inputs"]).append(entry)
         b.names.add(key)
         placeholders[node] = key
     # Only what the outputs depend on (make_fx also records unused ops: detach, empty, ...).
-    needed, stack = set(), [n for n in gm.graph.nodes if n.op == "output"]
+    needed, stack = set(), list(outputs)
+    needed.update(outputs)
     while stack:
         n = stack.pop()
         for a in _leaves((n.args, n.kwargs)):
@@ -508,11 +674,11 @@ def from_torch(module, example_inputs, *, name=None, loss=None, strict=False):
                 needed.add(a)
                 stack.append(a)
     param_nodes = {node for node, key in placeholders.items() if key in params}
-    capture = _Capture(torch, gm, values, set(params), set(buffers), b, param_nodes)
-    capture.run(placeholders, needed)
+    c = _Capture(torch, gm, values, set(params), set(buffers), b, param_nodes)
+    c.run(placeholders, needed, outputs)
     if strict and b.unmapped:
         raise ValueError("from_torch: no roofline op for " + ", ".join(f"{u['target']} (node {u['node']})" for u in b.unmapped))
-    _add_loss(b, loss, values, gm)
+    _add_loss(b, loss, values, outputs)
     # Parameters and buffers no node reads (batch norm's, replaced by its folded a and b) are left out.
     used = {i for node in b.doc["nodes"] for i in node["inputs"]}
     b.doc["parameters"] = [p for p in b.doc["parameters"] if p["name"] in used]
@@ -520,7 +686,57 @@ def from_torch(module, example_inputs, *, name=None, loss=None, strict=False):
     compute = {e["dtype"] for e in b.doc["inputs"] + b.doc["parameters"] if e["dtype"] in ("f64", "f32", "f16", "bf16")}
     if len(compute) == 1:
         b.doc["dtype_policy"] = {"compute": compute.pop()}
-    return Model(b.doc, b.unmapped)
+    return Model(b.doc, b.unmapped, how)
+
+
+def _fx_capture(torch, module, example_inputs, params, buffers):
+    """make_fx over a functional call with the state as arguments; shapes from running it once.
+    Returns (graph module, values, [(placeholder, (kind, name))], output nodes, "fx")."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    try:
+        from torch.func import functional_call
+    except ImportError:  # torch 1.13
+        from torch.nn.utils.stateless import functional_call
+
+    state = {**params, **buffers}
+
+    def forward(state, *inputs):
+        return functional_call(module, state, inputs)
+
+    gm = make_fx(forward)(state, *example_inputs)
+    values = _record(torch, gm, [*state.values(), *example_inputs])
+    ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    names = list(state)
+    ordered = [(node, ("parameter" if names[i] in params else "buffer", names[i]) if i < len(names) else ("input", None))
+               for i, node in enumerate(ph)]
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    return gm, values, ordered, _leaves(out.args[0]), "fx"
+
+
+def _export_capture(torch, module, example_inputs, params):
+    """torch.export.export; shapes from each node's FakeTensor (node.meta["val"]), names from the
+    graph signature (parameters and buffers by their state-dict names, lifted constants by theirs).
+    Only the user outputs are the model's (a buffer mutation's output is not)."""
+    ep = torch.export.export(module, example_inputs)
+    gm = ep.graph_module
+    values = {n: _summary(torch, n.meta["val"]) for n in gm.graph.nodes if "val" in n.meta}
+    kinds = {}
+    for spec in ep.graph_signature.input_specs:
+        kind = spec.kind.name
+        if kind == "PARAMETER":
+            kinds[spec.arg.name] = ("parameter", spec.target)
+        elif kind in ("BUFFER", "CONSTANT_TENSOR"):
+            kinds[spec.arg.name] = ("buffer", spec.target)
+        elif kind == "USER_INPUT":
+            kinds[spec.arg.name] = ("input", None)
+        else:
+            raise ValueError(f"from_torch: torch.export input {spec.arg.name} of kind {kind} is not supported")
+    ordered = [(n, kinds[n.name]) for n in gm.graph.nodes if n.op == "placeholder"]
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    leaves = _leaves(out.args[0])
+    specs = ep.graph_signature.output_specs
+    user = [leaf for leaf, spec in zip(leaves, specs) if spec.kind.name == "USER_OUTPUT"] if len(specs) == len(leaves) else leaves
+    return gm, values, ordered, user, "export"
 
 
 def _record(torch, gm, args):
@@ -546,14 +762,13 @@ def _summary(torch, v):
     return v
 
 
-def _add_loss(b, loss, values, gm):
+def _add_loss(b, loss, values, outputs):
     if loss is None:
         return
     if not b.doc["outputs"]:
         raise ValueError("from_torch: loss: the module has no tensor output")
     out = b.doc["outputs"][0]
-    out_node = _leaves(next(n for n in gm.graph.nodes if n.op == "output").args[0])[0]
-    shape = values[out_node].shape
+    shape = values[outputs[0]].shape
     if loss == "cross_entropy":
         b.doc["inputs"].append({"name": "targets", "shape": shape[:-1], "dtype": "int64"})
         name = b.node("loss", "cross_entropy", [out, "targets"])
