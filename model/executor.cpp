@@ -14,6 +14,10 @@ std::int64_t source_index_bound(const Graph& g, TensorId t) {
         if (node.inputs.size() < 2 || node.inputs[1] != t) continue;
         if (node.kind == OpKind::embedding) bound = g.tensor(node.inputs[0]).desc.shape[0];
         if (node.kind == OpKind::cross_entropy) bound = g.tensor(node.inputs[0]).desc.shape.back();
+        if (node.kind == OpKind::gather) {  // below the length of the gathered axis
+            const TensorDesc& data = g.tensor(node.inputs[0]).desc;
+            bound = data.shape[static_cast<std::size_t>(normalize_axis(node.attrs.get_int("axis", 0), data.rank()))];
+        }
     }
     return bound;
 }

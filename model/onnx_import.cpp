@@ -123,6 +123,21 @@ const std::set<std::string>& mapped_ops() {
                                               "Pad",
                                               "CumSum",
                                               "TopK",
+                                              "LeakyRelu",
+                                              "Elu",
+                                              "Selu",
+                                              "Celu",
+                                              "PRelu",
+                                              "Trilu",
+                                              "ArgMax",
+                                              "ArgMin",
+                                              "ConvTranspose",
+                                              "ReduceMin",
+                                              "ReduceProd",
+                                              "ReduceL1",
+                                              "ReduceL2",
+                                              "ReduceSumSquare",
+                                              "ReduceLogSumExp",
                                               "Add",
                                               "Sub",
                                               "Mul",
@@ -629,6 +644,12 @@ private:
     void map_pad(const OnnxNode& n);
     void map_cumsum(const OnnxNode& n);
     void map_topk(const OnnxNode& n);
+    void map_elu(const OnnxNode& n);
+    void map_trilu(const OnnxNode& n);
+    void map_arg(const OnnxNode& n);
+    void map_conv_transpose(const OnnxNode& n);
+    std::optional<Attrs> reduce_attrs(const OnnxNode& n);
+    void map_logsumexp(const OnnxNode& n);
     void map_einsum(const OnnxNode& n);
     void map_norm(const OnnxNode& n);
     void map_tile(const OnnxNode& n);
@@ -722,6 +743,32 @@ void Importer::map_node(const OnnxNode& n) {
         map_cumsum(n);
     } else if (op == "TopK") {
         map_topk(n);
+    } else if (op == "LeakyRelu") {
+        Attrs a;
+        a.set("alpha", attr_f(n, "alpha", 0.01));  // ONNX LeakyRelu's default, as torch.nn.LeakyReLU's
+        emit1(OpKind::leaky_relu, {tin(n, 0, "X")}, a);
+    } else if (op == "Elu" || op == "Selu" || op == "Celu") {
+        map_elu(n);
+    } else if (op == "PRelu") {
+        emit1(OpKind::prelu, {tin(n, 0, "X"), tin(n, 1, "slope")});
+    } else if (op == "Trilu") {
+        map_trilu(n);
+    } else if (op == "ArgMax" || op == "ArgMin") {
+        map_arg(n);
+    } else if (op == "ConvTranspose") {
+        map_conv_transpose(n);
+    } else if (op == "ReduceMin") {
+        map_reduce(n, OpKind::reduce_min);
+    } else if (op == "ReduceProd") {
+        map_reduce(n, OpKind::reduce_prod);
+    } else if (op == "ReduceL1") {
+        map_reduce(n, OpKind::reduce_l1);
+    } else if (op == "ReduceL2") {
+        map_reduce(n, OpKind::reduce_l2);
+    } else if (op == "ReduceSumSquare") {
+        map_reduce(n, OpKind::reduce_sum_square);
+    } else if (op == "ReduceLogSumExp") {
+        map_logsumexp(n);
     } else if (op == "Gelu") {
         const std::string approx = attr_s(n, "approximate", "none");
         emit1(OpKind::gelu, {tin(n, 0, "x")}, [&] {
@@ -975,7 +1022,10 @@ void Importer::map_pool(const OnnxNode& n) {
     emit1(max ? OpKind::max_pool2d : OpKind::avg_pool2d, {tin(n, 0, "X")}, a);
 }
 
-void Importer::map_reduce(const OnnxNode& n, OpKind k) {
+// The Reduce* ops' axes and keepdims: `axes` an attribute before opset 18 and a constant input
+// from 18 on (ReduceSum from 13); nullopt when there are none and noop_with_empty_axes says the
+// op is the identity.
+std::optional<Attrs> Importer::reduce_attrs(const OnnxNode& n) {
     Dims axes;
     const bool axes_input = m_.opset >= 18 || (n.op_type == "ReduceSum" && m_.opset >= 13);
     if (axes_input) {
@@ -983,11 +1033,129 @@ void Importer::map_reduce(const OnnxNode& n, OpKind k) {
     } else {
         axes = attr_ints(n, "axes", {});
     }
-    if (axes.empty() && attr_i(n, "noop_with_empty_axes", 0) != 0) return alias(n);
+    if (axes.empty() && attr_i(n, "noop_with_empty_axes", 0) != 0) return std::nullopt;
     Attrs a;
     if (!axes.empty()) a.set("axes", axes);
     a.set("keepdim", attr_i(n, "keepdims", 1) != 0);
-    emit1(k, {tin(n, 0, "data")}, a);
+    return a;
+}
+
+void Importer::map_reduce(const OnnxNode& n, OpKind k) {
+    const std::optional<Attrs> a = reduce_attrs(n);
+    if (!a) return alias(n);
+    emit1(k, {tin(n, 0, "data")}, *a);
+}
+
+// ReduceLogSumExp as the frameworks run it, in several kernels: torch.logsumexp is amax with
+// keepdim, then exp(x - max), sum, log and + max (aten/src/ATen/native/ReduceOps.cpp,
+// logsumexp_out_impl), and ONNX Runtime's CUDA ReduceLogSumExp likewise reduces the max, subtracts
+// and exponentiates, sums, takes the log and adds the max back (reduction_ops.cc). So: reduce_max
+// (keepdim), sub, exp, reduce_sum, log, add; the max reshaped (a view) when keepdims is 0.
+void Importer::map_logsumexp(const OnnxNode& n) {
+    const std::optional<Attrs> a = reduce_attrs(n);
+    if (!a) return alias(n);
+    Attrs keep = *a;
+    keep.set("keepdim", true);
+    const TensorId x = tin(n, 0, "data");
+    const TensorId m = emit1(OpKind::reduce_max, {x}, keep, false);
+    const TensorId e = emit1(OpKind::exp, {emit1(OpKind::sub, {x, m}, {}, false)}, {}, false);
+    const TensorId l = emit1(OpKind::log, {emit1(OpKind::reduce_sum, {e}, *a, false)}, {}, false);
+    emit1(OpKind::add, {l, view(m, g_.tensor(l).desc.shape)});
+}
+
+// Elu, Selu and Celu are ATen's one elu kernel with (alpha, scale, input_scale) (ops/defs/activations.cpp):
+// Elu (alpha = 1.0), Selu (alpha = 1.67326..., scale = gamma = 1.05070...: the ONNX defaults, as
+// torch.nn.SELU's), Celu (alpha = 1.0, input_scale = 1 / alpha, as torch.celu calls elu).
+void Importer::map_elu(const OnnxNode& n) {
+    Attrs a;
+    if (n.op_type == "Elu") {
+        a.set("alpha", attr_f(n, "alpha", 1.0));
+    } else if (n.op_type == "Selu") {
+        a.set("alpha", attr_f(n, "alpha", 1.67326319217681884765625));
+        a.set("scale", attr_f(n, "gamma", 1.05070102214813232421875));
+    } else {
+        const double alpha = attr_f(n, "alpha", 1.0);
+        if (alpha == 0) throw InputError("Celu's alpha must not be 0 (it divides the input)");
+        a.set("alpha", alpha);
+        a.set("input_scale", 1.0 / alpha);
+    }
+    emit1(OpKind::elu, {tin(n, 0, "X")}, a);
+}
+
+// Trilu(input, k?): upper (default 1) an attribute, the diagonal offset k an optional constant
+// scalar input (opset 14).
+void Importer::map_trilu(const OnnxNode& n) {
+    Attrs a;
+    a.set("upper", attr_i(n, "upper", 1) != 0);
+    if (has_input(n, 1)) {
+        const Dims k = ints(n, 1, "k");
+        if (k.size() != 1) throw InputError("Trilu's k must be one constant integer, got " + shape_str(k));
+        a.set("k", k[0]);
+    }
+    emit1(OpKind::trilu, {tin(n, 0, "input")}, a);
+}
+
+// ArgMax/ArgMin(data): axis (default 0) and keepdims (default 1) attributes; select_last_index
+// from opset 12 (default 0). int64 indices out.
+void Importer::map_arg(const OnnxNode& n) {
+    const auto rank = static_cast<std::int64_t>(in(n, 0, "data").dims.size());
+    if (rank == 0) throw InputError(n.op_type + " of a scalar");
+    Attrs a;
+    a.set("axis", normalize_axis(attr_i(n, "axis", 0), rank));
+    a.set("keepdim", attr_i(n, "keepdims", 1) != 0);
+    if (attr_i(n, "select_last_index", 0) != 0) a.set("select_last_index", true);
+    emit1(n.op_type == "ArgMax" ? OpKind::argmax : OpKind::argmin, {tin(n, 0, "data")}, a);
+}
+
+// ConvTranspose (2-d) -> conv_transpose2d. ONNX's pads are (begin, end) per axis and the output
+// is (H - 1) stride + dilation (k - 1) + 1 + output_padding - begin - end; the op pads both ends
+// by `padding` and adds output_padding at the end, so (begin, end) is padding = begin with
+// output_padding + begin - end (which must not be negative). output_shape, when given, sets the
+// pads from the total padding it implies (ONNX ConvTranspose: begin = total - total / 2, end =
+// total / 2 unless auto_pad is SAME_UPPER). auto_pad NOTSET and VALID (no padding) only, as Conv.
+void Importer::map_conv_transpose(const OnnxNode& n) {
+    const Dims& x = in(n, 0, "X").dims;
+    const Dims& w = in(n, 1, "W").dims;
+    if (w.size() != 4 || x.size() != 4)
+        throw InputError("only 2-d transposed convolutions are supported (input " + shape_str(x) + ", weight " + shape_str(w) + ")");
+    no_auto_pad(n);
+    const Dims strides = attr_ints(n, "strides", {1, 1}), dilations = attr_ints(n, "dilations", {1, 1});
+    const Dims output_padding = attr_ints(n, "output_padding", {0, 0});
+    const Dims kernel = attr_ints(n, "kernel_shape", {w[2], w[3]});
+    if (strides.size() != 2 || dilations.size() != 2 || output_padding.size() != 2)
+        throw InputError("strides, dilations and output_padding must have 2 entries (h, w)");
+    if (kernel != Dims{w[2], w[3]}) throw InputError("kernel_shape " + shape_str(kernel) + " differs from the weight's " + shape_str(w));
+    Dims pads = attr_s(n, "auto_pad", "NOTSET") == "VALID" ? Dims{0, 0, 0, 0} : attr_ints(n, "pads", {0, 0, 0, 0});
+    if (pads.size() != 4) throw InputError("pads " + shape_str(pads) + " must have 4 entries (begin h, begin w, end h, end w)");
+    if (const OnnxAttr* os = attr(n, "output_shape")) {
+        Dims shape = os->ints;
+        if (shape.size() == 4) shape = {shape[2], shape[3]};
+        if (shape.size() != 2) throw InputError("output_shape " + shape_str(os->ints) + " must give H and W");
+        for (std::size_t i = 0; i < 2; ++i) {
+            const std::int64_t total = strides[i] * (x[2 + i] - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1 - shape[i];
+            if (total < 0)
+                throw InputError("output_shape " + shape_str(shape) + " is larger than the full transposed convolution (no negative pads)");
+            pads[i] = total - total / 2;
+            pads[i + 2] = total / 2;
+        }
+    }
+    Dims padding(2), extra(2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        padding[i] = pads[i];
+        extra[i] = output_padding[i] + pads[i] - pads[i + 2];
+        if (pads[i] < 0 || pads[i + 2] < 0 || extra[i] < 0)
+            throw InputError("pads " + shape_str(pads) + " with output_padding " + shape_str(output_padding) +
+                             ": an end pad larger than the begin pad plus output_padding is not supported");
+    }
+    Attrs a;
+    a.set("stride", strides);
+    a.set("padding", padding);
+    a.set("dilation", dilations);
+    a.set("groups", attr_i(n, "group", 1));
+    a.set("output_padding", extra);
+    std::vector<TensorId> ins{tin(n, 0, "X"), tin(n, 1, "W")};
+    if (has_input(n, 2)) ins.push_back(tin(n, 2, "B"));
+    emit1(OpKind::conv_transpose2d, ins, a);
 }
 
 void Importer::map_gather(const OnnxNode& n) {
@@ -1000,19 +1168,26 @@ void Importer::map_gather(const OnnxNode& n) {
         emit1(OpKind::embedding, {tin(n, 0, "data"), tin(n, 1, "indices")});
         return;
     }
-    if (!idx.known())
-        throw InputError("Gather on axis " + std::to_string(axis) +
-                         " with runtime indices is not supported (only table lookups on axis 0)");
+    if (onnx_type::is_float(idx.type)) throw InputError("Gather's indices must be int32 or int64");
+    // Runtime indices, or constant ones that are not one contiguous run: the gather op (an
+    // index_select: it reads only the gathered slices).
+    const auto general = [&] {
+        Attrs a;
+        a.set("axis", axis);
+        emit1(OpKind::gather, {tin(n, 0, "data"), tin(n, 1, "indices")}, a);
+    };
+    if (!idx.known() || idx.dims.size() > 1) return general();
     const Dims index = ints(n, 1, "indices");
     const std::int64_t dim = data.dims[static_cast<std::size_t>(axis)];
-    if (index.empty() || idx.dims.size() > 1) throw InputError("Gather with indices of shape " + shape_str(idx.dims) + " is not supported");
+    if (index.empty()) return general();
     const std::int64_t first = index[0] < 0 ? index[0] + dim : index[0];
     for (std::size_t i = 0; i < index.size(); ++i) {
         const std::int64_t v = index[i] < 0 ? index[i] + dim : index[i];
         if (v < 0 || v >= dim)
             throw InputError("Gather index " + std::to_string(index[i]) + " out of range for dimension " + std::to_string(dim));
-        if (v != first + static_cast<std::int64_t>(i)) throw InputError("Gather with non-contiguous constant indices is not supported");
+        if (v != first + static_cast<std::int64_t>(i)) return general();
     }
+    // constant contiguous indices: a slice (a scalar index also drops the axis)
     Attrs a;
     a.set("starts", Dims{first});
     a.set("ends", Dims{first + static_cast<std::int64_t>(index.size())});

@@ -29,9 +29,12 @@ using ReferenceFn = void (*)(const std::vector<const HostTensor*>& in, const Att
 // dtype each test picks: tests/unit/autodiff_test.cpp (its gradients build, f32),
 // tests/unit/gradcheck_test.cpp (its gradient against finite differences, f64) and
 // tests/gpu/pointwise_test.cpp (its CUDA kernel against its reference in f32, f16 and bf16).
+// index_inputs: int64 inputs after the floating ones (gather's indices), drawn in [0, 2) by the tests
+// (model/executor.cpp deterministic_value), so an axis they index has at least 2 entries.
 struct OpExample {
     std::vector<Shape> inputs;
     Attrs attrs;
+    std::vector<Shape> index_inputs = {};
 };
 
 struct OpDefinition {

@@ -20,6 +20,7 @@
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/families.hpp"
 #include "ops/cuda/launch_shape.hpp"
+#include "ops/cuda/float_types.cuh"
 #include "ops/error.hpp"
 
 namespace roofline::cuda {
@@ -216,16 +217,6 @@ __global__ void __launch_bounds__(256) conv_splitk_finalize_kernel(ConvParams p)
 }
 
 // ---- host side ----
-
-template <class F>
-bool with_float_type(DType d, F&& f) {
-    switch (d) {
-        case DType::f32: f(float{}); return true;
-        case DType::f16: f(__half{}); return true;
-        case DType::bf16: f(__nv_bfloat16{}); return true;
-        default: return false;
-    }
-}
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 

@@ -31,6 +31,7 @@
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/families.hpp"
 #include "ops/cuda/launch_shape.hpp"
+#include "ops/cuda/float_types.cuh"
 #include "ops/error.hpp"
 
 namespace roofline::cuda {
@@ -468,16 +469,6 @@ bool general_of(const Canonical& c, GeneralReduce& g) {
         }
     }
     return true;
-}
-
-template <class F>
-bool with_float_type(DType d, F&& f) {
-    switch (d) {
-        case DType::f32: f(float{}); return true;
-        case DType::f16: f(__half{}); return true;
-        case DType::bf16: f(__nv_bfloat16{}); return true;
-        default: return false;
-    }
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }

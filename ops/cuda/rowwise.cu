@@ -35,6 +35,7 @@
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/families.hpp"
 #include "ops/cuda/launch_shape.hpp"
+#include "ops/cuda/float_types.cuh"
 #include "ops/error.hpp"
 
 namespace roofline::cuda {
@@ -884,16 +885,6 @@ __global__ void __launch_bounds__(1024) loss_reduce_kernel(const float* losses, 
 }
 
 // ---- host side ----
-
-template <class F>
-bool with_float_type(DType d, F&& f) {
-    switch (d) {
-        case DType::f32: f(float{}); return true;
-        case DType::f16: f(__half{}); return true;
-        case DType::bf16: f(__nv_bfloat16{}); return true;
-        default: return false;
-    }
-}
 
 bool is_device_float(DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; }
 

@@ -450,6 +450,7 @@ TEST_CASE("the kernels of the ops of ops/defs/ match their reference on their de
             for (const OpExample& e : def->examples) {
                 std::vector<HostTensor> in;
                 for (const Shape& s : e.inputs) in.push_back(random_tensor(s, d, 50 + in.size()));
+                for (const Shape& s : e.index_inputs) in.push_back(int_tensor(s, DType::int64, 0, 2, 60 + in.size()));
                 check_op(k, in, e.attrs);
             }
     }

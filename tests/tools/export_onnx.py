@@ -26,6 +26,9 @@ recommends for `roofline analyze model.onnx --batch N`.
                                   writes these three alone; python3-onnx only)
   tests/data/onnx/ops.onnx        the ops the exports do not use (BatchNormalization, pooling, Pow,
                                   Where(Not), Slice, Gemm with alpha), with weights
+  tests/data/onnx/ops2.onnx       LeakyRelu, Elu, Selu, Celu, PRelu, ConvTranspose, Trilu, ArgMax,
+                                  ArgMin, ReduceMin/Prod/L1/L2/SumSquare/LogSumExp and Gather by
+                                  runtime indices (`export_onnx.py --ops2`; python3-onnx only)
   tests/data/bad/*.onnx           malformed, truncated and hostile files (see bad_files()).
 """
 import io
@@ -34,11 +37,16 @@ import os
 import sys
 
 import onnx
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torchvision
 from onnx import TensorProto, helper
+
+if sys.argv[1:] not in (["--scan"], ["--gather"], ["--ops2"]):  # the helper-built graphs need no torch
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import torchvision
+else:
+    class nn:  # so that the torch models' classes below still define
+        Module = object
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests", "data", "onnx")
@@ -246,6 +254,57 @@ def gather_model():
     onnx.save(m, os.path.join(OUT, "unary.onnx"))
 
 
+def ops2_model():
+    """The ops the exports from timm, torchvision and Hugging Face still stopped on (opset 17, the newest
+    python3-onnx 1.12 knows: the Reduce* axes are attributes; batch dynamic): x [batch, 4, 6, 6] -> LeakyRelu (alpha 0.2) -> Elu ->
+    Selu -> Celu (alpha 2) -> PRelu (a slope per channel, [4, 1, 1]) -> ConvTranspose (weight
+    [4, 2, 3, 3], bias [2], stride 2, pads 1, output_padding 1: [batch, 2, 12, 12]) -> Trilu (lower,
+    k = 1 a constant input) -> ArgMax (axis 1), ArgMin (last axis, keepdims, select_last_index),
+    ReduceMin / ReduceL2 (axes 2, 3), ReduceProd (axis 1), ReduceL1 / ReduceSumSquare (last axis),
+    ReduceLogSumExp (axis 1), Gather on axis 2 by a runtime int64 index [3]; and a Gather of x on
+    axis 1 by runtime [2, 2] indices. Writes tests/data/onnx/ops2.onnx (`export_onnx.py --ops2`, no
+    torch needed) and tests/data/bad/onnx-trilu-runtime-k.onnx."""
+    f = lambda n, t, shape: helper.make_tensor_value_info(n, t, shape)
+    F, I = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [
+        helper.make_node("LeakyRelu", ["x"], ["leaky"], name="leaky", alpha=0.2),
+        helper.make_node("Elu", ["leaky"], ["elu"], name="elu"),
+        helper.make_node("Selu", ["elu"], ["selu"], name="selu"),
+        helper.make_node("Celu", ["selu"], ["celu"], name="celu", alpha=2.0),
+        helper.make_node("PRelu", ["celu", "slope"], ["prelu"], name="prelu"),
+        helper.make_node("ConvTranspose", ["prelu", "w", "b"], ["up"], name="up", strides=[2, 2], pads=[1, 1, 1, 1],
+                         output_padding=[1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Trilu", ["up", "k"], ["tri"], name="tri", upper=0),
+        helper.make_node("ArgMax", ["tri"], ["amax"], name="amax", axis=1, keepdims=0),
+        helper.make_node("ArgMin", ["tri"], ["amin"], name="amin", axis=-1, keepdims=1, select_last_index=1),
+        helper.make_node("ReduceMin", ["tri"], ["rmin"], name="rmin", axes=[2, 3], keepdims=0),
+        helper.make_node("ReduceProd", ["tri"], ["rprod"], name="rprod", axes=[1]),
+        helper.make_node("ReduceL1", ["tri"], ["rl1"], name="rl1", axes=[-1], keepdims=0),
+        helper.make_node("ReduceL2", ["tri"], ["rl2"], name="rl2", axes=[2, 3]),
+        helper.make_node("ReduceSumSquare", ["tri"], ["rss"], name="rss", axes=[-1], keepdims=0),
+        helper.make_node("ReduceLogSumExp", ["tri"], ["lse"], name="lse", axes=[1], keepdims=0),
+        helper.make_node("Gather", ["tri", "idx"], ["picked"], name="picked", axis=2),
+        helper.make_node("Gather", ["x", "idx2"], ["rows"], name="rows", axis=1),
+    ]
+    inits = [helper.make_tensor("slope", F, [4, 1, 1], [0.25] * 4), helper.make_tensor("w", F, [4, 2, 3, 3], [0.0] * 72),
+             helper.make_tensor("b", F, [2], [0.0] * 2), helper.make_tensor("k", I, [], [1])]
+    g = helper.make_graph(nodes, "ops2", [f("x", F, ["batch", 4, 6, 6]), f("idx", I, [3]), f("idx2", I, [2, 2])],
+                          [f("amax", I, ["batch", 12, 12]), f("amin", I, ["batch", 2, 12, 1]), f("rmin", F, ["batch", 2]),
+                           f("rprod", F, ["batch", 1, 12, 12]), f("rl1", F, ["batch", 2, 12]), f("rl2", F, ["batch", 2, 1, 1]),
+                           f("rss", F, ["batch", 2, 12]), f("lse", F, ["batch", 12, 12]), f("picked", F, ["batch", 2, 3, 12]),
+                           f("rows", F, ["batch", 2, 2, 6, 6])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, "ops2.onnx"))
+    # Trilu's k computed at run time (the importer needs it constant)
+    bad = small([helper.make_node("Trilu", ["x", "k"], ["y"], name="trilu")],
+                [helper.make_tensor_value_info("x", F, [4, 4]), helper.make_tensor_value_info("k", I, [])],
+                [helper.make_tensor_value_info("y", F, [4, 4])], opset=14)
+    with open(os.path.join(BAD, "onnx-trilu-runtime-k.onnx"), "wb") as fh:
+        fh.write(bad)
+
+
 def small(nodes, inputs, outputs, initializer=(), opset=13):
     g = helper.make_graph(nodes, "bad", inputs, outputs, initializer=list(initializer))
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
@@ -303,5 +362,7 @@ if __name__ == "__main__":
         scan_model()
     elif sys.argv[1:] == ["--gather"]:  # tests/data/onnx/gather.onnx alone (no torch needed)
         gather_model()
+    elif sys.argv[1:] == ["--ops2"]:  # tests/data/onnx/ops2.onnx alone (no torch needed)
+        ops2_model()
     else:
         main()

@@ -123,7 +123,9 @@ TEST_CASE("every differentiable op kind yields a gradient for each parameter inp
         for (const OpExample& e : d->examples) {
             std::vector<TensorDesc> params;
             for (const Shape& s : e.inputs) params.push_back(TensorDesc{s, DType::f32});
-            cases.push_back({k, params, e.attrs, {}});
+            std::vector<TensorDesc> indices;
+            for (const Shape& s : e.index_inputs) indices.push_back(TensorDesc{s, DType::int64});
+            cases.push_back({k, params, e.attrs, indices});
         }
     }
     std::set<OpKind> covered;

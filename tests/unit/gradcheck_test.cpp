@@ -177,7 +177,9 @@ TEST_CASE("finite differences match autodiff for every differentiable op kind", 
         for (const OpExample& e : d->examples) {
             std::vector<TensorDesc> params;
             for (const Shape& s : e.inputs) params.push_back(f64(s));
-            cases.push_back({k, params, e.attrs, {}});
+            std::vector<TensorDesc> indices;
+            for (const Shape& s : e.index_inputs) indices.push_back(TensorDesc{s, DType::int64});
+            cases.push_back({k, params, e.attrs, indices});
         }
     }
     for (const Case& c : cases) {

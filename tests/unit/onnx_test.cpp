@@ -249,7 +249,7 @@ TEST_CASE("onnx: Cos, Abs and Reciprocal on runtime data (unary.onnx: a rotary t
 
 TEST_CASE("onnx: analyze runs on every exported model", "[onnx][cli]") {
     if (!onnx_supported()) return;
-    for (const char* m : {"resnet50", "gpt", "vit", "bert", "external", "ops", "scan", "gather", "unary"}) {
+    for (const char* m : {"resnet50", "gpt", "vit", "bert", "external", "ops", "scan", "gather", "unary", "ops2"}) {
         INFO(m);
         const auto r = run_cli("analyze '" + onnx_file(m) + "' --batch 2 -q -o '" + test::tmp_path(std::string(m) + "-onnx.json") + "'");
         CHECK(r.code == 0);
@@ -277,6 +277,7 @@ TEST_CASE("onnx: bad files give one clear message and exit 2", "[onnx][cli][erro
         {"onnx-clip-runtime-bound.onnx", "node 'clip' (Clip): input 2 (max, 'hi') must be a constant"},
         // tests/tools/export_onnx.py --gather: indices of another rank than the data
         {"onnx-gather-rank.onnx", "node 'bad_gather' (GatherElements): GatherElements: indices [4] must have data [4,5]'s rank"},
+        {"onnx-trilu-runtime-k.onnx", "node 'trilu' (Trilu): input 1 (k, 'k') must be a constant"},
     };
     for (const auto& [file, message] : cases) {
         INFO(file);
@@ -818,4 +819,136 @@ TEST_CASE("onnx: Resize and Upsample to the resize op", "[onnx]") {
     CHECK_THROWS_WITH(
         import_onnx(model({node("Resize", {"x", "", "scales"}, {"y"}, {{"mode", cubic}})}, {vi("x", {-1, 2, 4, 4})}, {scales}, "y"), {}),
         Catch::Contains("node 'y_node' (Resize): mode cubic is not supported (nearest and linear are)"));
+}
+
+TEST_CASE("onnx: the ops timm, torchvision and Hugging Face exports still stopped on (ops2.onnx)", "[onnx]") {
+    if (!onnx_supported()) return;
+    // batch 2: x [2,4,6,6] = 288 elements (1,152 bytes)
+    const Graph g = load("ops2", 2);
+    const Totals t = totals(g);
+    CHECK(t.n(OpKind::leaky_relu) == 1);
+    CHECK(t.n(OpKind::elu) == 3);  // Elu, Selu and Celu: ATen's one elu kernel with three coefficients
+    CHECK(t.n(OpKind::prelu) == 1);
+    CHECK(t.n(OpKind::conv_transpose2d) == 1);
+    CHECK(t.n(OpKind::trilu) == 1);
+    CHECK(t.n(OpKind::argmax) == 1);
+    CHECK(t.n(OpKind::argmin) == 1);
+    CHECK(t.n(OpKind::gather) == 2);
+    // leaky_relu: compare and multiply, 2 * 288 = 576 FLOPs; read and write 1,152 bytes
+    const Work leaky = g.work(g.find_node("leaky"));
+    CHECK(leaky.vector_flops == 576);
+    CHECK(leaky.bytes() == 2 * 1152);
+    CHECK(g.node(g.find_node("leaky")).attrs.get_double("alpha", 0) == Approx(0.2));
+    // elu: 5 FLOPs and one exp an element: 1,440 and 288
+    CHECK(g.work(g.find_node("elu")).vector_flops == 1440);
+    CHECK(g.work(g.find_node("elu")).transcendentals == 288);
+    // Selu's ONNX defaults; Celu's alpha 2 as input_scale 1/2
+    CHECK(g.node(g.find_node("selu")).attrs.get_double("alpha", 0) == Approx(1.6732632));
+    CHECK(g.node(g.find_node("selu")).attrs.get_double("scale", 0) == Approx(1.0507010));
+    CHECK(g.node(g.find_node("celu")).attrs.get_double("input_scale", 0) == Approx(0.5));
+    // prelu: 576 FLOPs; reads x (1,152) and the [4,1,1] slope (16)
+    CHECK(g.work(g.find_node("prelu")).bytes_read == 1152 + 16);
+    // ConvTranspose stride 2, pads 1, output_padding 1: H_out = (6 - 1)*2 - 2*1 + (3 - 1) + 1 + 1 = 12 -> [2,2,12,12].
+    // 2 * 288 inputs * (2 out channels * 9 taps) = 10,368 matrix FLOPs; the bias one add per output
+    // (2*2*144 = 576); read x 1,152 + weight 72*4 + bias 2*4 = 1,448; write 576*4 = 2,304
+    CHECK(g.tensor(g.find_tensor("up")).desc.shape == Shape{2, 2, 12, 12});
+    const Work up = g.work(g.find_node("up"));
+    CHECK(up.matrix_flops == 10368);
+    CHECK(up.vector_flops == 576);
+    CHECK(up.bytes_read == 1448);
+    CHECK(up.bytes_written == 2304);
+    const Node& upn = g.node(g.find_node("up"));
+    CHECK(upn.attrs.get_ints("padding", {}) == std::vector<std::int64_t>{1, 1});
+    CHECK(upn.attrs.get_ints("output_padding", {}) == std::vector<std::int64_t>{1, 1});
+    // Trilu lower with k = 1 from its constant input: one compare an element, 576
+    CHECK_FALSE(g.node(g.find_node("tri")).attrs.get_bool("upper", true));
+    CHECK(g.node(g.find_node("tri")).attrs.get_int("k", 0) == 1);
+    CHECK(g.work(g.find_node("tri")).vector_flops == 576);
+    // ArgMax over the channels: int64 [2,12,12] (2,304 bytes), one compare per input element (576)
+    CHECK(g.tensor(g.find_tensor("amax")).desc == TensorDesc{{2, 12, 12}, DType::int64});
+    CHECK(g.work(g.find_node("amax")).bytes_written == 288 * 8);
+    CHECK(g.work(g.find_node("amax")).vector_flops == 576);
+    CHECK(g.tensor(g.find_tensor("amin")).desc == TensorDesc{{2, 2, 12, 1}, DType::int64});
+    CHECK(g.node(g.find_node("amin")).attrs.get_bool("select_last_index", false));
+    // the reductions, each one node: min over H, W -> [2,2] (576 compares); L2 keeps dims, 2 FLOPs an
+    // element (1,152) and a sqrt per output (4); L1 and sum of squares over W, prod over C
+    CHECK(g.node(g.find_node("rmin")).kind == OpKind::reduce_min);
+    CHECK(g.tensor(g.find_tensor("rmin")).desc.shape == Shape{2, 2});
+    CHECK(g.work(g.find_node("rmin")).vector_flops == 576);
+    CHECK(g.tensor(g.find_tensor("rl2")).desc.shape == Shape{2, 2, 1, 1});
+    CHECK(g.work(g.find_node("rl2")).vector_flops == 1152);
+    CHECK(g.work(g.find_node("rl2")).transcendentals == 4);
+    CHECK(g.node(g.find_node("rl1")).kind == OpKind::reduce_l1);
+    CHECK(g.node(g.find_node("rss")).kind == OpKind::reduce_sum_square);
+    CHECK(g.tensor(g.find_tensor("rss")).desc.shape == Shape{2, 2, 12});
+    CHECK(g.node(g.find_node("rprod")).kind == OpKind::reduce_prod);
+    CHECK(g.tensor(g.find_tensor("rprod")).desc.shape == Shape{2, 1, 12, 12});
+    // ReduceLogSumExp as torch.logsumexp runs it: max (keepdim), sub, exp, sum, log, + max (the max
+    // reshaped to [2,12,12], a view): the add, named after the node, adds 288 elements
+    const Node& lse = g.node(g.find_node("lse"));
+    CHECK(lse.kind == OpKind::add);
+    CHECK(g.tensor(g.find_tensor("lse")).desc.shape == Shape{2, 12, 12});
+    CHECK(g.node(g.find_node("lse.0")).kind == OpKind::reduce_max);
+    CHECK(g.work(g.find_node("lse")).vector_flops == 288);
+    // Gather on axis 2 by 3 runtime indices: [2,2,3,12] = 144 elements; reads the 3 int64 indices (24)
+    // and only the 144 gathered elements (576), writes 576
+    CHECK(g.tensor(g.find_tensor("picked")).desc.shape == Shape{2, 2, 3, 12});
+    CHECK(g.work(g.find_node("picked")).bytes_read == 24 + 576);
+    CHECK(g.work(g.find_node("picked")).bytes_written == 576);
+    // Gather of x on axis 1 by [2,2] indices: [2,2,2,6,6] = 288 elements; read 4*8 + 1,152; write 1,152
+    CHECK(g.tensor(g.find_tensor("rows")).desc.shape == Shape{2, 2, 2, 6, 6});
+    CHECK(g.work(g.find_node("rows")).bytes_read == 32 + 1152);
+    CHECK(g.work(g.find_node("rows")).flops() == 0);
+}
+
+TEST_CASE("onnx: the new ops' opset forms and their errors name the node", "[onnx][errors]") {
+    // Reduce* axes: an attribute before opset 18, a constant input from 18 on
+    OnnxAttr axes = ints_attr({1});
+    OnnxModel attr_form = model({node("ReduceMin", {"x"}, {"y"}, {{"axes", axes}})}, {vi("x", {-1, 3, 4})}, {}, "y");
+    attr_form.opset = 13;
+    Graph g = import_onnx(attr_form, {});
+    CHECK(g.node(0).kind == OpKind::reduce_min);
+    CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 1, 4});  // keepdims defaults to 1
+    OnnxModel input_form = model({node("ReduceL2", {"x", "a"}, {"y"})}, {vi("x", {-1, 3, 4})}, {tensor("a", {1}, {-1})}, "y");
+    input_form.opset = 18;
+    g = import_onnx(input_form, {});
+    CHECK(g.node(0).kind == OpKind::reduce_l2);
+    CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 3, 1});
+    // ArgMax's defaults: axis 0, keepdims 1
+    g = import_onnx(model({node("ArgMax", {"x"}, {"y"})}, {vi("x", {-1, 3, 4})}, {}, "y"), {});
+    CHECK(g.tensor(g.find_tensor("y")).desc == TensorDesc{{1, 3, 4}, DType::int64});
+    // LeakyRelu's default alpha 0.01
+    g = import_onnx(model({node("LeakyRelu", {"x"}, {"y"})}, {vi("x", {-1, 3})}, {}, "y"), {});
+    CHECK(g.node(0).attrs.get_double("alpha", 0) == Approx(0.01));
+    // ConvTranspose with output_shape [7, 7] from x [1,1,3,3], 3x3 weight, stride 2: the full output is
+    // (3 - 1)*2 + 3 = 7, so no padding; with [6, 6] the total padding 1 goes to the begin (ONNX: begin =
+    // total - total/2), which is padding 1 and output_padding 1
+    const auto transposed = [](std::map<std::string, OnnxAttr> attrs) {
+        return model({node("ConvTranspose", {"x", "w"}, {"y"}, std::move(attrs))}, {vi("x", {-1, 1, 3, 3}), vi("w", {1, 1, 3, 3})}, {},
+                     "y");
+    };
+    g = import_onnx(transposed({{"strides", ints_attr({2, 2})}, {"output_shape", ints_attr({6, 6})}}), {});
+    CHECK(g.tensor(g.find_tensor("y")).desc.shape == Shape{1, 1, 6, 6});
+    CHECK(g.node(0).attrs.get_ints("padding", {}) == std::vector<std::int64_t>{1, 1});
+    CHECK(g.node(0).attrs.get_ints("output_padding", {}) == std::vector<std::int64_t>{1, 1});
+    // errors: auto_pad SAME_UPPER; an end pad beyond the begin pad; a 1-d transposed convolution
+    OnnxAttr same;
+    same.type = OnnxAttr::Type::string_;
+    same.s = "SAME_UPPER";
+    CHECK_THROWS_WITH(import_onnx(transposed({{"auto_pad", same}}), {}),
+                      Catch::Contains("node 'y_node' (ConvTranspose): auto_pad SAME_UPPER is not supported"));
+    CHECK_THROWS_WITH(import_onnx(transposed({{"pads", ints_attr({0, 0, 1, 1})}}), {}),
+                      Catch::Contains("node 'y_node' (ConvTranspose): pads [0,0,1,1] with output_padding [0,0]: an end pad larger"));
+    CHECK_THROWS_WITH(
+        import_onnx(model({node("ConvTranspose", {"x", "w"}, {"y"})}, {vi("x", {-1, 1, 5}), vi("w", {1, 1, 3})}, {}, "y"), {}),
+        Catch::Contains("(ConvTranspose): only 2-d transposed convolutions are supported"));
+    // output_padding must stay below the stride (the sizes a convolution maps back exactly)
+    CHECK_THROWS_WITH(import_onnx(transposed({{"output_padding", ints_attr({1, 1})}}), {}),
+                      Catch::Contains("(ConvTranspose): conv_transpose2d: output_padding 1 must be in [0, stride 1)"));
+    // PRelu's slope must broadcast to x
+    CHECK_THROWS_WITH(import_onnx(model({node("PRelu", {"x", "s"}, {"y"})}, {vi("x", {-1, 4}), vi("s", {3})}, {}, "y"), {}),
+                      Catch::Contains("node 'y_node' (PRelu): prelu: shapes [1,4] and [3] do not broadcast"));
+    // Gather's indices must be integers
+    CHECK_THROWS_WITH(import_onnx(model({node("Gather", {"x", "i"}, {"y"})}, {vi("x", {-1, 4}), vi("i", {2})}, {}, "y"), {}),
+                      Catch::Contains("node 'y_node' (Gather): Gather's indices must be int32 or int64"));
 }

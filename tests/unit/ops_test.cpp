@@ -251,6 +251,52 @@ std::vector<KindCase> one_case_per_kind() {
          A({{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}, {"input_shape", Ints{1, 2, 5, 5}}}),
          "f32[1,2,5,5]",
          {.vf = 32, .br = 32, .bw = 200}},
+        // ---- ops/defs/activations.cpp ----
+        // leaky_relu: compare and multiply = 2 per element = 12; read 24, write 24; its gradient the same
+        // 2 per element, reading dy and x (48)
+        {OpKind::leaky_relu, {X}, A({{"alpha", 0.1}}), "f32[2,3]", {.vf = 12, .br = 24, .bw = 24}},
+        {OpKind::leaky_relu_grad, {X, X}, {}, "f32[2,3]", {.vf = 12, .br = 48, .bw = 24}},
+        // elu: compare, input_scale multiply, -1, alpha scale multiply, scale multiply = 5 per element
+        // = 30 and one exp each = 6; elu_grad: compare and 4 multiplies = 30, one exp each, reads dy and x
+        {OpKind::elu, {X}, {}, "f32[2,3]", {.vf = 30, .tr = 6, .br = 24, .bw = 24}},
+        {OpKind::elu_grad, {X, X}, {}, "f32[2,3]", {.vf = 30, .tr = 6, .br = 48, .bw = 24}},
+        // prelu(X, slope f32[3]): 2 per element = 12; read 24 + 12 = 36; write 24
+        {OpKind::prelu, {X, T({3})}, {}, "f32[2,3]", {.vf = 12, .br = 36, .bw = 24}},
+        // prelu_grad(dy, x, slope): compare and two multiplies = 18; read 24 + 24 + 12 = 60; write dx and
+        // the slope's gradient at x's shape, 2 * 24 = 48
+        {OpKind::prelu_grad, {X, X, T({3})}, {}, "f32[2,3], f32[2,3]", {.vf = 18, .br = 60, .bw = 48}},
+        // trilu: one compare per element = 6; read 24, write 24
+        {OpKind::trilu, {X}, A({{"k", i64(1)}}), "f32[2,3]", {.vf = 6, .br = 24, .bw = 24}},
+        // ---- ops/defs/index_reduce.cpp ----
+        // argmax over axis 1: one compare per element = 6; read 24; write 2 int64 = 16
+        {OpKind::argmax, {X}, A({{"axis", i64(1)}}), "int64[2]", {.vf = 6, .br = 24, .bw = 16}},
+        // argmin over axis 0 keeping it: 6 compares; write 3 int64 = 24
+        {OpKind::argmin, {X}, A({{"axis", i64(0)}, {"keepdim", true}}), "int64[1,3]", {.vf = 6, .br = 24, .bw = 24}},
+        // reductions over axis 1 -> f32[2] (8 bytes): min and prod one op per element = 6; l1 (abs, add),
+        // l2 and sum_square (multiply, add) 2 per element = 12; l2 one sqrt per output = 2
+        {OpKind::reduce_min, {X}, A({{"axes", Ints{1}}}), "f32[2]", {.vf = 6, .br = 24, .bw = 8}},
+        {OpKind::reduce_prod, {X}, A({{"axes", Ints{1}}}), "f32[2]", {.vf = 6, .br = 24, .bw = 8}},
+        {OpKind::reduce_l1, {X}, A({{"axes", Ints{1}}}), "f32[2]", {.vf = 12, .br = 24, .bw = 8}},
+        {OpKind::reduce_l2, {X}, A({{"axes", Ints{1}}}), "f32[2]", {.vf = 12, .tr = 2, .br = 24, .bw = 8}},
+        {OpKind::reduce_sum_square, {X}, A({{"axes", Ints{1}}}), "f32[2]", {.vf = 12, .br = 24, .bw = 8}},
+        // gather rows of f32[4,3] by int64[2,2] on axis 0 -> [2,2,3] (12 elements): read the indices
+        // 4*8 = 32 and the 12 gathered elements 48 -> 80 (not the whole table's 48 + ...); write 48
+        {OpKind::gather, {T({4, 3}), T({2, 2}, DType::int64)}, {}, "f32[2,2,3]", {.br = 80, .bw = 48}},
+        // gather_grad: one add per dy element = 12; read dy 48 + indices 32 = 80; write dx [4,3] = 48
+        {OpKind::gather_grad,
+         {T({2, 2, 3}), T({2, 2}, DType::int64)},
+         A({{"axis", i64(0)}, {"input_shape", Ints{4, 3}}}),
+         "f32[4,3]",
+         {.vf = 12, .br = 80, .bw = 48}},
+        // ---- ops/defs/conv_transpose.cpp ----
+        // x [1,2,3,3], weight [2,3,3,3] (C_out 3), stride 2, output_padding 1, bias [3]:
+        // H_out = (3 - 1)*2 + 1*(3 - 1) + 1 + 1 = 8; 2 * (1*2*3*3 inputs) * (3 out channels * 3*3 taps)
+        // = 2*18*27 = 972; bias one add per output 3*8*8 = 192; read (18 + 54 + 3)*4 = 300; write 192*4 = 768
+        {OpKind::conv_transpose2d,
+         {T({1, 2, 3, 3}), T({2, 3, 3, 3}), T({3})},
+         A({{"stride", Ints{2, 2}}, {"output_padding", Ints{1, 1}}}),
+         "f32[1,3,8,8]",
+         {.mf = 972, .vf = 192, .br = 300, .bw = 768}},
         // opaque: the shapes it is told, zero work (an unknown op kept by --allow-unknown)
         {OpKind::opaque,
          {X},
@@ -330,6 +376,7 @@ TEST_CASE("ops_test: the ops of ops/defs/ are reached through their one definiti
         for (const OpExample& e : def->examples) {
             std::vector<TensorDesc> in;
             for (const Shape& sh : e.inputs) in.push_back(T(sh));
+            for (const Shape& sh : e.index_inputs) in.push_back(T(sh, DType::int64));
             CHECK_NOTHROW(infer_outputs(k, in, e.attrs));
         }
     }
