@@ -209,6 +209,7 @@ void add_model(CLI::App& app) {
         "Example: roofline model export gpt2-small -o gpt2-small.json\n"
         "         roofline model export resnet50.onnx --batch 32 --dtype f16 -o resnet50.json\n"
         "         roofline model export llama-2-7b --phase decode --context 1024 --batch 8 -o decode.json\n"
+        "         roofline model export t5-small --phase decode --context 64 --source 128 -o t5-decode.json\n"
         "A template with no options is written as it expands, with its symbolic dims (batch, seq) for --batch and --seq to\n"
         "override; anything else is the loaded graph with concrete shapes, which any command reads back as the same graph.\n"
         "The forward graph only: analyze, plan and measure --mode training build the training step from it.\n");
@@ -217,7 +218,7 @@ void add_model(CLI::App& app) {
         if (a.training())
             throw InputError("model export writes the forward graph; --mode training builds the step from it when the file is analyzed");
         const bool plain = is_template_name(a.model) && !is_model_file_arg(a.model) && a.dtype.empty() && a.batch == 0 && a.seq == 0 &&
-                           a.phase.empty() && a.context < 0 && !a.quant.any();
+                           a.phase.empty() && a.context < 0 && a.source < 0 && !a.quant.any();
         const std::string text = (plain ? expand_template(a.model, nlohmann::json::object(), "template '" + a.model + "'")
                                         : graph_to_model_json(a.build(nullptr)))
                                      .dump(2) +

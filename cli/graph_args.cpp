@@ -46,9 +46,15 @@ void GraphArgs::add_to(CLI::App* cmd) {
         ->check(CLI::IsMember({"on", "off"}));
     cmd->add_option("--phase", phase,
                     "an LLM inference step as a serving engine runs it: prefill (--seq prompt tokens, K and V written to the "
-                    "cache) or decode (one new token per sequence attending to --context cached tokens); decoder-only LLMs")
+                    "cache) or decode (one new token per sequence attending to --context cached tokens); decoder-only LLMs, and "
+                    "encoder-decoders (t5, switch_transformers, bart: prefill encodes --seq source tokens and runs the decoder's first "
+                    "token; decode also attends to the cross-attention K and V of --source encoder tokens)")
         ->check(CLI::IsMember({"prefill", "decode"}));
     cmd->add_option("--context", context, "--phase decode: tokens already in each sequence's KV cache")->check(kNonNegative);
+    cmd->add_option("--source", source,
+                    "--phase decode of an encoder-decoder (t5, switch_transformers, bart): encoder tokens per sequence whose "
+                    "cross-attention K and V are cached (required: no default)")
+        ->check(kPositive);
     add_quantization_options(cmd, quant);
     cmd->add_flag(
         "--allow-unknown", allow_unknown,
@@ -78,6 +84,7 @@ Graph GraphArgs::build(TrainingOptions* t) const {
     ov.pp = pp;
     ov.stage = stage;
     if (phase.empty() && context >= 0) throw InputError("--context is the cached tokens of --phase decode");
+    if (phase.empty() && source >= 0) throw InputError("--source is the cached encoder tokens of an encoder-decoder's --phase decode");
     if (phase.empty() && quant.any())
         throw InputError("--weights, --activations and --kv-cache quantize an LLM inference step: give --phase prefill or decode");
     if (!phase.empty()) {
@@ -89,8 +96,11 @@ Graph GraphArgs::build(TrainingOptions* t) const {
             if (seq > 0) throw InputError("--seq is the prompt length of --phase prefill; a decode step takes --context (cached tokens)");
             if (context < 0) throw InputError("--phase decode needs --context N (tokens already in each sequence's KV cache)");
             p.context = context;
+            p.source = source;
         } else if (context >= 0) {
             throw InputError("--context belongs to --phase decode; a prefill's prompt length is --seq");
+        } else if (source >= 0) {
+            throw InputError("--source belongs to --phase decode; an encoder-decoder's prefill encodes --seq source tokens");
         }
         ov.phase = p;
     }

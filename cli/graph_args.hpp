@@ -35,6 +35,7 @@ struct GraphArgs {
     bool pad_to_capacity = false;
     std::string phase;          // prefill or decode: one inference step of a decoder-only LLM
     std::int64_t context = -1;  // decode: tokens already in the KV cache
+    std::int64_t source = -1;   // encoder-decoder decode: encoder tokens whose cross-attention K and V are cached
     Quantization quant;         // --phase: quantized weights, activations, KV cache
 
     void add_to(CLI::App* cmd);

@@ -50,6 +50,7 @@ void require_device(int device) {
 nlohmann::json inference_record(const GraphArgs& a) {
     nlohmann::json r = {{"model", a.model}, {"phase", a.phase}, {"dtype", a.dtype}, {"tokens", a.seq}};
     if (a.phase == "decode") r["context"] = a.context;
+    if (a.source >= 0) r["source"] = a.source;  // an encoder-decoder's decode step
     if (a.quant.any())
         r["quantization"] = {{"weights", a.quant.weights},
                              {"group_size", a.quant.group_size},

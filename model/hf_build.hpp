@@ -176,4 +176,23 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
 json build_switch_transformers(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);  // and t5
 json build_bart(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name);
 
+// One inference step of an encoder-decoder (switch_transformers, t5, bart) as transformers'
+// generate() runs it with use_cache (model/inference.hpp): a prefill (the encoder over `source`
+// tokens, every decoder layer's cross-attention K and V computed and cached, the decoder's first
+// token) or a decode step (one decoder token attending to `context` cached tokens and itself, and
+// to the cached cross-attention K and V of `source` encoder tokens).
+struct Seq2SeqStep {
+    bool decode = false;
+    std::int64_t batch = 1;
+    std::int64_t source = 0;   // encoder tokens per sequence (prefill: 0 for the model's default length)
+    std::int64_t context = 0;  // decode: decoder tokens already cached
+    int tp = 1;                // tensor-parallel ranks: one rank's share (heads, FFN, vocabulary)
+    std::string kv_cache;      // a quantized cache's dtype ("": the model's)
+    std::string dtype;         // the compute dtype ("": the checkpoint's)
+};
+// InputError naming the flag for a step the model cannot run (beyond BART's positions, a tp that
+// does not divide the heads, ...).
+json build_seq2seq_step(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name,
+                        const Seq2SeqStep& step);
+
 }  // namespace roofline::hf

@@ -36,6 +36,55 @@ std::string serving_activation(const hf::ConfigReader& r, const std::string& key
 
 bool is_fp8(const std::string& t) { return t == "fp8_e4m3" || t == "fp8_e5m2"; }
 
+// The encoder-decoder model types whose steps hf_seq2seq.cpp builds.
+bool is_seq2seq_type(const std::string& t) { return t == "t5" || t == "switch_transformers" || t == "bart"; }
+
+// A config's model name: _name_or_path, else the file's stem.
+std::string config_name(const json& cfg, const std::string& origin) {
+    return cfg.contains("_name_or_path") && cfg["_name_or_path"].is_string() ? cfg["_name_or_path"].get<std::string>()
+                                                                             : std::filesystem::path(origin).stem().string();
+}
+
+// What a phase is rebuilt from: a decoder-only architecture, or an encoder-decoder's Hugging Face
+// config (with the origin its messages name).
+struct PhaseModel {
+    std::optional<DecoderArch> decoder;
+    json seq2seq;
+    std::string origin;
+};
+
+PhaseModel hf_phase_model(const json& cfg, const std::string& origin) {
+    if (cfg.is_object() && cfg.contains("model_type") && cfg["model_type"].is_string() &&
+        is_seq2seq_type(cfg["model_type"].get<std::string>()))
+        return {std::nullopt, cfg, origin};
+    return {decoder_arch_of_hf(cfg, origin), json(), origin};
+}
+
+// MODEL as the command line names it (decoder_arch_of).
+PhaseModel phase_model_of(const std::string& model) {
+    const std::string not_llm =
+        ": --phase, generate and serve need a decoder-only LLM (a GPT template, llama-2-7b, llama-3-8b, "
+        "mistral-7b, qwen2.5-1.5b, phi-3-mini-4k, or a gpt2/llama/mistral/qwen2/phi3 config.json) or, for --phase, an "
+        "encoder-decoder (t5-small, bart-large, or a t5/switch_transformers/bart config.json)";
+    if (is_model_file_arg(model)) {
+        if (std::filesystem::path(model).extension() == ".onnx") throw InputError(model + not_llm);
+        const json doc = read_json_file(model);
+        if (is_hf_config(doc)) return hf_phase_model(doc, model);
+        if (doc.is_object() && doc.contains("template") && doc["template"].is_string()) {
+            const std::string name = doc["template"].get<std::string>();
+            const json config = doc.contains("config") ? doc["config"] : json::object();
+            if (!config.is_object()) throw InputError(model + ": /config: expected an object");
+            if (auto a = gpt_template_arch(name, config, model)) return {*a, json(), model};
+            if (is_hf_preset(name)) return hf_phase_model(hf_preset_config(name, config), model);
+        }
+        throw InputError(model + not_llm + "; a roofline-model/1 graph has no architecture to rebuild");
+    }
+    if (auto a = gpt_template_arch(model, json::object(), "template '" + model + "'")) return {*a, json(), model};
+    if (is_hf_preset(model)) return hf_phase_model(hf_preset_config(model, json::object()), "template '" + model + "'");
+    if (is_template_name(model)) throw InputError("template '" + model + "'" + not_llm);
+    throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " + template_choices() + ")");
+}
+
 }  // namespace
 
 void check_quantization(const Quantization& q) {
@@ -109,8 +158,7 @@ DecoderArch decoder_arch_of_hf(const json& cfg, const std::string& origin) {
     const std::string type = r.string("model_type");
     r.set_context(type);
     DecoderArch a;
-    a.name = cfg.contains("_name_or_path") && cfg["_name_or_path"].is_string() ? cfg["_name_or_path"].get<std::string>()
-                                                                               : std::filesystem::path(origin).stem().string();
+    a.name = config_name(cfg, origin);
     a.dtype = hf::dtype_of(r);
     if (type == "gpt2") {
         a.vocab = r.positive("vocab_size"), a.d = r.positive("n_embd"), a.layers = r.positive("n_layer");
@@ -147,30 +195,63 @@ DecoderArch decoder_arch_of_hf(const json& cfg, const std::string& origin) {
         a.tied = r.bool_or("tie_word_embeddings", false);
         return a;
     }
-    r.fail("model_type", "inference phases support decoder-only LLMs: gpt2, llama, mistral, qwen2, phi3 (got '" + type + "')");
+    if (is_seq2seq_type(type)) {
+        r.fail("model_type", "generate and serve simulate decoder-only LLMs: gpt2, llama, mistral, qwen2, phi3 (got the encoder-decoder '" +
+                                 type + "', whose prefill and decode steps analyze --phase builds)");
+    }
+    r.fail("model_type",
+           "inference phases support decoder-only LLMs (gpt2, llama, mistral, qwen2, phi3) and encoder-decoders (t5, "
+           "switch_transformers, bart); got '" +
+               type + "'");
 }
 
 DecoderArch decoder_arch_of(const std::string& model) {
-    const std::string not_llm =
-        ": --phase, generate and serve need a decoder-only LLM (a GPT template, llama-2-7b, llama-3-8b, "
-        "mistral-7b, qwen2.5-1.5b, phi-3-mini-4k, or a gpt2/llama/mistral/qwen2/phi3 config.json)";
-    if (is_model_file_arg(model)) {
-        if (std::filesystem::path(model).extension() == ".onnx") throw InputError(model + not_llm);
-        const json doc = read_json_file(model);
-        if (is_hf_config(doc)) return decoder_arch_of_hf(doc, model);
-        if (doc.is_object() && doc.contains("template") && doc["template"].is_string()) {
-            const std::string name = doc["template"].get<std::string>();
-            const json config = doc.contains("config") ? doc["config"] : json::object();
-            if (!config.is_object()) throw InputError(model + ": /config: expected an object");
-            if (auto a = gpt_template_arch(name, config, model)) return *a;
-            if (is_hf_preset(name)) return decoder_arch_of_hf(hf_preset_config(name, config), model);
-        }
-        throw InputError(model + not_llm + "; a roofline-model/1 graph has no architecture to rebuild");
+    PhaseModel m = phase_model_of(model);
+    if (m.decoder) return *m.decoder;
+    // the seq2seq config: decoder_arch_of_hf says what it is and where its steps are built
+    return decoder_arch_of_hf(m.seq2seq, m.origin);
+}
+
+json build_seq2seq_phase_doc(const json& cfg, const std::string& origin, const PhaseOptions& p, std::optional<DType> dtype) {
+    if (!cfg.is_object()) throw InputError(origin + ": expected a JSON object");
+    hf::ConfigReader r(cfg, origin, "");
+    const std::string type = r.string("model_type");
+    r.set_context(type);
+    check_quantization(p.quant);
+    if (!p.quant.weights.empty() || !p.quant.activations.empty()) {
+        throw InputError(
+            "--weights and --activations quantize a decoder-only LLM's linear layers (vLLM's schemes); not modelled for the "
+            "encoder-decoder '" +
+            type + "'");
     }
-    if (auto a = gpt_template_arch(model, json::object(), "template '" + model + "'")) return *a;
-    if (is_hf_preset(model)) return decoder_arch_of_hf(hf_preset_config(model, json::object()), "template '" + model + "'");
-    if (is_template_name(model)) throw InputError("template '" + model + "'" + not_llm);
-    throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " + template_choices() + ")");
+    hf::Seq2SeqStep s;
+    s.decode = p.phase == InferencePhase::decode;
+    s.batch = p.batch.value_or(1);
+    if (s.decode) {
+        // No default: the source length is the request's, and nothing in the config sizes it.
+        if (p.source < 0) {
+            throw InputError("--phase decode of the encoder-decoder '" + type +
+                             "' needs --source N (the encoder tokens per sequence whose cross-attention K and V are cached)");
+        }
+        if (p.source == 0) throw InputError("--source must be positive (encoder tokens per sequence)");
+        s.source = p.source, s.context = p.context;
+    } else {
+        if (p.source >= 0) throw InputError("--source is a decode step's cached encoder length; a prefill encodes --seq source tokens");
+        s.source = p.tokens;
+    }
+    s.tp = p.tp;
+    s.kv_cache = p.quant.kv_cache;
+    if (dtype) {
+        const std::string name(dtype_name(*dtype));
+        if (is_fp8(name)) {
+            throw InputError("--dtype " + name +
+                             " is the fp8 W8A8 scheme, modelled for decoder-only LLMs; give a 16- or 32-bit dtype for the "
+                             "encoder-decoder '" +
+                             type + "'");
+        }
+        s.dtype = name;
+    }
+    return hf::build_seq2seq_step(r, cfg, type, config_name(cfg, origin), s);
 }
 
 json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
@@ -331,15 +412,21 @@ Graph load_phase_model(const std::string& model, const ModelOverrides& ov) {
     if (ov.batch) p.batch = *ov.batch;
     if (ov.seq) p.tokens = *ov.seq;
     p.tp = ov.tp;
-    DecoderArch a = decoder_arch_of(model);
-    apply_inference_dtype(a, p.quant, ov.dtype);
+    const PhaseModel m = phase_model_of(model);
     ModelOverrides rest = ov;
     rest.phase.reset();
     rest.batch.reset();
     rest.seq.reset();
     rest.dtype.reset();
     rest.eval = true;
-    return load_model(build_phase_doc(a, p), model + " (" + std::string(phase_name(p.phase)) + ")", rest);
+    const std::string origin = model + " (" + std::string(phase_name(p.phase)) + ")";
+    if (!m.decoder) return load_model(build_seq2seq_phase_doc(m.seq2seq, m.origin, p, ov.dtype), origin, rest);
+    if (p.source >= 0) {
+        throw InputError("--source is the cached encoder length of an encoder-decoder's decode step; " + model + " is a decoder-only LLM");
+    }
+    DecoderArch a = *m.decoder;
+    apply_inference_dtype(a, p.quant, ov.dtype);
+    return load_model(build_phase_doc(a, p), origin, rest);
 }
 
 }  // namespace roofline

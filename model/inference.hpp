@@ -11,6 +11,14 @@
 //   decode:  one new token per sequence attending to `context` cached tokens plus itself; its K and
 //            V appended to the cache. Grouped-query attention reads each KV head once for the
 //            query heads that share it (the queries of a group are the rows of one GEMM).
+// Encoder-decoder models (t5, switch_transformers, bart; model/hf_seq2seq.cpp) run their steps as
+// transformers' generate() does with use_cache, from their Hugging Face builders' layers:
+//   prefill: the encoder over `tokens` source tokens; every decoder layer's cross-attention K and V
+//            of the encoder output computed once and cached; the decoder's first token (its
+//            self-attention K and V cached), logits for it.
+//   decode:  one decoder token per sequence: self-attention over `context` cached tokens plus
+//            itself, cross-attention over the cached K and V of `source` encoder tokens (neither
+//            the encoder nor the cross-attention projections run), logits for it.
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -76,6 +84,7 @@ struct PhaseOptions {
     std::optional<std::int64_t> batch;  // default: the model's
     std::int64_t tokens = 0;            // prefill: prompt tokens per sequence (0: the model's maximum)
     std::int64_t context = 0;           // decode: tokens already cached per sequence
+    std::int64_t source = -1;           // encoder-decoder decode: encoder tokens whose cross K/V are cached (-1: not given)
     int tp = 1;                         // tensor-parallel ranks: the document is one rank's share
     Quantization quant;
 };
@@ -99,6 +108,13 @@ nlohmann::json build_phase_doc(const DecoderArch& a, const PhaseOptions& p);
 
 // The step's graph (eval mode: no dropout; one rank's share under p.tp).
 Graph build_phase_graph(const DecoderArch& a, const PhaseOptions& p);
+
+// The document of an encoder-decoder's step from its Hugging Face config (model_type t5,
+// switch_transformers or bart); dtype overrides the checkpoint's (16 or 32 bits). InputError naming
+// the flag for a missing --source, a length beyond BART's positions, a tp that does not divide the
+// heads, or quantization it does not model (--weights, --activations; --kv-cache for t5/switch).
+nlohmann::json build_seq2seq_phase_doc(const nlohmann::json& cfg, const std::string& origin, const PhaseOptions& p,
+                                       std::optional<DType> dtype = std::nullopt);
 
 // load_model_arg for ov.phase: the step's graph (eval mode: no dropout).
 Graph load_phase_model(const std::string& model, const ModelOverrides& ov);

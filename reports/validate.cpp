@@ -504,6 +504,7 @@ Graph measured_phase_graph(const json& model, const std::string& file) {
     if (phase != "prefill" && phase != "decode") throw InputError(where + "/phase: expected \"prefill\" or \"decode\"");
     p.phase = phase == "decode" ? InferencePhase::decode : InferencePhase::prefill;
     if (p.phase == InferencePhase::decode) p.context = json_count(r, "context", where);
+    if (r.contains("source")) p.source = json_count(r, "source", where);  // an encoder-decoder's decode step
     if (r.contains("quantization")) {
         const json& q = r.at("quantization");
         if (!q.is_object()) throw InputError(where + "/quantization: expected an object");

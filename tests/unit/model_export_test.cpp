@@ -1,8 +1,8 @@
 // `roofline model export MODEL`: any loaded forward graph written as roofline-model/1 reads back as
 // the same graph. Expected: node for node the same op, input and output descriptors, attributes
 // and work counts (exact: the file holds every shape and attribute, doubles written to round-trip),
-// for templates with options, an LLM decode step, a quantized prefill and (where ONNX is built) a
-// torchvision model.
+// for templates with options, an LLM decode step, a quantized prefill, a t5 decode and a bart
+// prefill step and (where ONNX is built) a torchvision model.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -74,6 +74,24 @@ TEST_CASE("model export: a loaded graph round-trips through roofline-model/1 nod
     prefill.phase = q;
     prefill.seq = 64;
     check_round_trip(load_model_arg("llama-2-7b", prefill));
+
+    // encoder-decoders: a t5 decode step (self and cross caches read in place) and a bart prefill
+    ModelOverrides t5;
+    t5.frozen_weights = true;
+    PhaseOptions t5p;
+    t5p.phase = InferencePhase::decode;
+    t5p.context = 64;
+    t5p.source = 128;
+    t5.phase = t5p;
+    t5.batch = 2;
+    check_round_trip(load_model_arg("t5-small", t5));
+    ModelOverrides bart;
+    bart.frozen_weights = true;
+    PhaseOptions bp;
+    bp.phase = InferencePhase::prefill;
+    bart.phase = bp;
+    bart.seq = 32;
+    check_round_trip(load_model_arg("bart-large", bart));
 
     ModelOverrides tp;
     tp.tp = 2;
