@@ -548,6 +548,21 @@ def _einsum(c, n, equation, operands):
     return y
 
 
+def _index(c, n, x, indices):
+    """x[idx] with one integer index tensor (the others None: whole dims before it), as relative
+    position tables are read (swin, maxvit): roofline's gather along that dim, whose output puts
+    the index's dims where the indexed dim was, as torch does for a single advanced index."""
+    given = [(i, t) for i, t in enumerate(indices) if t is not None]
+    if len(given) != 1 or not c.is_tensor(given[0][1]) or c.meta(given[0][1]).dtype not in ("int64", "int32"):
+        raise _Unmapped("index with other than one integer index tensor")
+    axis, idx = given[0]
+    return c.b.node(n.name, "gather", [c.t(x), c.t(idx)], {"axis": axis})
+
+
+def _index_select(c, n, x, dim, index):
+    return c.b.node(n.name, "gather", [c.t(x), c.t(index)], {"axis": int(dim) % len(c.meta(x).shape)})
+
+
 def _embedding(c, n, weight, indices, *args, **kwargs):
     return c.b.node(n.name, "embedding", [c.t(weight), c.t(indices)])
 
@@ -604,6 +619,7 @@ _ATEN = {
     "max_pool2d_with_indices": _max_pool2d, "max_pool2d": _max_pool2d, "avg_pool2d": _avg_pool2d,
     "cat": _cat, "slice": _slice, "select": _select, "split": _split, "split_with_sizes": _split,
     "pad": _pad, "constant_pad_nd": lambda c, n, x, pad, value=0: _pad(c, n, x, pad, "constant", value), "einsum": _einsum,
+    "index": _index, "index_select": _index_select,
     "embedding": _embedding, "_to_copy": _to_copy, "dropout": _dropout, "native_dropout": _native_dropout,
 }
 
