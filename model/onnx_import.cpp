@@ -134,6 +134,21 @@ const std::set<std::string>& mapped_ops() {
                                               "ConvTranspose",
                                               "ReduceMin",
                                               "ReduceProd",
+                                              "LogSoftmax",
+                                              "Equal",
+                                              "Less",
+                                              "LessOrEqual",
+                                              "Greater",
+                                              "GreaterOrEqual",
+                                              "And",
+                                              "Or",
+                                              "Xor",
+                                              "Sum",
+                                              "Mean",
+                                              "DepthToSpace",
+                                              "SpaceToDepth",
+                                              "QuantizeLinear",
+                                              "DequantizeLinear",
                                               "ReduceL1",
                                               "ReduceL2",
                                               "ReduceSumSquare",
@@ -651,6 +666,10 @@ private:
     std::optional<Attrs> reduce_attrs(const OnnxNode& n);
     void map_logsumexp(const OnnxNode& n);
     void map_einsum(const OnnxNode& n);
+    void map_compare(const OnnxNode& n);
+    void map_variadic_sum(const OnnxNode& n);
+    void map_depth_space(const OnnxNode& n);
+    void map_quantize(const OnnxNode& n);
     void map_norm(const OnnxNode& n);
     void map_tile(const OnnxNode& n);
     void map_resize(const OnnxNode& n);
@@ -832,6 +851,23 @@ void Importer::map_node(const OnnxNode& n) {
         Attrs a;
         a.set("axis", axis);
         emit1(OpKind::softmax, {tin(n, 0, "x")}, a);
+    } else if (op == "LogSoftmax") {
+        const auto rank = static_cast<std::int64_t>(in(n, 0, "input").dims.size());
+        const std::int64_t axis = normalize_axis(attr_i(n, "axis", m_.opset >= 13 ? -1 : 1), rank);
+        if (m_.opset < 13 && axis != rank - 1)
+            throw InputError("LogSoftmax before opset 13 over axes " + std::to_string(axis) + ".. is not supported (only the last axis)");
+        Attrs a;
+        a.set("axis", axis);
+        emit1(OpKind::log_softmax, {tin(n, 0, "input")}, a);
+    } else if (op == "Equal" || op == "Less" || op == "LessOrEqual" || op == "Greater" || op == "GreaterOrEqual" || op == "And" ||
+               op == "Or" || op == "Xor") {
+        map_compare(n);
+    } else if (op == "Sum" || op == "Mean") {
+        map_variadic_sum(n);
+    } else if (op == "DepthToSpace" || op == "SpaceToDepth") {
+        map_depth_space(n);
+    } else if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+        map_quantize(n);
     } else if (op == "LayerNormalization" || op == "InstanceNormalization" || op == "GroupNormalization") {
         map_norm(n);
     } else if (op == "ReduceMean") {
@@ -1648,6 +1684,101 @@ void Importer::map_pad(const OnnxNode& n) {
 }
 
 // CumSum(x, axis): the axis is a constant scalar input; exclusive and reverse are attributes.
+// Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor on runtime data (on constants
+// they fold at load): one compare op, a bool (u8) output, as a mask for a Where.
+void Importer::map_compare(const OnnxNode& n) {
+    static const std::map<std::string, std::string> modes = {
+        {"Equal", "eq"},          {"Less", "lt"}, {"LessOrEqual", "le"}, {"Greater", "gt"},
+        {"GreaterOrEqual", "ge"}, {"And", "and"}, {"Or", "or"},          {"Xor", "xor"}};
+    Attrs a;
+    a.set("mode", modes.at(n.op_type));
+    emit1(OpKind::compare, {tin(n, 0, "A"), tin(n, 1, "B")}, a);
+}
+
+// Sum(x1, ..., xn) and Mean: n - 1 broadcasting adds (ONNX Runtime's and torch's pairwise kernels),
+// Mean then scaled by 1/n; one input is that input (Mean of one: itself).
+void Importer::map_variadic_sum(const OnnxNode& n) {
+    if (n.inputs.empty()) throw InputError(n.op_type + " needs at least one input");
+    if (n.inputs.size() == 1) return alias(n);
+    const bool mean = n.op_type == "Mean";
+    TensorId acc = tin(n, 0, "data_0");
+    for (std::size_t k = 1; k < n.inputs.size(); ++k) {
+        const bool last = !mean && k + 1 == n.inputs.size();
+        acc = emit1(OpKind::add, {acc, tin(n, k, "data_k")}, {}, last);
+    }
+    if (mean) {
+        Attrs a;
+        a.set("factor", 1.0 / static_cast<double>(n.inputs.size()));
+        emit1(OpKind::scale, {acc}, a);
+    }
+}
+
+// DepthToSpace (blocksize b, mode DCR or CRD) and SpaceToDepth on [N, C, H, W], as the ONNX spec
+// defines them: a reshape to rank 6, a permute (the one copy: torch's pixel_shuffle and ONNX
+// Runtime's kernel move each element once) and a reshape back.
+void Importer::map_depth_space(const OnnxNode& n) {
+    const Dims& x = in(n, 0, "input").dims;
+    if (x.size() != 4) throw InputError(n.op_type + " needs a 4-d [N, C, H, W] input, got " + shape_str(x));
+    const std::int64_t b = attr_i(n, "blocksize", 0);
+    if (b < 1) throw InputError("attribute 'blocksize' must be a positive integer");
+    const std::int64_t N = x[0], C = x[1], H = x[2], W = x[3];
+    Dims split, perm, to;
+    if (n.op_type == "DepthToSpace") {
+        if (C % (b * b) != 0)
+            throw InputError("DepthToSpace: channels " + std::to_string(C) +
+                             " are not a multiple of blocksize^2 = " + std::to_string(b * b));
+        const std::string mode = attr_s(n, "mode", "DCR");
+        if (mode == "DCR") {
+            split = {N, b, b, C / (b * b), H, W};
+            perm = {0, 3, 4, 1, 5, 2};
+        } else if (mode == "CRD") {
+            split = {N, C / (b * b), b, b, H, W};
+            perm = {0, 1, 4, 2, 5, 3};
+        } else {
+            throw InputError("DepthToSpace mode '" + mode + "': expected DCR or CRD");
+        }
+        to = {N, C / (b * b), H * b, W * b};
+    } else {
+        if (H % b != 0 || W % b != 0)
+            throw InputError("SpaceToDepth: height " + std::to_string(H) + " and width " + std::to_string(W) +
+                             " must be multiples of blocksize " + std::to_string(b));
+        split = {N, C, H / b, b, W / b, b};
+        perm = {0, 3, 5, 1, 2, 4};
+        to = {N, C * b * b, H / b, W / b};
+    }
+    Attrs r1, p, r2;
+    r1.set("shape", split);
+    p.set("perm", perm);
+    r2.set("shape", to);
+    const TensorId s = emit1(OpKind::reshape, {tin(n, 0, "input")}, r1, false);
+    emit1(OpKind::reshape, {emit1(OpKind::permute, {s}, p, false)}, r2);
+}
+
+// QuantizeLinear(x, scale, zero_point?) and DequantizeLinear(x, scale, zero_point?): one
+// element-wise kernel each that reads x and writes the other type (x / scale + zero point, rounded
+// and saturated; or (x - zero point) x scale), modelled as a cast: its traffic is the kernel's (the
+// per-tensor or per-channel scales are a few bytes), its two or three FLOPs per element are left
+// out. Quantize writes the zero point's type (uint8 without one); dequantize the scale's.
+void Importer::map_quantize(const OnnxNode& n) {
+    const bool quantize = n.op_type == "QuantizeLinear";
+    DType to = DType::u8;
+    if (quantize) {
+        if (has_input(n, 2)) {
+            const int t = in(n, 2, "y_zero_point").type;
+            if (t == onnx_type::kInt8) {
+                to = DType::int8;
+            } else if (t != onnx_type::kUint8) {
+                throw InputError("QuantizeLinear to element type " + std::to_string(t) + " is not supported (int8 or uint8)");
+            }
+        }
+    } else {
+        to = dtype_of(in(n, 1, "x_scale").type, n.inputs[1]);
+    }
+    Attrs a;
+    a.set("dtype", std::string(dtype_name(to)));
+    emit1(OpKind::cast, {tin(n, 0, "x")}, a);
+}
+
 void Importer::map_cumsum(const OnnxNode& n) {
     const Dims axis = ints(n, 1, "axis");
     if (axis.size() != 1) throw InputError("CumSum's axis must be one constant integer, got " + shape_str(axis));

@@ -114,21 +114,6 @@ void elu_grad_reference(const std::vector<const HostTensor*>& in, const Attrs& a
 
 // ---- prelu ----
 
-// The slope's element for x's flat index i: numpy broadcasting of the slope to x.
-std::int64_t slope_offset(const Shape& x, const Shape& s, std::int64_t i) {
-    std::int64_t off = 0, stride = 1;
-    for (std::size_t d = x.size(); d-- > 0;) {
-        const std::int64_t c = i % x[d];
-        i /= x[d];
-        const std::size_t sd = d + s.size();
-        if (sd < x.size()) continue;  // the slope has fewer dims: broadcast on the leading ones
-        const std::int64_t extent = s[sd - x.size()];
-        if (extent != 1) off += c * stride;
-        stride *= extent;
-    }
-    return off;
-}
-
 std::vector<TensorDesc> prelu_infer(OpKind k, Inputs in, const Attrs&) {
     require_floating(k, in[0], "x");
     if (in[1].dtype != in[0].dtype) throw InputError("prelu: slope " + desc_str(in[1]) + " must have x's dtype " + desc_str(in[0]));
@@ -149,7 +134,7 @@ void prelu_reference(const std::vector<const HostTensor*>& in, const Attrs&, std
     const Shape &x = in[0]->desc.shape, &s = in[1]->desc.shape;
     for (std::size_t i = 0; i < out[0].data.size(); ++i) {
         const double v = in[0]->data[i];
-        out[0].data[i] = v > 0 ? v : in[1]->data[static_cast<std::size_t>(slope_offset(x, s, static_cast<std::int64_t>(i)))] * v;
+        out[0].data[i] = v > 0 ? v : in[1]->data[static_cast<std::size_t>(broadcast_source(x, s, static_cast<std::int64_t>(i)))] * v;
     }
 }
 
@@ -182,7 +167,7 @@ void prelu_grad_reference(const std::vector<const HostTensor*>& in, const Attrs&
     const Shape &x = in[1]->desc.shape, &s = in[2]->desc.shape;
     for (std::size_t i = 0; i < out[0].data.size(); ++i) {
         const double dy = in[0]->data[i], v = in[1]->data[i];
-        const double w = in[2]->data[static_cast<std::size_t>(slope_offset(x, s, static_cast<std::int64_t>(i)))];
+        const double w = in[2]->data[static_cast<std::size_t>(broadcast_source(x, s, static_cast<std::int64_t>(i)))];
         out[0].data[i] = v > 0 ? dy : w * dy;
         out[1].data[i] = v > 0 ? 0 : v * dy;
     }

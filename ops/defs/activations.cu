@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "ops/cuda/axis_lines.cuh"
+#include "ops/cuda/broadcast.cuh"
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/families.hpp"
 #include "ops/cuda/launch_shape.hpp"
@@ -50,44 +51,14 @@ __global__ void __launch_bounds__(kThreads)
         y[i] = store<T>(op(load(a + i), load(b + i)));
 }
 
-// The slope broadcast to x: x's dims and, per dim, the slope's stride there (0 where it broadcasts).
-constexpr int kMaxRank = 8;
-struct Broadcast {
-    int rank = 0;
-    std::int64_t dim[kMaxRank] = {};
-    std::int64_t stride[kMaxRank] = {};
-};
-
-bool broadcast_of(const Shape& x, const Shape& s, Broadcast& b) {
-    if (x.size() > kMaxRank || s.size() > x.size()) return false;
-    b.rank = static_cast<int>(x.size());
-    std::int64_t st = 1;
-    for (std::size_t d = x.size(); d-- > 0;) {
-        b.dim[d] = x[d];
-        const std::size_t lead = x.size() - s.size();
-        const std::int64_t extent = d >= lead ? s[d - lead] : 1;
-        b.stride[d] = extent == 1 ? 0 : st;
-        st *= extent;
-    }
-    return true;
-}
-
-__device__ std::int64_t slope_at(const Broadcast& b, std::int64_t i) {
-    std::int64_t off = 0;
-    for (int d = b.rank - 1; d >= 0; --d) {
-        off += (i % b.dim[d]) * b.stride[d];
-        i /= b.dim[d];
-    }
-    return off;
-}
-
+// The slope read broadcast to x (ops/cuda/broadcast.cuh).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     prelu_kernel(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, std::int64_t n, Broadcast b) {
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
         const float v = load(x + i);
-        y[i] = store<T>(v > 0.f ? v : load(w + slope_at(b, i)) * v);
+        y[i] = store<T>(v > 0.f ? v : load(w + broadcast_offset(b, i)) * v);
     }
 }
 
@@ -97,7 +68,7 @@ __global__ void __launch_bounds__(kThreads) prelu_grad_kernel(const T* __restric
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
         const float g = load(dy + i), v = load(x + i);
-        dx[i] = store<T>(v > 0.f ? g : load(w + slope_at(b, i)) * g);
+        dx[i] = store<T>(v > 0.f ? g : load(w + broadcast_offset(b, i)) * g);
         dw[i] = store<T>(v > 0.f ? 0.f : v * g);
     }
 }

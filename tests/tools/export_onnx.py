@@ -29,6 +29,9 @@ recommends for `roofline analyze model.onnx --batch N`.
   tests/data/onnx/ops2.onnx       LeakyRelu, Elu, Selu, Celu, PRelu, ConvTranspose, Trilu, ArgMax,
                                   ArgMin, ReduceMin/Prod/L1/L2/SumSquare/LogSumExp and Gather by
                                   runtime indices (`export_onnx.py --ops2`; python3-onnx only)
+  tests/data/onnx/ops3.onnx       LogSoftmax, runtime Equal/Greater/Less/And, Sum, Mean,
+                                  DepthToSpace, SpaceToDepth, QuantizeLinear, DequantizeLinear
+                                  (`export_onnx.py --ops3`; python3-onnx only)
   tests/data/bad/*.onnx           malformed, truncated and hostile files (see bad_files()).
 """
 import io
@@ -39,7 +42,7 @@ import sys
 import onnx
 from onnx import TensorProto, helper
 
-if sys.argv[1:] not in (["--scan"], ["--gather"], ["--ops2"]):  # the helper-built graphs need no torch
+if sys.argv[1:] not in (["--scan"], ["--gather"], ["--ops2"], ["--ops3"]):  # the helper-built graphs need no torch
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -305,6 +308,41 @@ def ops2_model():
         fh.write(bad)
 
 
+def ops3_model():
+    """Runtime masks, LogSoftmax, variadic Sum/Mean, DepthToSpace/SpaceToDepth and a quantize /
+    dequantize pair (opset 17; batch dynamic): x [batch, 8, 4, 4] f32 and ids [batch, 6] int64 ->
+    LogSoftmax (last axis); DepthToSpace (blocksize 2, DCR) -> [batch, 2, 8, 8], SpaceToDepth back ->
+    [batch, 8, 4, 4]; Sum(x, s2d, x), Mean(x, s2d); QuantizeLinear (scalar scale, uint8 zero point) ->
+    u8, DequantizeLinear -> f32; Greater(x, 0) And Less(x, 1) -> Where(mask, x, dq); Equal(ids, 0) on
+    the int64 ids. Writes tests/data/onnx/ops3.onnx (`export_onnx.py --ops3`, no torch needed)."""
+    f = lambda n, t, shape: helper.make_tensor_value_info(n, t, shape)
+    F, I, U8 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.UINT8
+    nodes = [
+        helper.make_node("LogSoftmax", ["x"], ["lsm"], name="lsm", axis=-1),
+        helper.make_node("DepthToSpace", ["x"], ["d2s"], name="d2s", blocksize=2, mode="DCR"),
+        helper.make_node("SpaceToDepth", ["d2s"], ["s2d"], name="s2d", blocksize=2),
+        helper.make_node("Sum", ["x", "s2d", "x"], ["sum"], name="sum"),
+        helper.make_node("Mean", ["x", "s2d"], ["mean"], name="mean"),
+        helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["q"], name="q"),
+        helper.make_node("DequantizeLinear", ["q", "scale", "zp"], ["dq"], name="dq"),
+        helper.make_node("Greater", ["x", "zero"], ["pos"], name="pos"),
+        helper.make_node("Less", ["x", "one"], ["small"], name="small"),
+        helper.make_node("And", ["pos", "small"], ["mask"], name="mask"),
+        helper.make_node("Where", ["mask", "x", "dq"], ["kept"], name="kept"),
+        helper.make_node("Equal", ["ids", "pad"], ["is_pad"], name="is_pad"),
+    ]
+    inits = [helper.make_tensor("scale", F, [], [0.05]), helper.make_tensor("zp", U8, [], [128]),
+             helper.make_tensor("zero", F, [], [0.0]), helper.make_tensor("one", F, [], [1.0]),
+             helper.make_tensor("pad", I, [], [0])]
+    g = helper.make_graph(nodes, "ops3", [f("x", F, ["batch", 8, 4, 4]), f("ids", I, ["batch", 6])],
+                          [f("lsm", F, ["batch", 8, 4, 4]), f("sum", F, ["batch", 8, 4, 4]), f("mean", F, ["batch", 8, 4, 4]),
+                           f("kept", F, ["batch", 8, 4, 4]), f("is_pad", TensorProto.BOOL, ["batch", 6])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, "ops3.onnx"))
+
+
 def small(nodes, inputs, outputs, initializer=(), opset=13):
     g = helper.make_graph(nodes, "bad", inputs, outputs, initializer=list(initializer))
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
@@ -364,5 +402,7 @@ if __name__ == "__main__":
         gather_model()
     elif sys.argv[1:] == ["--ops2"]:  # tests/data/onnx/ops2.onnx alone (no torch needed)
         ops2_model()
+    elif sys.argv[1:] == ["--ops3"]:  # tests/data/onnx/ops3.onnx alone (no torch needed)
+        ops3_model()
     else:
         main()

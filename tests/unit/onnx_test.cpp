@@ -249,7 +249,7 @@ TEST_CASE("onnx: Cos, Abs and Reciprocal on runtime data (unary.onnx: a rotary t
 
 TEST_CASE("onnx: analyze runs on every exported model", "[onnx][cli]") {
     if (!onnx_supported()) return;
-    for (const char* m : {"resnet50", "gpt", "vit", "bert", "external", "ops", "scan", "gather", "unary", "ops2"}) {
+    for (const char* m : {"resnet50", "gpt", "vit", "bert", "external", "ops", "scan", "gather", "unary", "ops2", "ops3"}) {
         INFO(m);
         const auto r = run_cli("analyze '" + onnx_file(m) + "' --batch 2 -q -o '" + test::tmp_path(std::string(m) + "-onnx.json") + "'");
         CHECK(r.code == 0);
@@ -951,4 +951,69 @@ TEST_CASE("onnx: the new ops' opset forms and their errors name the node", "[onn
     // Gather's indices must be integers
     CHECK_THROWS_WITH(import_onnx(model({node("Gather", {"x", "i"}, {"y"})}, {vi("x", {-1, 4}), vi("i", {2})}, {}, "y"), {}),
                       Catch::Contains("node 'y_node' (Gather): Gather's indices must be int32 or int64"));
+}
+
+TEST_CASE("onnx: runtime masks, LogSoftmax, Sum/Mean, DepthToSpace/SpaceToDepth, Q/DQ (ops3.onnx)", "[onnx]") {
+    if (!onnx_supported()) return;
+    // batch 2: x [2,8,4,4] = 256 f32 elements (1,024 bytes); ids [2,6] int64 (96 bytes)
+    const Graph g = load("ops3", 2);
+    const Totals t = totals(g);
+    // LogSoftmax over the last axis (rows of 4): 4 FLOPs an element (1,024), one exp an element and a
+    // log a row: 256 + 64 = 320 transcendentals; x read once and written once
+    const Node& lsm = g.node(g.find_node("lsm"));
+    CHECK(lsm.kind == OpKind::log_softmax);
+    CHECK(lsm.attrs.get_int("axis", 0) == 3);
+    CHECK(g.work(g.find_node("lsm")).vector_flops == 1024);
+    CHECK(g.work(g.find_node("lsm")).transcendentals == 320);
+    CHECK(g.work(g.find_node("lsm")).bytes() == 2 * 1024);
+    // DepthToSpace DCR: reshape [2,2,2,2,4,4], permute (0,3,4,1,5,2), reshape [2,2,8,8]; only the
+    // permute moves data (1,024 bytes each way); SpaceToDepth the same back to [2,8,4,4]
+    CHECK(g.tensor(g.find_tensor("d2s")).desc.shape == Shape{2, 2, 8, 8});
+    CHECK(g.tensor(g.find_tensor("s2d")).desc.shape == Shape{2, 8, 4, 4});
+    CHECK(t.n(OpKind::permute) == 2);
+    CHECK(g.node(g.find_node("d2s.1")).attrs.get_ints("perm", {}) == std::vector<std::int64_t>{0, 3, 4, 1, 5, 2});
+    // Sum of three: two adds; Mean of two: one add and a scale by 1/2
+    CHECK(t.n(OpKind::add) == 3);
+    CHECK(g.node(g.find_node("mean")).kind == OpKind::scale);
+    CHECK(g.node(g.find_node("mean")).attrs.get_double("factor", 0) == Approx(0.5));
+    // QuantizeLinear to the zero point's uint8: a cast that reads 1,024 bytes and writes 256;
+    // DequantizeLinear back to the scale's f32: reads 256, writes 1,024
+    CHECK(g.tensor(g.find_tensor("q")).desc == TensorDesc{{2, 8, 4, 4}, DType::u8});
+    CHECK(g.work(g.find_node("q")).bytes_read == 1024);
+    CHECK(g.work(g.find_node("q")).bytes_written == 256);
+    CHECK(g.tensor(g.find_tensor("dq")).desc == TensorDesc{{2, 8, 4, 4}, DType::f32});
+    // Greater, Less, And on runtime data: three compares, u8 masks; each compare one FLOP per output.
+    // Greater reads x and the scalar constant 0 (1,024 + 4 bytes) and writes 256 bytes.
+    CHECK(t.n(OpKind::compare) == 4);
+    CHECK(g.node(g.find_node("pos")).attrs.get_string("mode", "") == "gt");
+    CHECK(g.node(g.find_node("mask")).attrs.get_string("mode", "") == "and");
+    CHECK(g.work(g.find_node("pos")).vector_flops == 256);
+    CHECK(g.work(g.find_node("pos")).bytes() == 1024 + 4 + 256);
+    CHECK(g.tensor(g.find_tensor("mask")).desc == TensorDesc{{2, 8, 4, 4}, DType::u8});
+    CHECK(g.node(g.find_node("kept")).kind == OpKind::where);
+    // Equal on the int64 ids against the pad id: 12 compares, [2,6] u8
+    CHECK(g.tensor(g.find_tensor("is_pad")).desc == TensorDesc{{2, 6}, DType::u8});
+    CHECK(g.work(g.find_node("is_pad")).bytes_read == 96 + 8);
+}
+
+TEST_CASE("onnx: DepthToSpace and SpaceToDepth reject shapes their blocks do not divide", "[onnx]") {
+    OnnxAttr block;
+    block.type = OnnxAttr::Type::int_;
+    block.i = 2;
+    // 6 channels are not a multiple of 2^2 (the node is named after its output: "y_node")
+    CHECK_THROWS_WITH(
+        import_onnx(model({node("DepthToSpace", {"x"}, {"y"}, {{"blocksize", block}})}, {vi("x", {1, 6, 4, 4})}, {}, "y"), {}),
+        Catch::Contains("y_node") && Catch::Contains("multiple of blocksize^2 = 4"));
+    // a 5-wide image cannot be cut into 2x2 blocks
+    CHECK_THROWS_WITH(
+        import_onnx(model({node("SpaceToDepth", {"x"}, {"y"}, {{"blocksize", block}})}, {vi("x", {1, 4, 4, 5})}, {}, "y"), {}),
+        Catch::Contains("y_node") && Catch::Contains("multiples of blocksize 2"));
+    // DepthToSpace's modes are DCR and CRD
+    OnnxAttr mode;
+    mode.type = OnnxAttr::Type::string_;
+    mode.s = "XYZ";
+    CHECK_THROWS_WITH(
+        import_onnx(model({node("DepthToSpace", {"x"}, {"y"}, {{"blocksize", block}, {"mode", mode}})}, {vi("x", {1, 8, 4, 4})}, {}, "y"),
+                    {}),
+        Catch::Contains("DCR or CRD"));
 }

@@ -297,6 +297,16 @@ std::vector<KindCase> one_case_per_kind() {
          A({{"stride", Ints{2, 2}}, {"output_padding", Ints{1, 1}}}),
          "f32[1,3,8,8]",
          {.mf = 972, .vf = 192, .br = 300, .bw = 768}},
+        // ---- ops/defs/log_softmax.cpp ----
+        // log_softmax over the last axis of f32[2,3]: max, subtract, sum, subtract-log = 4 per element
+        // = 24, one exp per element and one log per row = 6 + 2 = 8; read 24, write 24
+        {OpKind::log_softmax, {X}, {}, "f32[2,3]", {.vf = 24, .tr = 8, .br = 24, .bw = 24}},
+        // its gradient dy - exp(y) sum(dy): sum, multiply, subtract = 3 per element = 18, one exp each
+        // = 6; read dy and y 48, write 24
+        {OpKind::log_softmax_grad, {X, X}, {}, "f32[2,3]", {.vf = 18, .tr = 6, .br = 48, .bw = 24}},
+        // ---- ops/defs/compare.cpp ----
+        // f32[2,3] < f32[3] (broadcast): one compare per output = 6; read 24 + 12 = 36; write 6 u8
+        {OpKind::compare, {X, T({3})}, A({{"mode", str("lt")}}), "u8[2,3]", {.vf = 6, .br = 36, .bw = 6}},
         // opaque: the shapes it is told, zero work (an unknown op kept by --allow-unknown)
         {OpKind::opaque,
          {X},
