@@ -167,7 +167,10 @@ Split read_split(const ConfigReader& r) {
     s.tp = v.value("tp", std::int64_t{1});
     s.sp = v.value("sp", false);
     s.seq = v.value("seq", std::int64_t{0});
-    if (s.tp < 1 || s.seq < 0) r.fail(kHfSplitKey, "expected a positive tp and a non-negative seq, got " + v.dump());
+    s.pp = v.value("pp", std::int64_t{1});
+    s.stage = v.value("stage", std::int64_t{0});
+    if (s.tp < 1 || s.seq < 0 || s.pp < 1 || s.stage < 0 || s.stage >= s.pp)
+        r.fail(kHfSplitKey, "expected a positive tp and pp, a stage below pp and a non-negative seq, got " + v.dump());
     return s;
 }
 

@@ -165,14 +165,15 @@ std::string first_token(DocBuilder& b, const std::string& name, const std::strin
 void causal_lm_head(DocBuilder& b, const Head& head, const std::string& x, const std::string& tied, std::int64_t d, std::int64_t vocab,
                     bool bias = false);
 
-// One rank's share of a Megatron-LM split of a decoder, as the GPT template's tp / sp
-// (model/templates.cpp): what --tp and --sp ask of a Hugging Face config. model_json.cpp's
+// One rank's share of a Megatron-LM split of a decoder, as the GPT template's tp / sp / pp / stage
+// (model/templates.cpp): what --tp, --sp and --pp ask of a Hugging Face config. model_json.cpp's
 // add_parallel_config passes it to the builder as the config object kHfSplitKey (hf_config.hpp), a
 // key no transformers config has.
 struct Split {
     std::int64_t tp = 1;
     bool sp = false;
-    std::int64_t seq = 0;  // with sp: the sequence length (the dims' seq; 0: the model's default)
+    std::int64_t seq = 0;            // with sp: the sequence length (the dims' seq; 0: the model's default)
+    std::int64_t pp = 1, stage = 0;  // pipeline stage `stage` (0-based) of pp
 };
 // The config's split (one rank when it has none).
 Split read_split(const ConfigReader& r);

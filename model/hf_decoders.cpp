@@ -84,7 +84,7 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
 // qwen2_moe; mixtral and phi3 1e-5), attention_dropout 0.0. Sliding windows (mistral, mixtral,
 // phi3 sliding_window; qwen2's use_sliding_window) are not modelled: attention is full causal, and the
 // default sequence stays within the window, where both agree.
-// Tensor parallelism (--tp; Split in hf_build.hpp): one rank's share of Megatron-LM's split, as the
+// Tensor parallelism (--tp; Split in hf_build.hpp; pipeline stages, --pp, below): one rank's share of Megatron-LM's split, as the
 // GPT template builds it (model/templates.cpp expand_gpt; model/doc_builder.hpp
 // TensorParallelSplit): q, k, v (phi3's fused qkv_proj: the rank's q, k and v columns) and gate, up
 // (phi3's gate_up_proj) split by output columns, o_proj and down_proj by input rows, each
@@ -230,16 +230,32 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         desc += "; rank of " + std::to_string(t) + "-way tensor parallelism" + (split.sp ? " with sequence parallelism" : "") + " (" +
                 std::to_string(hq) + " query heads, " + std::to_string(hkv) + " key/value head" + (hkv > 1 ? "s" : "") + ")";
     }
-    set_header(b, name, desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
-    TensorParallelSplit tps(b, t, split.sp, seq / t);
-    b.input("input_ids", {"batch", "seq"}, "int64");
+    // Pipeline stage split.stage of split.pp (Megatron-LM, Narayanan et al. SC21), as the GPT
+    // template's: an equal share of the layers; the first stage also embeds, the last also holds
+    // the final norm, the LM head (its own copy of a tied embedding) and the loss; a stage after
+    // the first receives the [batch, seq, d] activations as input "hidden", one before the last
+    // ends in a stand-in loss (the mean of its output) so that autodiff builds its backward.
+    if (layers % split.pp != 0)
+        r.fail("num_hidden_layers", "--pp " + std::to_string(split.pp) + " must divide the " + std::to_string(layers) + " layers");
+    const std::int64_t per_stage = layers / split.pp, l0 = split.stage * per_stage, l1 = l0 + per_stage;
+    const bool first = split.stage == 0, last = split.stage == split.pp - 1;
+    set_header(b, split.pp == 1 ? name : name + " (stage " + std::to_string(split.stage + 1) + " of " + std::to_string(split.pp) + ")",
+               desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    const bool sp = split.sp && t > 1;
+    TensorParallelSplit tps(b, t, sp, seq / t);
+    if (first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", dh});
     b.input("rope.sin", {"seq", dh});
     if (moe.jitter) b.input("router_jitter", {"batch", "seq", d});
-    const std::string embed = b.param("model.embed_tokens.weight", {vocab_rank, d});
-    std::string x = tps.row_output("model.embed_tokens.reduce_scatter", b.node("model.embed_tokens", "embedding", {embed, "input_ids"}));
-    if (f.gemma) x = b.node("model.embed_scale", "scale", {x}, {{"factor", std::sqrt(static_cast<double>(d))}});
-    x = b.dropout("model.embed_dropout", x, embd);
+    std::string x = "hidden", embed;
+    if (first) {
+        embed = b.param("model.embed_tokens.weight", {vocab_rank, d});
+        x = tps.row_output("model.embed_tokens.reduce_scatter", b.node("model.embed_tokens", "embedding", {embed, "input_ids"}));
+        if (f.gemma) x = b.node("model.embed_scale", "scale", {x}, {{"factor", std::sqrt(static_cast<double>(d))}});
+        x = b.dropout("model.embed_dropout", x, embd);
+    } else {
+        b.input("hidden", sp ? json{"batch", seq / t, d} : json{"batch", "seq", d});
+    }
     // GemmaRMSNorm: normalised x times (1 + weight).
     const auto norm = [&](const std::string& n, const std::string& in) {
         if (!f.gemma) return b.rmsnorm(n, in, d, eps);
@@ -247,7 +263,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         return b.node(n, "rmsnorm", {in, w}, {{"eps", eps}});
     };
     const std::int64_t n_rep = hq / hkv;
-    for (std::int64_t l = 0; l < layers; ++l) {
+    for (std::int64_t l = l0; l < l1; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const std::string a = tps.column_input(p + "self_attn.all_gather", norm(p + "input_layernorm", x));
         const std::string at = p + "self_attn.";
@@ -294,8 +310,20 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         mlp = tps.row_output(p + "mlp.reduce_scatter", mlp);
         x = b.node(p + "mlp_residual", "add", {x, b.dropout(p + "resid_mlp_dropout", mlp, resid)});
     }
-    causal_lm_head(b, head, tps.column_input("model.norm.all_gather", norm("model.norm", x)), tied ? embed : "", d, vocab_rank);
-    if (head.has_head) tps.vocab_parallel_loss("loss");
+    if (last) {
+        causal_lm_head(b, head, tps.column_input("model.norm.all_gather", norm("model.norm", x)), tied && first ? embed : "", d,
+                       vocab_rank);
+        if (head.has_head) tps.vocab_parallel_loss("loss");
+    } else {
+        b.node("stage_loss", "reduce_mean", {x}, {{"axes", {0, 1, 2}}});
+        b.doc()["outputs"] = {"stage_loss"};
+    }
+    if (split.pp > 1) {
+        b.doc()["pipeline"] = {{"stages", split.pp}, {"stage", split.stage}, {"layers", per_stage}};
+        if (!first) b.doc()["pipeline"]["input"] = "hidden";
+        // A tied embedding: the first stage's lookup table and the last stage's copy (lm_head.weight).
+        if (tied && head.has_head && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? embed : "lm_head.weight";
+    }
     tps.write();
     return b.take();
 }

@@ -580,9 +580,9 @@ json expert_load_config(const std::string& text) {
 // loader's dims.
 void add_parallel_config(const std::string& name, json& config, ModelOverrides& ov) {
     if (is_hf_preset(name)) {
-        // A Hugging Face preset: the builders that split (model/hf_decoders.cpp) take --tp and --sp;
+        // A Hugging Face preset: the builders that split (model/hf_decoders.cpp) take --tp, --sp and --pp;
         // --seq stays the dims' override unless the sequence shard needs it.
-        add_hf_split(config, ov.tp, ov.sp, ov.seq);
+        add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage);
         if (config.contains(kHfSplitKey) && config[kHfSplitKey].contains("seq")) ov.seq.reset();
         return;
     }
@@ -628,7 +628,7 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     if (is_hf_config(doc)) {  // a Hugging Face config.json
         json config = doc;
         ModelOverrides rest = ov;
-        add_hf_split(config, ov.tp, ov.sp, ov.seq);
+        add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage);
         if (config.contains(kHfSplitKey) && config[kHfSplitKey].contains("seq")) rest.seq.reset();
         return load_model(expand_hf_config(config, origin), origin, rest);
     }
@@ -674,10 +674,11 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
                          " is not a GPT template with experts (the template's \"experts\" config builds the routing it sets; Hugging "
                          "Face mixture-of-experts configs route uniformly)");
     if (ov.pp > 1 && g.pipeline.stages != ov.pp)
-        throw InputError("--pp " + std::to_string(ov.pp) + ": " + origin +
-                         (g.pipeline.stages > 1 ? " is stage " + std::to_string(g.pipeline.stage + 1) + " of " +
-                                                      std::to_string(g.pipeline.stages) + " pipeline stages"
-                                                : " has no pipeline split (the GPT templates build one)"));
+        throw InputError(
+            "--pp " + std::to_string(ov.pp) + ": " + origin +
+            (g.pipeline.stages > 1
+                 ? " is stage " + std::to_string(g.pipeline.stage + 1) + " of " + std::to_string(g.pipeline.stages) + " pipeline stages"
+                 : " has no pipeline split (the GPT templates and the Hugging Face llama family build one)"));
 #ifndef NDEBUG
     // Graph::add_node inferred every node's outputs and checked names and order as it built the
     // graph; the full re-check (an eighth of loading a large file) runs in debug builds.

@@ -177,6 +177,7 @@ TEST_CASE("tensor-parallel errors name --tp and the config key", "[parallel][tp]
         {"llama-2-7b --tp 3", "/config/num_attention_heads: --tp 3 must divide the 32 attention heads"},
         {"bert-base-uncased --tp 2", "has no tensor-parallel split"},
         {"mixtral-8x7b --dp 8 --ep 8", "has no expert-parallel split"},
+        {"bert-base-uncased --pp 2", "has no pipeline split"},
     };
     for (const Bad& b : bad) {
         INFO(b.args);
@@ -192,4 +193,37 @@ TEST_CASE("tensor-parallel errors name --tp and the config key", "[parallel][tp]
     CHECK(e.code == 2);
     CHECK_THAT(e.out, Catch::Contains("/config/intermediate_size: --tp 8 must divide the 11004 MLP features"));
     CHECK(test::run_cli("analyze '" + path + "' --mode training --cluster dgx-a100 --tp 4 -q").code == 0);
+}
+
+TEST_CASE("pipeline stages of a Hugging Face decoder: layers, embedding and head", "[parallel][pp][hf]") {
+    // Llama-2-7b in 4 stages: 8 layers each; the first stage holds the embedding (32000 x 4096),
+    // the last the final norm and the LM head (32000 x 4096); the stages' weights sum to the model's.
+    const std::int64_t d = 4096, layer = 4 * d * d + 3 * d * 11008 + 2 * d;
+    std::int64_t sum = 0;
+    for (int s = 0; s < 4; ++s) {
+        ModelOverrides ov;
+        ov.seq = 256;
+        ov.pp = 4;
+        ov.stage = s;
+        const Graph g = load_model_arg("llama-2-7b", ov);
+        CHECK(g.pipeline.stages == 4);
+        CHECK(g.pipeline.layers == 8);
+        CHECK(g.pipeline.input == (s == 0 ? "" : "hidden"));
+        CHECK(parameters(g) == 8 * layer + (s == 0 ? 32000 * d : 0) + (s == 3 ? 32000 * d + d : 0));
+        CHECK((g.find_node("model.layers." + std::to_string(8 * s) + ".mlp.down_proj") >= 0));
+        sum += parameters(g);
+    }
+    CHECK(sum == 6738415616);
+    // Gemma ties the LM head to the embedding: the last stage holds its own copy, reduced with the first's.
+    ModelOverrides ov;
+    ov.seq = 256;
+    ov.pp = 4;
+    ov.stage = 3;
+    CHECK(load_model_arg("gemma-7b", ov).pipeline.shared_embedding == "lm_head.weight");
+    const auto e = test::run_cli("analyze llama-2-7b --mode training --cluster dgx-a100 --pp 3 -q");
+    CHECK(e.code == 2);
+    CHECK_THAT(e.out, Catch::Contains("/config/num_hidden_layers: --pp 3 must divide the 32 layers"));
+    const auto ok =
+        test::run_cli("analyze llama-2-7b --mode training --seq 512 --cluster dgx-a100 --tp 2 --sp --pp 4 --dp 1 --global-batch 8 -q");
+    CHECK(ok.code == 0);
 }
