@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace roofline {
 
@@ -64,6 +65,71 @@ public:
 
 private:
     json doc_;
+};
+
+// One rank's share of Megatron-LM's tensor-parallel split of a transformer (Shoeybi et al. 2019,
+// section 3), as the GPT template (model/templates.cpp) and the Hugging Face decoders
+// (model/hf_decoders.cpp) build it: the blocks' column-parallel inputs and row-parallel outputs,
+// and the document's tensor_parallel section (model/graph.hpp TensorParallel) naming the nodes
+// whose outputs are all-reduced, all-gathered or reduce-scattered. With sequence parallelism
+// (Korthikanti et al. 2022, section 4.2.2) the layernorms, dropouts and residuals between the
+// blocks hold `shard` tokens of the sequence: a column-parallel block's input is all-gathered (g:
+// a concat of the rank's shard standing for the gathered buffer) and a row-parallel block's output
+// reduce-scattered (g-bar: the rank's shard of the sum, a split's first part) instead of Megatron's
+// all-reduce. As in Megatron, the gathered inputs are not kept for the linears' backward:
+// model/autodiff.cpp gathers them again there.
+class TensorParallelSplit {
+public:
+    using json = nlohmann::json;
+
+    TensorParallelSplit(DocBuilder& b, std::int64_t degree, bool sequence_parallel, std::int64_t shard)
+        : b_(b), t_(degree), sp_(sequence_parallel && degree > 1), shard_(shard) {}
+
+    std::int64_t degree() const { return t_; }
+    bool sequence_parallel() const { return sp_; }
+    // The input of a column-parallel block: all-gathered by node `name` under sequence parallelism.
+    std::string column_input(const std::string& name, const std::string& x) {
+        if (!sp_) return x;
+        gathers_.push_back(b_.node(name, "concat", json(std::vector<std::string>(static_cast<std::size_t>(t_), x)), {{"axis", 1}}));
+        return name;
+    }
+    // The partial sums a row-parallel block (or the vocabulary-parallel embedding) leaves in x:
+    // reduce-scattered by node `name` under sequence parallelism, else x all-reduced.
+    std::string row_output(const std::string& name, const std::string& x) {
+        if (sp_) return reduce_scatter(name, x);
+        all_reduce(x);
+        return x;
+    }
+    void all_reduce(const std::string& node) {
+        if (t_ > 1) all_reduce_.push_back(node);
+    }
+    std::string reduce_scatter(const std::string& name, const std::string& x) {
+        scatters_.push_back(
+            b_.node(name, "split", {x}, {{"axis", 1}, {"sizes", std::vector<std::int64_t>(static_cast<std::size_t>(t_), shard_)}}));
+        return name + ":0";
+    }
+    // A cross-entropy over the rank's share of the vocabulary (Megatron's vocab-parallel loss).
+    void vocab_parallel_loss(const std::string& node) {
+        if (t_ > 1) loss_.push_back(node);
+    }
+    // The document's tensor_parallel section (none for one rank).
+    void write() const {
+        if (t_ == 1) return;
+        json& s = b_.doc()["tensor_parallel"] = {{"degree", t_}, {"all_reduce", all_reduce_}};
+        if (!loss_.empty()) s["vocab_parallel_loss"] = loss_;
+        if (sp_) {
+            s["sequence_parallel"] = true;
+            s["all_gather"] = gathers_;
+            s["reduce_scatter"] = scatters_;
+        }
+    }
+
+private:
+    DocBuilder& b_;
+    std::int64_t t_;
+    bool sp_;
+    std::int64_t shard_;
+    std::vector<std::string> all_reduce_, gathers_, scatters_, loss_;
 };
 
 }  // namespace roofline

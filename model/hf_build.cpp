@@ -159,6 +159,26 @@ std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::strin
     return b.node(p + "combine", "reduce_sum", {p + "combine.view"}, {{"axes", {2}}, {"keepdim", false}});
 }
 
+Split read_split(const ConfigReader& r) {
+    Split s;
+    if (!r.has(kHfSplitKey)) return s;
+    const json& v = r.get(kHfSplitKey);
+    if (!v.is_object()) r.fail(kHfSplitKey, "expected an object (the parallel split roofline's options ask for), got " + v.dump());
+    s.tp = v.value("tp", std::int64_t{1});
+    s.sp = v.value("sp", false);
+    s.seq = v.value("seq", std::int64_t{0});
+    s.pp = v.value("pp", std::int64_t{1});
+    s.stage = v.value("stage", std::int64_t{0});
+    if (s.tp < 1 || s.seq < 0 || s.pp < 1 || s.stage < 0 || s.stage >= s.pp)
+        r.fail(kHfSplitKey, "expected a positive tp and pp, a stage below pp and a non-negative seq, got " + v.dump());
+    return s;
+}
+
+std::int64_t tp_share(const ConfigReader& r, const std::string& key, std::int64_t count, std::int64_t tp, const std::string& what) {
+    if (count % tp != 0) r.fail(key, "--tp " + std::to_string(tp) + " must divide the " + std::to_string(count) + " " + what);
+    return count / tp;
+}
+
 // The dtype the checkpoint is stored in ("torch_dtype", renamed "dtype" in transformers 4.56);
 // without one, bf16 like the gpt template.
 std::string dtype_of(const ConfigReader& r) {

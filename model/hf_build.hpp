@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/doc_builder.hpp"
+#include "model/hf_config.hpp"
 #include "model/json_check.hpp"
 
 namespace roofline::hf {
@@ -163,6 +164,30 @@ std::string first_token(DocBuilder& b, const std::string& name, const std::strin
 // cross_entropy against input labels [batch, seq]. Without a head (a bare *Model) the output is x.
 void causal_lm_head(DocBuilder& b, const Head& head, const std::string& x, const std::string& tied, std::int64_t d, std::int64_t vocab,
                     bool bias = false);
+
+// One rank's share of a Megatron-LM split of a decoder, as the GPT template's tp / sp / pp / stage
+// (model/templates.cpp): what --tp, --sp and --pp ask of a Hugging Face config. model_json.cpp's
+// add_parallel_config passes it to the builder as the config object kHfSplitKey (hf_config.hpp), a
+// key no transformers config has.
+struct Split {
+    std::int64_t tp = 1;
+    bool sp = false;
+    std::int64_t seq = 0;            // with sp: the sequence length (the dims' seq; 0: the model's default)
+    std::int64_t pp = 1, stage = 0;  // pipeline stage `stage` (0-based) of pp
+};
+// The config's split (one rank when it has none).
+Split read_split(const ConfigReader& r);
+// `count` (the config key `key`: heads, an MLP's width, ...) split over --tp ranks; fails naming
+// --tp and the key when tp does not divide it.
+std::int64_t tp_share(const ConfigReader& r, const std::string& key, std::int64_t count, std::int64_t tp, const std::string& what);
+// Key/value heads a tensor-parallel rank holds: kv_heads / tp when tp divides them; one when tp is
+// a multiple of them, replicated so that each rank holds the head its query heads share (vLLM's
+// QKVParallelLinear; model/inference.cpp). The caller checks that one of the two holds.
+inline std::int64_t rank_kv_heads(std::int64_t kv_heads, std::int64_t tp) { return kv_heads >= tp ? kv_heads / tp : 1; }
+// The rows of a vocabulary-parallel embedding or LM head: the checkpoint's vocabulary split over
+// tp ranks, rounded up (model/inference.cpp does the same; Megatron-LM pads the vocabulary to a
+// multiple of 128 x tp when it trains from its own tokenizer, the GPT template's convention).
+inline std::int64_t rank_vocab(std::int64_t vocab, std::int64_t tp) { return (vocab + tp - 1) / tp; }
 
 // The model builders: a config (model_type already read, passed on) -> a roofline-model/1 document.
 json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name);

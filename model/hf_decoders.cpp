@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/hf_build.hpp"
+#include "ops/error.hpp"
 
 namespace roofline::hf {
 
@@ -83,6 +84,21 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
 // qwen2_moe; mixtral and phi3 1e-5), attention_dropout 0.0. Sliding windows (mistral, mixtral,
 // phi3 sliding_window; qwen2's use_sliding_window) are not modelled: attention is full causal, and the
 // default sequence stays within the window, where both agree.
+// Tensor parallelism (--tp; Split in hf_build.hpp; pipeline stages, --pp, below): one rank's share of Megatron-LM's split, as the
+// GPT template builds it (model/templates.cpp expand_gpt; model/doc_builder.hpp
+// TensorParallelSplit): q, k, v (phi3's fused qkv_proj: the rank's q, k and v columns) and gate, up
+// (phi3's gate_up_proj) split by output columns, o_proj and down_proj by input rows, each
+// row-parallel output all-reduced; the embedding and the LM head split by vocabulary (the lookup's
+// partial rows all-reduced; the loss vocabulary-parallel); the norms replicated. Grouped-query
+// attention: the key/value heads split across the ranks; tp must divide them, as Megatron-core
+// requires (attention.py divides num_query_groups by the tensor-parallel size; vLLM's inference
+// replicates them instead, model/inference.cpp, which a training step would have to all-reduce). The
+// mixture-of-experts layers (mixtral, qwen2_moe): each expert's MLP split by tp as the dense one
+// (Megatron's MoE without expert parallelism), the router (and qwen2_moe's shared_expert_gate)
+// replicated, one all-reduce of the block's combined output. Sequence parallelism (--sp) as the
+// template's: the norms and residuals on a rank's shard of the sequence, the blocks' inputs
+// all-gathered and outputs reduce-scattered. Not modelled: each rank adding o_proj's and down_proj's biases
+// (Megatron adds them once, after the all-reduce).
 namespace {
 
 struct LlamaFamily {
@@ -140,7 +156,9 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     const double resid = f.phi3 ? r.probability_or("resid_pdrop", 0.0) : 0.0, embd = f.phi3 ? r.probability_or("embd_pdrop", 0.0) : 0.0;
     const bool tied = r.bool_or("tie_word_embeddings", f.tied);
     const std::int64_t window = f.window ? r.positive_or("sliding_window", 0) : 0;
-    const std::int64_t seq = window > 0 ? std::min(positions, window) : positions;
+    const Split split = read_split(r);
+    const std::int64_t t = split.tp;
+    const std::int64_t seq = split.seq > 0 ? split.seq : window > 0 ? std::min(positions, window) : positions;
 
     // Mixture of experts (mixtral, qwen2_moe).
     TopKExperts moe;
@@ -175,6 +193,26 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         return sparse_step > 0 && (l + 1) % sparse_step == 0 &&
                std::find(dense_layers.begin(), dense_layers.end(), l) == dense_layers.end();
     };
+    // One tensor-parallel rank's share (the comment above build_llama's helpers).
+    const std::int64_t hq = tp_share(r, "num_attention_heads", heads, t, "attention heads");
+    // Megatron-core splits the key/value groups across the ranks and refuses a tp that does not
+    // divide them (megatron/core/transformer/attention.py: divide(config.num_query_groups, world_size)).
+    const std::int64_t hkv = tp_share(r, "num_key_value_heads", kv_heads, t,
+                                      "key/value heads (Megatron-core splits the key/value groups; only inference phases replicate them)"),
+                       vocab_rank = t == 1 ? vocab : rank_vocab(vocab, t);
+    bool any_dense = model_type != "mixtral";
+    if (model_type == "qwen2_moe") {
+        any_dense = false;
+        for (std::int64_t l = 0; l < layers; ++l) any_dense = any_dense || !sparse(l);
+    }
+    const std::int64_t inter_rank = any_dense ? tp_share(r, "intermediate_size", inter, t, "MLP features") : inter / t;
+    if (moe.experts > 0)
+        moe.inter =
+            tp_share(r, model_type == "mixtral" ? "intermediate_size" : "moe_intermediate_size", moe.inter, t, "expert MLP features");
+    if (shared_inter > 0) shared_inter = tp_share(r, "shared_expert_intermediate_size", shared_inter, t, "shared expert MLP features");
+    if (split.sp && t > 1 && seq % t != 0) {
+        throw InputError("--sp: --tp " + std::to_string(t) + " must divide the sequence length " + std::to_string(seq));
+    }
 
     DocBuilder b;
     std::string desc = "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
@@ -188,45 +226,67 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         desc += ", MLP " + std::to_string(inter);
     }
     if (window > 0) desc += "; sliding window " + std::to_string(window) + " not modelled (full causal attention)";
-    set_header(b, name, desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
-    b.input("input_ids", {"batch", "seq"}, "int64");
+    if (t > 1) {
+        desc += "; rank of " + std::to_string(t) + "-way tensor parallelism" + (split.sp ? " with sequence parallelism" : "") + " (" +
+                std::to_string(hq) + " query heads, " + std::to_string(hkv) + " key/value head" + (hkv > 1 ? "s" : "") + ")";
+    }
+    // Pipeline stage split.stage of split.pp (Megatron-LM, Narayanan et al. SC21), as the GPT
+    // template's: an equal share of the layers; the first stage also embeds, the last also holds
+    // the final norm, the LM head (its own copy of a tied embedding) and the loss; a stage after
+    // the first receives the [batch, seq, d] activations as input "hidden", one before the last
+    // ends in a stand-in loss (the mean of its output) so that autodiff builds its backward.
+    if (layers % split.pp != 0)
+        r.fail("num_hidden_layers", "--pp " + std::to_string(split.pp) + " must divide the " + std::to_string(layers) + " layers");
+    const std::int64_t per_stage = layers / split.pp, l0 = split.stage * per_stage, l1 = l0 + per_stage;
+    const bool first = split.stage == 0, last = split.stage == split.pp - 1;
+    set_header(b, split.pp == 1 ? name : name + " (stage " + std::to_string(split.stage + 1) + " of " + std::to_string(split.pp) + ")",
+               desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    const bool sp = split.sp && t > 1;
+    TensorParallelSplit tps(b, t, sp, seq / t);
+    if (first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", dh});
     b.input("rope.sin", {"seq", dh});
     if (moe.jitter) b.input("router_jitter", {"batch", "seq", d});
-    const std::string embed = b.param("model.embed_tokens.weight", {vocab, d});
-    std::string x = b.node("model.embed_tokens", "embedding", {embed, "input_ids"});
-    if (f.gemma) x = b.node("model.embed_scale", "scale", {x}, {{"factor", std::sqrt(static_cast<double>(d))}});
-    x = b.dropout("model.embed_dropout", x, embd);
+    std::string x = "hidden", embed;
+    if (first) {
+        embed = b.param("model.embed_tokens.weight", {vocab_rank, d});
+        x = tps.row_output("model.embed_tokens.reduce_scatter", b.node("model.embed_tokens", "embedding", {embed, "input_ids"}));
+        if (f.gemma) x = b.node("model.embed_scale", "scale", {x}, {{"factor", std::sqrt(static_cast<double>(d))}});
+        x = b.dropout("model.embed_dropout", x, embd);
+    } else {
+        b.input("hidden", sp ? json{"batch", seq / t, d} : json{"batch", "seq", d});
+    }
     // GemmaRMSNorm: normalised x times (1 + weight).
     const auto norm = [&](const std::string& n, const std::string& in) {
         if (!f.gemma) return b.rmsnorm(n, in, d, eps);
         const std::string w = b.node(n + ".one_plus_weight", "shift", {b.param(n + ".weight", {d})}, {{"offset", 1.0}});
         return b.node(n, "rmsnorm", {in, w}, {{"eps", eps}});
     };
-    const std::int64_t n_rep = heads / kv_heads;
-    for (std::int64_t l = 0; l < layers; ++l) {
+    const std::int64_t n_rep = hq / hkv;
+    for (std::int64_t l = l0; l < l1; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
-        const std::string a = norm(p + "input_layernorm", x);
+        const std::string a = tps.column_input(p + "self_attn.all_gather", norm(p + "input_layernorm", x));
         const std::string at = p + "self_attn.";
         std::string q, k, v;
         if (f.phi3) {  // one qkv_proj, sliced into q, k, v
-            const std::string qkv = b.linear(at + "qkv_proj", a, d, (heads + 2 * kv_heads) * dh, false);
-            b.node(at + "qkv_split", "split", {qkv}, {{"axis", -1}, {"sizes", {heads * dh, kv_heads * dh, kv_heads * dh}}});
-            q = to_heads(b, at + "q", at + "qkv_split:0", "seq", heads, dh);
-            k = to_heads(b, at + "k", at + "qkv_split:1", "seq", kv_heads, dh);
-            v = to_heads(b, at + "v", at + "qkv_split:2", "seq", kv_heads, dh);
+            const std::string qkv = b.linear(at + "qkv_proj", a, d, (hq + 2 * hkv) * dh, false);
+            b.node(at + "qkv_split", "split", {qkv}, {{"axis", -1}, {"sizes", {hq * dh, hkv * dh, hkv * dh}}});
+            q = to_heads(b, at + "q", at + "qkv_split:0", "seq", hq, dh);
+            k = to_heads(b, at + "k", at + "qkv_split:1", "seq", hkv, dh);
+            v = to_heads(b, at + "v", at + "qkv_split:2", "seq", hkv, dh);
         } else {
-            q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, heads * dh, qkv_bias), "seq", heads, dh);
-            k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, kv_heads * dh, qkv_bias), "seq", kv_heads, dh);
-            v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, kv_heads * dh, qkv_bias), "seq", kv_heads, dh);
+            q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, hq * dh, qkv_bias), "seq", hq, dh);
+            k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, hkv * dh, qkv_bias), "seq", hkv, dh);
+            v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, hkv * dh, qkv_bias), "seq", hkv, dh);
         }
         q = rotary(b, at + "q_rope", q, dh);
-        k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", kv_heads, n_rep, dh);
-        v = repeat_kv(b, at + "v_repeat", v, "seq", kv_heads, n_rep, dh);
+        k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", hkv, n_rep, dh);
+        v = repeat_kv(b, at + "v_repeat", v, "seq", hkv, n_rep, dh);
         const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
-        const std::string o = b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", heads * dh), heads * dh, d, o_bias);
+        const std::string o = tps.row_output(at + "reduce_scatter",
+                                             b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, o_bias));
         x = b.node(p + "attn_residual", "add", {x, b.dropout(p + "resid_attn_dropout", o, resid)});
-        const std::string m = norm(p + "post_attention_layernorm", x);
+        const std::string m = tps.column_input(p + "mlp.all_gather", norm(p + "post_attention_layernorm", x));
         std::string mlp;
         if (model_type == "mixtral") {
             mlp = top_k_experts(b, r, p + "block_sparse_moe.", m, d, moe);
@@ -239,17 +299,32 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
             mlp = b.node(mp + "add_shared", "add", {routed, b.node(mp + "shared_expert.scaled", "mul", {gate, shared})});
         } else if (f.phi3) {  // Phi3MLP: gate_up_proj chunked into gate and up, up * act(gate), down_proj
             const std::string mp = p + "mlp.";
-            b.node(mp + "chunk", "split", {b.linear(mp + "gate_up_proj", m, d, 2 * inter, false)},
-                   {{"axis", -1}, {"sizes", {inter, inter}}});
+            b.node(mp + "chunk", "split", {b.linear(mp + "gate_up_proj", m, d, 2 * inter_rank, false)},
+                   {{"axis", -1}, {"sizes", {inter_rank, inter_rank}}});
             const std::string gated =
                 b.node(mp + "gated", "mul", {mp + "chunk:1", activation(b, r, act_key, act, mp + "act_fn", mp + "chunk:0")});
-            mlp = b.linear(mp + "down_proj", gated, inter, d, false);
+            mlp = b.linear(mp + "down_proj", gated, inter_rank, d, false);
         } else {
-            mlp = gated_mlp(b, r, p + "mlp.", m, d, inter, act_key, act, mlp_bias);
+            mlp = gated_mlp(b, r, p + "mlp.", m, d, inter_rank, act_key, act, mlp_bias);
         }
+        mlp = tps.row_output(p + "mlp.reduce_scatter", mlp);
         x = b.node(p + "mlp_residual", "add", {x, b.dropout(p + "resid_mlp_dropout", mlp, resid)});
     }
-    causal_lm_head(b, head, norm("model.norm", x), tied ? embed : "", d, vocab);
+    if (last) {
+        causal_lm_head(b, head, tps.column_input("model.norm.all_gather", norm("model.norm", x)), tied && first ? embed : "", d,
+                       vocab_rank);
+        if (head.has_head) tps.vocab_parallel_loss("loss");
+    } else {
+        b.node("stage_loss", "reduce_mean", {x}, {{"axes", {0, 1, 2}}});
+        b.doc()["outputs"] = {"stage_loss"};
+    }
+    if (split.pp > 1) {
+        b.doc()["pipeline"] = {{"stages", split.pp}, {"stage", split.stage}, {"layers", per_stage}};
+        if (!first) b.doc()["pipeline"]["input"] = "hidden";
+        // A tied embedding: the first stage's lookup table and the last stage's copy (lm_head.weight).
+        if (tied && head.has_head && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? embed : "lm_head.weight";
+    }
+    tps.write();
     return b.take();
 }
 

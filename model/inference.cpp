@@ -22,7 +22,7 @@ namespace {
 
 // Heads of one tensor-parallel rank: query heads split evenly; KV heads split too, or replicated
 // when there are fewer of them than ranks (vLLM's QKVParallelLinear keeps one KV head a rank).
-std::int64_t rank_kv_heads(const DecoderArch& a, int tp) { return std::max<std::int64_t>(1, a.kv_heads / tp); }
+std::int64_t rank_kv_heads(const DecoderArch& a, int tp) { return hf::rank_kv_heads(a.kv_heads, tp); }
 
 // The serving engines' one-kernel activations for the configured function (vLLM's NewGELU,
 // GELU, SiluAndMul, ReLU): the Python-level chains eager transformers runs are fused there.
@@ -275,7 +275,7 @@ json build_phase_doc(const DecoderArch& a, const PhaseOptions& p) {
         throw InputError("--tp " + std::to_string(t) + " must divide the " + std::to_string(a.kv_heads) + " key/value heads");
     }
     const std::int64_t d = a.d, dh = a.head_dim, hq = a.heads / t, hkv = rank_kv_heads(a, t), rep = hq / hkv;
-    const std::int64_t ffn = a.ffn / t, vocab = t == 1 ? a.vocab : (a.vocab + t - 1) / t;
+    const std::int64_t ffn = a.ffn / t, vocab = hf::rank_vocab(a.vocab, t);
     const std::int64_t kv_len = decode ? attended_tokens(a, p.context) : n;
 
     DocBuilder b(a.name + " " + std::string(phase_name(p.phase)));

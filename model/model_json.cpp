@@ -579,6 +579,13 @@ json expert_load_config(const std::string& text) {
 // parallelism the document's seq is a rank's share, so --seq goes to the template and not to the
 // loader's dims.
 void add_parallel_config(const std::string& name, json& config, ModelOverrides& ov) {
+    if (is_hf_preset(name)) {
+        // A Hugging Face preset: the builders that split (model/hf_decoders.cpp) take --tp, --sp and --pp;
+        // --seq stays the dims' override unless the sequence shard needs it.
+        add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage);
+        if (config.contains(kHfSplitKey) && config[kHfSplitKey].contains("seq")) ov.seq.reset();
+        return;
+    }
     if (!template_splits_tensor_parallel(name)) return;
     if (ov.tp > 1) config["tp"] = ov.tp;
     if (ov.sp) {
@@ -618,7 +625,13 @@ void add_parallel_config(const std::string& name, json& config, ModelOverrides& 
 
 Graph load_model(const json& doc, const std::string& origin, const ModelOverrides& ov) {
     if (!doc.is_object()) fail(origin, "", "expected a JSON object, got " + type_of(doc));
-    if (is_hf_config(doc)) return load_model(expand_hf_config(doc, origin), origin, ov);  // a Hugging Face config.json
+    if (is_hf_config(doc)) {  // a Hugging Face config.json
+        json config = doc;
+        ModelOverrides rest = ov;
+        add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage);
+        if (config.contains(kHfSplitKey) && config[kHfSplitKey].contains("seq")) rest.seq.reset();
+        return load_model(expand_hf_config(config, origin), origin, rest);
+    }
     const std::string format = require(doc, "format", json::value_t::string, origin, "").get<std::string>();
     if (format != "roofline-model/1") fail(origin, "/format", "expected \"roofline-model/1\", got \"" + format + "\"");
     if (doc.contains("template")) {
@@ -646,7 +659,9 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
         throw InputError(std::string(flag) + " " + std::to_string(wanted) + ": " + origin +
                          (degree > 1 ? " is split for " + std::to_string(degree) + " " + what + " ranks"
                                      : " has no " + std::string(what) +
-                                           " split (the GPT templates build one; a model file declares its own with \"" + key + "\")"));
+                                           " split (the GPT templates build one, and the Hugging Face llama family's tensor and sequence "
+                                           "parallelism; a model file declares its own with \"" +
+                                           key + "\")"));
     };
     require_split("--tp", ov.tp, g.tensor_parallel.degree, "tensor-parallel", "tensor_parallel");
     require_split("--cp", ov.cp, g.context_parallel.degree, "context-parallel", "context_parallel");
@@ -659,10 +674,11 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
                          " is not a GPT template with experts (the template's \"experts\" config builds the routing it sets; Hugging "
                          "Face mixture-of-experts configs route uniformly)");
     if (ov.pp > 1 && g.pipeline.stages != ov.pp)
-        throw InputError("--pp " + std::to_string(ov.pp) + ": " + origin +
-                         (g.pipeline.stages > 1 ? " is stage " + std::to_string(g.pipeline.stage + 1) + " of " +
-                                                      std::to_string(g.pipeline.stages) + " pipeline stages"
-                                                : " has no pipeline split (the GPT templates build one)"));
+        throw InputError(
+            "--pp " + std::to_string(ov.pp) + ": " + origin +
+            (g.pipeline.stages > 1
+                 ? " is stage " + std::to_string(g.pipeline.stage + 1) + " of " + std::to_string(g.pipeline.stages) + " pipeline stages"
+                 : " has no pipeline split (the GPT templates and the Hugging Face llama family build one)"));
 #ifndef NDEBUG
     // Graph::add_node inferred every node's outputs and checked names and order as it built the
     // graph; the full re-check (an eighth of loading a large file) runs in debug builds.

@@ -369,24 +369,13 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     const std::int64_t cp = c.cp, seq = c.seq / cp;
     std::vector<std::string> kv_gathers;
     b.doc()["dims"] = {{"batch", c.batch}, {"seq", seq}};
-    // Sequence parallelism (Korthikanti et al. 2022, section 4.2.2): between the tensor-parallel
-    // blocks (layernorm, dropout, residual) each rank holds 1/t of the sequence; the input of a
-    // column-parallel block is all-gathered (g: a concat of the rank's shard, standing for the
-    // gathered buffer) and the output of a row-parallel block reduce-scattered (g-bar: the rank's
-    // shard of the sum), instead of Megatron's all-reduce. As in Megatron, the gathered inputs are
-    // not kept for the linears' backward: model/autodiff.cpp gathers them again there.
+    // Sequence parallelism: between the tensor-parallel blocks each rank holds 1/t of the sequence
+    // (model/doc_builder.hpp TensorParallelSplit).
     const bool sp = c.sp && t > 1;
     const std::int64_t ss = sp ? seq / t : 0;
-    std::vector<std::string> gathers, scatters;
-    auto gather = [&](const std::string& node, const std::string& in) {
-        gathers.push_back(b.node(node, "concat", json(std::vector<std::string>(static_cast<std::size_t>(t), in)), {{"axis", 1}}));
-        return node;
-    };
-    auto scatter = [&](const std::string& node, const std::string& in) {
-        scatters.push_back(
-            b.node(node, "split", {in}, {{"axis", 1}, {"sizes", std::vector<std::int64_t>(static_cast<std::size_t>(t), ss)}}));
-        return node + ":0";
-    };
+    TensorParallelSplit tps(b, t, sp, ss);
+    auto gather = [&](const std::string& node, const std::string& in) { return tps.column_input(node, in); };
+    auto scatter = [&](const std::string& node, const std::string& in) { return tps.reduce_scatter(node, in); };
 
     b.doc()["dtype_policy"] = {{"compute", c.dtype}};
     std::string x;
@@ -403,6 +392,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.param("wpe", {c.n_ctx, d});
         b.node("tok_emb", "embedding", {"wte", "tokens"});
         b.node("pos_emb", "embedding", {"wpe", "positions"});
+        if (!sp) tps.all_reduce("tok_emb");  // the vocabulary-parallel lookup's partial rows
         x = b.node("embed", "add", {"tok_emb", "pos_emb"});
         if (sp) x = scatter("embed_scatter", x);
         x = b.dropout("embed_drop", x, c.dropout);
@@ -563,8 +553,8 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         // merge heads: [B, H, S, Dh] -> [B, S, H, Dh] must be materialised before the reshape
         b.node(p + "attn.merge", "permute", {p + "attn.context"}, {{"perm", {0, 2, 1, 3}}, {"copy", true}});
         b.node(p + "attn.merged", "reshape", {p + "attn.merge"}, {{"shape", {"batch", "seq", dl}}});
-        std::string o = b.node(p + "attn.proj", "linear", {p + "attn.merged", p + "attn.proj.w", p + "attn.proj.b"});
-        if (sp) o = scatter(p + "attn.scatter", o);
+        std::string o = tps.row_output(p + "attn.scatter",
+                                       b.node(p + "attn.proj", "linear", {p + "attn.merged", p + "attn.proj.w", p + "attn.proj.b"}));
         o = b.dropout(p + "attn.resid_drop", o, c.dropout);
         x = b.node(p + "attn.residual", "add", {x, o});
         const std::string m = b.node(p + "ln2", "layernorm", {x, p + "ln2.w", p + "ln2.b"});
@@ -578,7 +568,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             // on the all-gathered sequence, their combined output reduce-scattered below.
             dn = moe_mlp(p, sp ? gather(p + "mlp.gather", m) : m);
         }
-        if (sp) dn = scatter(p + "mlp.scatter", dn);
+        dn = tps.row_output(p + "mlp.scatter", dn);
         dn = b.dropout(p + "mlp.resid_drop", dn, c.dropout);
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
@@ -592,7 +582,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             head = "lm_head.w";
         }
         b.node("lm_head", "matmul", {sp ? gather("final_gather", final_norm) : final_norm, head}, {{"transpose_b", true}});
-        b.node("loss", "cross_entropy", {"lm_head", "targets"});
+        tps.vocab_parallel_loss(b.node("loss", "cross_entropy", {"lm_head", "targets"}));
         b.doc()["outputs"] = {"loss"};
     } else {
         b.node("stage_loss", "reduce_mean", {x}, {{"axes", {0, 1, 2}}});
@@ -625,17 +615,8 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(cp) +
                                  "-way context parallelism (" + std::to_string(seq) + " of " + std::to_string(c.seq) + " tokens)";
     }
+    tps.write();
     if (t > 1) {
-        json reduce = first && !sp ? json::array({"tok_emb"}) : json::array();
-        for (std::int64_t l = l0; l < l1 && !sp; ++l)
-            for (const char* n : {"attn.proj", c.experts > 0 ? "mlp.moe" : "mlp.down"}) reduce.push_back("h" + std::to_string(l) + "." + n);
-        b.doc()["tensor_parallel"] = {{"degree", t}, {"all_reduce", reduce}};
-        if (last) b.doc()["tensor_parallel"]["vocab_parallel_loss"] = {"loss"};
-        if (sp) {
-            b.doc()["tensor_parallel"]["sequence_parallel"] = true;
-            b.doc()["tensor_parallel"]["all_gather"] = gathers;
-            b.doc()["tensor_parallel"]["reduce_scatter"] = scatters;
-        }
         b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(t) + "-way tensor parallelism";
     }
     return b.take();

@@ -1,0 +1,229 @@
+// Tensor and sequence parallelism of the Hugging Face decoders (model/hf_decoders.cpp build_llama):
+// one rank's share of Megatron-LM's split, checked against figures computed by hand from the
+// published configs (model/hf_config.cpp presets).
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "html_support.hpp"
+#include "model/autodiff.hpp"
+#include "model/model_json.hpp"
+#include "sim/analysis.hpp"
+#include "sim/parallel.hpp"
+#include "support.hpp"
+
+using namespace roofline;
+
+namespace {
+
+Graph forward(const std::string& model, int tp, std::int64_t seq, bool sp = false) {
+    ModelOverrides ov;
+    ov.seq = seq;
+    ov.tp = tp;
+    ov.sp = sp;
+    return load_model_arg(model, ov);
+}
+
+std::int64_t parameters(const Graph& g) {
+    std::int64_t n = 0;
+    for (const Tensor& t : g.tensors())
+        if (t.role == TensorRole::parameter) n += t.desc.numel();
+    return n;
+}
+
+// FLOPs of the nodes of one kind.
+double flops_of(const Graph& g, const Analysis& a, OpKind kind) {
+    double f = 0;
+    for (const OpAnalysis& op : a.ops)
+        if (g.node(op.node).kind == kind) f += static_cast<double>(op.roofline.work.flops());
+    return f;
+}
+
+const Shape& shape_of(const Graph& g, const std::string& tensor) { return g.tensor(g.find_tensor(tensor)).desc.shape; }
+
+}  // namespace
+
+TEST_CASE("llama-2-7b at tp 8: a rank's weights, GEMM FLOPs and all-reduces, by hand", "[parallel][tp][hf]") {
+    // Llama-2-7b: d 4096, 32 layers, 32 heads (32 key/value heads) of 128, MLP 11008, vocabulary
+    // 32000, no biases, untied LM head, float16. On 8 ranks a rank holds 4 query and 4 key/value
+    // heads: q, k, v [512, 4096] and o_proj [4096, 512] (4 d^2 / 8), gate and up [1376, 4096] and
+    // down [4096, 1376] (3 d ffn / 8), the embedding and the LM head 32000 / 8 = 4000 rows each, and
+    // every RMSNorm weight whole (2 a layer and the final one).
+    const std::int64_t d = 4096, ffn = 11008, vocab = 32000, layers = 32, t = 8;
+    const Graph full = forward("llama-2-7b", 1, 512), rank = forward("llama-2-7b", 8, 512);
+    CHECK(parameters(full) == 6738415616);  // Llama-2-7b's num_parameters()
+    CHECK(parameters(rank) == 2 * (vocab / t) * d + layers * (4 * d * d / t + 3 * d * ffn / t + 2 * d) + d);
+    CHECK(parameters(rank) == 842534912);
+    CHECK(shape_of(rank, "model.layers.0.self_attn.k_proj.weight") == Shape{512, d});
+    CHECK(shape_of(rank, "model.layers.0.self_attn.o_proj.weight") == Shape{d, 512});
+    CHECK(shape_of(rank, "model.layers.0.mlp.down_proj.weight") == Shape{d, 1376});
+    CHECK(shape_of(rank, "lm_head.weight") == Shape{4000, d});
+    CHECK(shape_of(rank, "model.norm.weight") == Shape{d});
+
+    // Every GEMM is split 8 ways (the projections by columns or rows, the LM head by vocabulary,
+    // the attention's score and context GEMMs by heads): exactly an eighth of the FLOPs.
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    const Analysis af = analyze(full, hw), ar = analyze(rank, hw);
+    CHECK(flops_of(rank, ar, OpKind::linear) == flops_of(full, af, OpKind::linear) / 8);
+    CHECK(flops_of(rank, ar, OpKind::linear) ==
+          2.0 * 512 * (layers * (4 * d * d + 3 * d * ffn) + vocab * d) / 8);  // 2 x tokens x weights, no biases
+    const double attn_full = flops_of(full, af, OpKind::matmul) + flops_of(full, af, OpKind::attention);
+    CHECK(attn_full > 0);
+    CHECK(flops_of(rank, ar, OpKind::matmul) + flops_of(rank, ar, OpKind::attention) == attn_full / 8);
+    // The replicated RMSNorms do the whole work on each rank.
+    CHECK(flops_of(rank, ar, OpKind::rmsnorm) == flops_of(full, af, OpKind::rmsnorm));
+
+    // The all-reduces: the embedding's partial rows, then o_proj and down_proj each layer, listed in
+    // order; the loss vocabulary-parallel.
+    REQUIRE(rank.tensor_parallel.degree == 8);
+    REQUIRE(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 32);
+    CHECK(rank.tensor_parallel.all_reduce[0] == "model.embed_tokens");
+    CHECK(rank.tensor_parallel.all_reduce[1] == "model.layers.0.self_attn.o_proj");
+    CHECK(rank.tensor_parallel.all_reduce[2] == "model.layers.0.mlp.down_proj");
+    CHECK(rank.tensor_parallel.vocab_parallel_loss == std::vector<std::string>{"loss"});
+
+    // A training step on a DGX A100: 65 all-reduces forward and 65 backward of batch 2 x seq 512 x
+    // d 4096 x 2 bytes (float16), and the loss's 3 of a float a token.
+    const Cluster c = builtin_cluster("dgx-a100");
+    ModelOverrides ov;
+    ov.batch = 2;
+    ov.seq = 512;
+    ov.tp = 8;
+    const Graph step = build_training_step(load_model_arg("llama-2-7b", ov), TrainingOptions{});
+    const Analysis as = analyze(step, c.hardware);
+    const ParallelAnalysis p = analyze_parallel(step, as, c, ParallelOptions{});
+    CHECK(p.tp == 8);
+    CHECK(p.tp_collectives == 2 * 65 + 3);
+    CHECK(p.tp_example.bytes == 2.0 * 512 * 4096 * 2);
+    const double loss_reduce = collective_cost(c, Collective::all_reduce, 4.0 * 2 * 512, CommGroup{8, 8}).time_s;
+    CHECK(p.tp_comm_s == Approx(130 * p.tp_example.time_s + 3 * loss_reduce).epsilon(1e-12));
+}
+
+TEST_CASE("the command line splits a Hugging Face model: analyze and plan", "[parallel][tp][hf][cli]") {
+    const std::string out = test::tmp_path("llama-tp.json");
+    const auto r = test::run_cli("analyze llama-2-7b --mode training --seq 1024 --cluster dgx-a100 --tp 8 --dp 1 --global-batch 8 -q -o '" +
+                                 out + "'");
+    REQUIRE(r.code == 0);
+    const auto p = nlohmann::json::parse(htmltest::slurp(out))["parallel"];
+    // 8 micro-batches of 1 x 1024 tokens, each 130 all-reduces of 1024 x 4096 x 2 bytes and 3 of the loss.
+    CHECK(p["tp_collectives"].get<int>() % 133 == 0);
+    // A config.json takes the same options as the preset.
+    const auto f = test::run_cli("analyze '" + test::source_path("tests/data/hf/Meta-Llama-3-8B/config.json") +
+                                 "' --mode training --seq 256 --cluster dgx-a100 --tp 8 -q");
+    CHECK(f.code == 0);
+}
+
+TEST_CASE("grouped-query attention and experts under tp: llama-3-8b and mixtral", "[parallel][tp][hf]") {
+    // Llama-3-8B has 8 key/value heads for 32 query heads: at tp 8 a rank holds 4 query heads and
+    // 1 key/value head (k_proj [128, 4096]), shared by its 4 query heads.
+    const Graph g8 = forward("llama-3-8b", 8, 256);
+    CHECK(shape_of(g8, "model.layers.0.self_attn.q_proj.weight") == Shape{4 * 128, 4096});
+    CHECK(shape_of(g8, "model.layers.0.self_attn.k_proj.weight") == Shape{128, 4096});
+    CHECK(shape_of(g8, "model.layers.0.mlp.gate_proj.weight") == Shape{14336 / 8, 4096});
+    // 128256 / 8 = 16032 rows of the vocabulary.
+    CHECK(shape_of(g8, "model.embed_tokens.weight") == Shape{16032, 4096});
+    // At tp 16 each rank would hold half a key/value group: Megatron-core divides num_query_groups
+    // by the tensor-parallel size and refuses it, and so does the training graph (inference phases
+    // replicate the heads, as vLLM).
+    CHECK_THROWS_WITH(forward("llama-3-8b", 16, 256), Catch::Contains("num_key_value_heads: --tp 16 must divide the 8 key/value heads"));
+
+    // Mixtral-8x7B at tp 2: each of the 8 experts' w1, w3 [7168, 4096] and w2 [4096, 7168], the
+    // router [8, 4096] whole; one all-reduce of the block's combined output a layer.
+    const Graph m = forward("mixtral-8x7b", 2, 256);
+    CHECK(shape_of(m, "model.layers.0.block_sparse_moe.experts.3.w1.weight") == Shape{7168, 4096});
+    CHECK(shape_of(m, "model.layers.0.block_sparse_moe.experts.3.w2.weight") == Shape{4096, 7168});
+    CHECK(shape_of(m, "model.layers.0.block_sparse_moe.gate.weight") == Shape{8, 4096});
+    REQUIRE(m.tensor_parallel.all_reduce.size() == 1 + 2 * 32);
+    CHECK(m.tensor_parallel.all_reduce[2] == "model.layers.0.block_sparse_moe.combine");
+    // Per rank: half of everything but the router and the norms (2 a layer, the final one).
+    const Graph m1 = forward("mixtral-8x7b", 1, 256);
+    const std::int64_t whole = 32 * (8 * 4096 + 2 * 4096) + 4096;
+    CHECK(parameters(m) == (parameters(m1) - whole) / 2 + whole);
+
+    // Qwen1.5-MoE: the routed experts (moe_intermediate_size 1408) and the shared expert (5632)
+    // split, the shared expert's gate whole; one all-reduce of the sum.
+    const Graph q = forward("qwen1.5-moe-a2.7b", 4, 256);
+    CHECK(shape_of(q, "model.layers.0.mlp.experts.0.down_proj.weight") == Shape{2048, 1408 / 4});
+    CHECK(shape_of(q, "model.layers.0.mlp.shared_expert.up_proj.weight") == Shape{5632 / 4, 2048});
+    CHECK(shape_of(q, "model.layers.0.mlp.shared_expert_gate.weight") == Shape{1, 2048});
+    CHECK(q.tensor_parallel.all_reduce[2] == "model.layers.0.mlp.add_shared");
+}
+
+TEST_CASE("sequence parallelism on a Hugging Face decoder", "[parallel][tp][sp][hf]") {
+    // Llama-2-7b at tp 4 with sp over 512 tokens: the RMSNorms run on 128 tokens, the projections
+    // on the gathered 512; per layer 2 all-gathers and 2 reduce-scatters, plus the embedding's
+    // reduce-scatter and the LM head's all-gather; no all-reduce.
+    const Graph g = forward("llama-2-7b", 4, 512, true);
+    REQUIRE(g.tensor_parallel.sequence_parallel);
+    CHECK(g.tensor_parallel.all_reduce.empty());
+    CHECK(g.tensor_parallel.all_gather.size() == 2 * 32 + 1);
+    CHECK(g.tensor_parallel.reduce_scatter.size() == 2 * 32 + 1);
+    CHECK(g.tensor(g.node(g.find_node("model.layers.0.input_layernorm")).outputs[0]).desc.shape == Shape{1, 128, 4096});
+    CHECK(g.tensor(g.node(g.find_node("model.layers.0.self_attn.q_proj")).outputs[0]).desc.shape == Shape{1, 512, 1024});
+    const Graph t = forward("llama-2-7b", 4, 512);
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    CHECK(flops_of(g, analyze(g, hw), OpKind::rmsnorm) == Approx(flops_of(t, analyze(t, hw), OpKind::rmsnorm) / 4));
+    const auto odd = test::run_cli("analyze llama-2-7b --mode training --seq 250 --cluster dgx-a100 --tp 4 --sp -q");
+    CHECK(odd.code == 2);
+    CHECK_THAT(odd.out, Catch::Contains("--tp 4 must divide the sequence length 250"));
+}
+
+TEST_CASE("tensor-parallel errors name --tp and the config key", "[parallel][tp][hf][errors]") {
+    struct Bad {
+        const char* args;
+        const char* message;
+    };
+    const Bad bad[] = {
+        {"llama-2-7b --tp 3", "/config/num_attention_heads: --tp 3 must divide the 32 attention heads"},
+        {"bert-base-uncased --tp 2", "has no tensor-parallel split"},
+        {"mixtral-8x7b --dp 8 --ep 8", "has no expert-parallel split"},
+        {"bert-base-uncased --pp 2", "has no pipeline split"},
+    };
+    for (const Bad& b : bad) {
+        INFO(b.args);
+        const auto e = test::run_cli(std::string("analyze --mode training --cluster dgx-a100 -q ") + b.args);
+        CHECK(e.code == 2);
+        CHECK_THAT(e.out, Catch::Contains(b.message));
+    }
+    // Llama-2-7b's 11008 MLP features split by every tp that splits its 32 heads: a config with
+    // 11004 (4 x 2751) does not split 8 ways.
+    const std::string path = test::tmp_path("llama-mlp.json");
+    htmltest::spit(path, R"({"format": "roofline-model/1", "template": "llama-2-7b", "config": {"intermediate_size": 11004}})");
+    const auto e = test::run_cli("analyze '" + path + "' --mode training --cluster dgx-a100 --tp 8 -q");
+    CHECK(e.code == 2);
+    CHECK_THAT(e.out, Catch::Contains("/config/intermediate_size: --tp 8 must divide the 11004 MLP features"));
+    CHECK(test::run_cli("analyze '" + path + "' --mode training --cluster dgx-a100 --tp 4 -q").code == 0);
+}
+
+TEST_CASE("pipeline stages of a Hugging Face decoder: layers, embedding and head", "[parallel][pp][hf]") {
+    // Llama-2-7b in 4 stages: 8 layers each; the first stage holds the embedding (32000 x 4096),
+    // the last the final norm and the LM head (32000 x 4096); the stages' weights sum to the model's.
+    const std::int64_t d = 4096, layer = 4 * d * d + 3 * d * 11008 + 2 * d;
+    std::int64_t sum = 0;
+    for (int s = 0; s < 4; ++s) {
+        ModelOverrides ov;
+        ov.seq = 256;
+        ov.pp = 4;
+        ov.stage = s;
+        const Graph g = load_model_arg("llama-2-7b", ov);
+        CHECK(g.pipeline.stages == 4);
+        CHECK(g.pipeline.layers == 8);
+        CHECK(g.pipeline.input == (s == 0 ? "" : "hidden"));
+        CHECK(parameters(g) == 8 * layer + (s == 0 ? 32000 * d : 0) + (s == 3 ? 32000 * d + d : 0));
+        CHECK((g.find_node("model.layers." + std::to_string(8 * s) + ".mlp.down_proj") >= 0));
+        sum += parameters(g);
+    }
+    CHECK(sum == 6738415616);
+    // Gemma ties the LM head to the embedding: the last stage holds its own copy, reduced with the first's.
+    ModelOverrides ov;
+    ov.seq = 256;
+    ov.pp = 4;
+    ov.stage = 3;
+    CHECK(load_model_arg("gemma-7b", ov).pipeline.shared_embedding == "lm_head.weight");
+    const auto e = test::run_cli("analyze llama-2-7b --mode training --cluster dgx-a100 --pp 3 -q");
+    CHECK(e.code == 2);
+    CHECK_THAT(e.out, Catch::Contains("/config/num_hidden_layers: --pp 3 must divide the 32 layers"));
+    const auto ok =
+        test::run_cli("analyze llama-2-7b --mode training --seq 512 --cluster dgx-a100 --tp 2 --sp --pp 4 --dp 1 --global-batch 8 -q");
+    CHECK(ok.code == 0);
+}
