@@ -27,14 +27,6 @@ namespace {
 
 std::string hf(const std::string& folder) { return source_path("tests/data/hf/" + folder + "/config.json"); }
 
-std::int64_t parameter_count(const Graph& g) {
-    std::int64_t n = 0;
-    for (const Tensor& t : g.tensors()) {
-        if (t.role == TensorRole::parameter) n += t.desc.numel();
-    }
-    return n;
-}
-
 Work total_work(const Graph& g) {
     Work w;
     for (NodeId n : g.topological_order()) w += g.work(n);
@@ -101,19 +93,19 @@ TEST_CASE("HF configs: parameter counts are the published ones, exactly", "[hf]"
     for (const Case& c : cases) {
         INFO(c.folder);
         const Graph g = load_model_arg(hf(c.folder));
-        CHECK(parameter_count(g) == c.parameters);
+        CHECK(test::parameter_count(g) == c.parameters);
     }
     // BertModel (embeddings 23,837,184 + 12 layers * 7,087,872 + pooler 590,592 = 109,482,240),
     // the count usually quoted for bert-base-uncased.
     const Graph bare = load_model_arg(patched("bert-base-uncased", "bert-model", "architectures", json::array({"BertModel"})));
-    CHECK(parameter_count(bare) == 109'482'240);
+    CHECK(test::parameter_count(bare) == 109'482'240);
     // BertForSequenceClassification adds the classifier, 768*2+2 for the default 2 labels.
     const Graph cls =
         load_model_arg(patched("bert-base-uncased", "bert-cls", "architectures", json::array({"BertForSequenceClassification"})));
-    CHECK(parameter_count(cls) == 109'482'240 + 1538);
+    CHECK(test::parameter_count(cls) == 109'482'240 + 1538);
     // ViTModel: pooler (768*768+768) instead of the classifier.
     const Graph vit = load_model_arg(patched("vit-base-patch16-224", "vit-model", "architectures", json::array({"ViTModel"})));
-    CHECK(parameter_count(vit) == 86'567'656 - 769'000 + 590'592);
+    CHECK(test::parameter_count(vit) == 86'567'656 - 769'000 + 590'592);
 }
 
 TEST_CASE("HF configs: the built-in presets match the published config files", "[hf]") {
@@ -139,7 +131,7 @@ TEST_CASE("HF configs: the built-in presets match the published config files", "
         const ModelOverrides ov{1, std::string(preset) == "vit-b16" ? std::nullopt : std::optional<std::int64_t>(128), {}};
         const Graph a = load_model_arg(preset, ov);
         const Graph b = load_model_arg(hf(folder), ov);
-        CHECK(parameter_count(a) == parameter_count(b));
+        CHECK(test::parameter_count(a) == test::parameter_count(b));
         CHECK(total_work(a) == total_work(b));
     }
 }
@@ -204,7 +196,7 @@ TEST_CASE("HF llama forward FLOPs: 2 x parameters x tokens plus attention", "[hf
     // every parameter but the input embedding, which is a gather.
     const double B = 2, s = 2048, L = 32, d = 4096, I = 11008, V = 32000;
     const Graph g = load_model_arg(hf("Llama-2-7b-hf"), ModelOverrides{2, 2048, {}});
-    const double matrices = static_cast<double>(parameter_count(g)) - V * d - (2 * L + 1) * d;  // less embedding, norms
+    const double matrices = static_cast<double>(test::parameter_count(g)) - V * d - (2 * L + 1) * d;  // less embedding, norms
     CHECK(matrices == L * (4 * d * d + 3 * d * I) + d * V);
     const double analytic = 2 * matrices * B * s + 4 * B * s * s * d * L;
     const Work w = total_work(g);
@@ -446,17 +438,17 @@ TEST_CASE("HF mixtral, qwen2_moe, qwen2, gemma, phi3, falcon, phi, roberta, t5, 
     };
     for (const Case& c : cases) {
         INFO(c.folder);
-        CHECK(parameter_count(load_model_arg(hf(c.folder), ModelOverrides{1, 64, {}})) == c.parameters);
+        CHECK(test::parameter_count(load_model_arg(hf(c.folder), ModelOverrides{1, 64, {}})) == c.parameters);
     }
     // The bare Qwen2MoeModel: no lm_head (151936*2048 fewer).
     const Graph bare = load_model_arg(patched("Qwen1.5-MoE-A2.7B-Chat", "qwen-moe-bare", "architectures", json::array({"Qwen2MoeModel"})),
                                       ModelOverrides{1, 64, {}});
-    CHECK(parameter_count(bare) == 14'315'784'192 - 151936 * 2048);
+    CHECK(test::parameter_count(bare) == 14'315'784'192 - 151936 * 2048);
     // RobertaModel (transformers: 124,645,632): the pooler (768*768+768) instead of lm_head;
     // RobertaForSequenceClassification (124,647,170 for 2 labels): no pooler, classifier dense
     // 768*768+768 and out_proj 768*2+2.
     const auto roberta = [&](const char* arch) {
-        return parameter_count(
+        return test::parameter_count(
             load_model_arg(patched("roberta-base", arch, "architectures", json::array({arch})), ModelOverrides{1, 64, {}}));
     };
     CHECK(roberta("RobertaModel") == 124'645'632);
@@ -473,9 +465,10 @@ TEST_CASE("HF deberta-v2: parameter counts, exactly, and the disentangled attent
     // buckets *768 + their LayerNorm = 394,752; 12 layers * 7,087,872 (q/k/v/dense 4*(768^2+768),
     // MLP 2*768*3072+3072+768, two LayerNorms; share_att_key: the positions reuse query_proj and
     // key_proj); MLM head dense 768^2+768, LayerNorm, bias 128100 (decoder tied) = 720,228.
-    CHECK(parameter_count(load_model_arg(hf("deberta-v3-base"), ModelOverrides{1, 64, {}})) == 184'551'780);
+    CHECK(test::parameter_count(load_model_arg(hf("deberta-v3-base"), ModelOverrides{1, 64, {}})) == 184'551'780);
     const auto arch = [&](const char* a) {
-        return parameter_count(load_model_arg(patched("deberta-v3-base", a, "architectures", json::array({a})), ModelOverrides{1, 64, {}}));
+        return test::parameter_count(
+            load_model_arg(patched("deberta-v3-base", a, "architectures", json::array({a})), ModelOverrides{1, 64, {}}));
     };
     CHECK(arch("DebertaV2Model") == 183'831'552);                      // no head, no pooler
     CHECK(arch("DebertaV2ForSequenceClassification") == 184'423'682);  // ContextPooler 768^2+768, classifier 768*2+2
@@ -489,7 +482,7 @@ TEST_CASE("HF deberta-v2: parameter counts, exactly, and the disentangled attent
                {"type_vocab_size", 2},
                {"position_buckets", -1},
                {"norm_rel_ebd", "none"}});
-    CHECK(parameter_count(load_model(v2, "deberta-v2-style.json", ModelOverrides{1, 64, {}})) == 199'512'420);
+    CHECK(test::parameter_count(load_model(v2, "deberta-v2-style.json", ModelOverrides{1, 64, {}})) == 199'512'420);
 
     // FLOPs, batch 2 x 256 tokens (exact for the GEMMs): per layer q, k, v, o 8 B s d^2, MLP 4 B s d I,
     // scores and context 4 B s^2 d, c2p and p2c 2 x 2 B s (2 span) d, the two position projections
@@ -672,7 +665,7 @@ TEST_CASE("HF t5: dense T5 blocks, relu or gated feed-forward", "[hf][moe]") {
     const Graph gated = load_model_arg(patched("t5-small", "t5-gated", "feed_forward_proj", "gated-gelu"), ModelOverrides{1, 128, {}});
     CHECK(gated.find_tensor("encoder.block.0.layer.1.DenseReluDense.wi_1.weight") >= 0);
     CHECK(count_kind(gated, OpKind::tanh) == 12);
-    CHECK(parameter_count(gated) == 60'506'624 + 12 * 512 * 2048);  // wi_1 in each of the 12 blocks
+    CHECK(test::parameter_count(gated) == 60'506'624 + 12 * 512 * 2048);  // wi_1 in each of the 12 blocks
 }
 
 TEST_CASE("HF bart: post-LN encoder-decoder with learned positions", "[hf][moe]") {

@@ -24,13 +24,6 @@ Graph forward(const std::string& model, int tp, std::int64_t seq, bool sp = fals
     return load_model_arg(model, ov);
 }
 
-std::int64_t parameters(const Graph& g) {
-    std::int64_t n = 0;
-    for (const Tensor& t : g.tensors())
-        if (t.role == TensorRole::parameter) n += t.desc.numel();
-    return n;
-}
-
 // FLOPs of the nodes of one kind.
 double flops_of(const Graph& g, const Analysis& a, OpKind kind) {
     double f = 0;
@@ -51,9 +44,9 @@ TEST_CASE("llama-2-7b at tp 8: a rank's weights, GEMM FLOPs and all-reduces, by 
     // every RMSNorm weight whole (2 a layer and the final one).
     const std::int64_t d = 4096, ffn = 11008, vocab = 32000, layers = 32, t = 8;
     const Graph full = forward("llama-2-7b", 1, 512), rank = forward("llama-2-7b", 8, 512);
-    CHECK(parameters(full) == 6738415616);  // Llama-2-7b's num_parameters()
-    CHECK(parameters(rank) == 2 * (vocab / t) * d + layers * (4 * d * d / t + 3 * d * ffn / t + 2 * d) + d);
-    CHECK(parameters(rank) == 842534912);
+    CHECK(test::parameter_count(full) == 6738415616);  // Llama-2-7b's num_parameters()
+    CHECK(test::parameter_count(rank) == 2 * (vocab / t) * d + layers * (4 * d * d / t + 3 * d * ffn / t + 2 * d) + d);
+    CHECK(test::parameter_count(rank) == 842534912);
     CHECK(shape_of(rank, "model.layers.0.self_attn.k_proj.weight") == Shape{512, d});
     CHECK(shape_of(rank, "model.layers.0.self_attn.o_proj.weight") == Shape{d, 512});
     CHECK(shape_of(rank, "model.layers.0.mlp.down_proj.weight") == Shape{d, 1376});
@@ -138,7 +131,7 @@ TEST_CASE("grouped-query attention and experts under tp: llama-3-8b and mixtral"
     // Per rank: half of everything but the router and the norms (2 a layer, the final one).
     const Graph m1 = forward("mixtral-8x7b", 1, 256);
     const std::int64_t whole = 32 * (8 * 4096 + 2 * 4096) + 4096;
-    CHECK(parameters(m) == (parameters(m1) - whole) / 2 + whole);
+    CHECK(test::parameter_count(m) == (test::parameter_count(m1) - whole) / 2 + whole);
 
     // Qwen1.5-MoE: the routed experts (moe_intermediate_size 1408) and the shared expert (5632)
     // split, the shared expert's gate whole; one all-reduce of the sum.
@@ -209,9 +202,9 @@ TEST_CASE("pipeline stages of a Hugging Face decoder: layers, embedding and head
         CHECK(g.pipeline.stages == 4);
         CHECK(g.pipeline.layers == 8);
         CHECK(g.pipeline.input == (s == 0 ? "" : "hidden"));
-        CHECK(parameters(g) == 8 * layer + (s == 0 ? 32000 * d : 0) + (s == 3 ? 32000 * d + d : 0));
+        CHECK(test::parameter_count(g) == 8 * layer + (s == 0 ? 32000 * d : 0) + (s == 3 ? 32000 * d + d : 0));
         CHECK((g.find_node("model.layers." + std::to_string(8 * s) + ".mlp.down_proj") >= 0));
-        sum += parameters(g);
+        sum += test::parameter_count(g);
     }
     CHECK(sum == 6738415616);
     // Gemma ties the LM head to the embedding: the last stage holds its own copy, reduced with the first's.

@@ -34,12 +34,6 @@ Graph step(const std::string& model, InferencePhase phase, std::int64_t batch, s
     return load_model_arg(model, ov);
 }
 
-std::int64_t parameter_count(const Graph& g) {
-    std::int64_t n = 0;
-    for (const Tensor& t : g.tensors()) n += t.role == TensorRole::parameter ? t.desc.numel() : 0;
-    return n;
-}
-
 bool ends_with(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
@@ -90,7 +84,7 @@ TEST_CASE("t5-small decode reads the decoder's weights, the LM head and both cac
     const std::int64_t block = 4 * kD * kInner + 2 * kD * kInner + 2 * kD * kFf + 3 * kD;
     const std::int64_t params = kLayers * block + kBuckets * kHeads + kD + kVocab * kD;
     CHECK(params == 38'479'616);
-    CHECK(parameter_count(g) == params);
+    CHECK(test::parameter_count(g) == params);
     CHECK(a.parameter_bytes == 2 * params);
 
     // The caches read in place, per decoder block: self K and V of the C cached tokens and the new
@@ -138,7 +132,7 @@ TEST_CASE("t5-small prefill: the encoder over S tokens, the cross K/V projection
     CHECK(matrix_flops(a) == encoder + decoder + cross_kv + lm_head);
     // Every parameter of the model, once: t5-small's 60,506,624 (its num_parameters(), the
     // training graph's count) less nothing: the prefill uses the encoder, both attentions and the head.
-    CHECK(parameter_count(g) == 60'506'624);
+    CHECK(test::parameter_count(g) == 60'506'624);
     // Caches written: per decoder block the cross K and V of S tokens and the self K and V of one.
     REQUIRE(g.outputs().size() == static_cast<std::size_t>(1 + 4 * kLayers));
     std::int64_t cross = 0, self = 0;
@@ -194,7 +188,7 @@ TEST_CASE("bart-large decode: no encoder, the decoder's weights, one learned pos
     // fc1 and fc2 with biases (2 d ffn + ffn + d), three LayerNorms (3 x 2d); the decoder's
     // positions table (1026 x d) and layernorm_embedding (2d); the shared embedding (vocab x d).
     const std::int64_t layer = 6 * (d * d + d) + 2 * d * ffn + ffn + d + 3 * 2 * d;
-    CHECK(parameter_count(g) == layers * layer + 1026 * d + 2 * d + vocab * d);
+    CHECK(test::parameter_count(g) == layers * layer + 1026 * d + 2 * d + vocab * d);
     const NodeId pos = g.find_node("model.decoder.embed_positions");
     REQUIRE(pos != kNoNode);
     CHECK(g.output_descs(pos)[0].shape == Shape{1, d});

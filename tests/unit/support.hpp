@@ -1,12 +1,15 @@
 #pragma once
 // Helpers shared by the unit tests: paths to fixtures and running the roofline executable.
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <vector>
+
+#include "model/graph.hpp"
 
 namespace test {
 
@@ -35,6 +38,13 @@ inline std::string slurp(const std::string& path) {
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
+}
+
+// Elements of the graph's parameter tensors (what the checkpoint holds, for one rank under a split).
+inline std::int64_t parameter_count(const roofline::Graph& g) {
+    std::int64_t n = 0;
+    for (const roofline::Tensor& t : g.tensors()) n += t.role == roofline::TensorRole::parameter ? t.desc.numel() : 0;
+    return n;
 }
 
 inline std::string source_path(const std::string& rel) { return std::string(ROOFLINE_SOURCE_DIR) + "/" + rel; }
