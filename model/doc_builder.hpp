@@ -4,6 +4,7 @@
 // every built-in model goes through the one JSON loader a user's file does.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -130,6 +131,51 @@ private:
     bool sp_;
     std::int64_t shard_;
     std::vector<std::string> all_reduce_, gathers_, scatters_, loss_;
+};
+
+// One rank's share of expert parallelism (GShard, Lepikhin et al. 2020, section 2.2; Megatron-core's
+// MoEAlltoAllTokenDispatcher), as the GPT template (model/templates.cpp) and the Hugging Face
+// mixture-of-experts decoders (model/hf_build.cpp top_k_experts) build it: a rank holds experts /
+// degree of the experts; an all-to-all sends each token copy to its expert's rank and one brings
+// the outputs back. Collects the document's expert_parallel section (model/graph.hpp
+// ExpertParallel): the all-to-all nodes and the experts' parameters (their gradients are reduced
+// only among the data-parallel ranks holding the same experts).
+class ExpertParallelSplit {
+public:
+    using json = nlohmann::json;
+
+    ExpertParallelSplit(DocBuilder& b, std::int64_t degree) : b_(b), e_(degree) {}
+
+    std::int64_t degree() const { return e_; }
+    // Node `node`'s output is the buffer an all-to-all exchanges (recorded only with degree > 1).
+    std::string all_to_all(const std::string& node) {
+        if (e_ > 1) all_to_all_.push_back(node);
+        return node;
+    }
+    // Under uniform routing every rank sends as many token copies as it receives: the all-to-all is
+    // a copy of x (an identity permutation over its `rank` axes, materialised) named `name`.
+    std::string exchange(const std::string& name, const std::string& x, std::size_t rank) {
+        std::vector<std::int64_t> perm(rank);
+        for (std::size_t i = 0; i < rank; ++i) perm[i] = static_cast<std::int64_t>(i);
+        return all_to_all(b_.node(name, "permute", {x}, {{"perm", perm}, {"copy", true}}));
+    }
+    // An expert's parameter (recorded only with degree > 1).
+    std::string expert_param(const std::string& name) {
+        if (e_ > 1) params_.push_back(name);
+        return name;
+    }
+    // The document's expert_parallel section (none for one rank), with the busiest rank's load
+    // factor when routing is not uniform (model/graph.hpp ExpertParallel).
+    void write(std::optional<double> load_factor = std::nullopt) const {
+        if (e_ == 1) return;
+        b_.doc()["expert_parallel"] = {{"degree", e_}, {"all_to_all", all_to_all_}, {"parameters", params_}};
+        if (load_factor) b_.doc()["expert_parallel"]["load_factor"] = *load_factor;
+    }
+
+private:
+    DocBuilder& b_;
+    std::int64_t e_;
+    std::vector<std::string> all_to_all_, params_;
 };
 
 }  // namespace roofline

@@ -131,6 +131,15 @@ std::string gated_mlp(DocBuilder& b, const ConfigReader& r, const std::string& p
 // values are not. torch.topk is modelled by its values: a slice of k of the E probabilities.
 // Training-time router jitter (Mixtral's router_jitter_noise) multiplies x by the input
 // router_jitter [batch, seq, d], which stands for the uniform draw.
+// Expert parallelism (m.ep, degree P; ExpertParallelSplit in doc_builder.hpp): the rank holds L =
+// E / P experts. Under the uniform routing above every expert takes an equal share of every rank's
+// copies, so each rank sends as many copies as it receives: the dispatch all-to-all is a copy of
+// the stream (the receive buffer, P blocks of the copies bound for this rank's experts), the
+// rank's expert j the strided slice of rows j, j + L, ... of it (batch * seq * k * P / E rows,
+// rounded: the copies of all P ranks), the combine all-to-all a copy of the experts' outputs sent
+// back. The routing weights then multiply the returned rows on the token's own rank, as
+// Megatron-core's alltoall dispatcher does (token_unpermutation: the combine all-to-all, then
+// unpermute, which applies the probabilities): the same rows multiplied as with one rank.
 std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::string& p, const std::string& x, std::int64_t d,
                           const TopKExperts& m) {
     const std::int64_t rows_end = std::numeric_limits<std::int64_t>::max();
@@ -145,17 +154,25 @@ std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::strin
     const std::string weights = b.node(p + "routing.weights", "reshape", {top}, {{"shape", {-1, 1}}});
     b.node(p + "dispatch.unsqueeze", "reshape", {in}, {{"shape", {"batch", "seq", 1, d}}});
     b.node(p + "dispatch.expand", "expand", {p + "dispatch.unsqueeze"}, {{"shape", {"batch", "seq", m.k, d}}});
-    const std::string stream = b.node(p + "dispatch", "reshape", {p + "dispatch.expand"}, {{"shape", {-1, d}}});
+    std::string stream = b.node(p + "dispatch", "reshape", {p + "dispatch.expand"}, {{"shape", {-1, d}}});
+    const std::int64_t ranks = m.ep ? m.ep->degree() : 1, local = m.experts / ranks;
+    if (ranks > 1) stream = m.ep->exchange(p + "dispatch.all_to_all", stream, 2);
     json outs = json::array();
-    for (std::int64_t e = 0; e < m.experts; ++e) {
+    for (std::int64_t e = 0; e < local; ++e) {
         const std::string ep = p + "experts." + std::to_string(e) + ".";
-        const json rows = {{"starts", {e}}, {"ends", {rows_end}}, {"axes", {0}}, {"steps", {m.experts}}};
+        const json rows = {{"starts", {e}}, {"ends", {rows_end}}, {"axes", {0}}, {"steps", {local}}};
         const std::string tokens = b.node(ep + "gather", "slice", {stream}, rows);
-        const std::string w = b.node(ep + "routing_weight", "slice", {weights}, rows);
-        outs.push_back(b.node(ep + "weighted", "mul", {gated_mlp(b, r, ep, tokens, d, m.inter, m.act_key, m.act, false, m.names), w}));
+        const std::string out = gated_mlp(b, r, ep, tokens, d, m.inter, m.act_key, m.act, false, m.names);
+        if (ranks > 1) {
+            for (const char* w : {m.names.gate, m.names.up, m.names.down}) m.ep->expert_param(ep + w + ".weight");
+            outs.push_back(out);
+        } else {
+            outs.push_back(b.node(ep + "weighted", "mul", {out, b.node(ep + "routing_weight", "slice", {weights}, rows)}));
+        }
     }
-    b.node(p + "combine.concat", "concat", outs, {{"axis", 0}});
-    b.node(p + "combine.view", "reshape", {p + "combine.concat"}, {{"shape", {"batch", "seq", m.k, d}}});
+    std::string combined = b.node(p + "combine.concat", "concat", outs, {{"axis", 0}});
+    if (ranks > 1) combined = b.node(p + "combine.weighted", "mul", {m.ep->exchange(p + "combine.all_to_all", combined, 2), weights});
+    b.node(p + "combine.view", "reshape", {combined}, {{"shape", {"batch", "seq", m.k, d}}});
     return b.node(p + "combine", "reduce_sum", {p + "combine.view"}, {{"axes", {2}}, {"keepdim", false}});
 }
 
@@ -169,8 +186,9 @@ Split read_split(const ConfigReader& r) {
     s.seq = v.value("seq", std::int64_t{0});
     s.pp = v.value("pp", std::int64_t{1});
     s.stage = v.value("stage", std::int64_t{0});
-    if (s.tp < 1 || s.seq < 0 || s.pp < 1 || s.stage < 0 || s.stage >= s.pp)
-        r.fail(kHfSplitKey, "expected a positive tp and pp, a stage below pp and a non-negative seq, got " + v.dump());
+    s.ep = v.value("ep", std::int64_t{1});
+    if (s.tp < 1 || s.seq < 0 || s.pp < 1 || s.stage < 0 || s.stage >= s.pp || s.ep < 1)
+        r.fail(kHfSplitKey, "expected a positive tp, pp and ep, a stage below pp and a non-negative seq, got " + v.dump());
     return s;
 }
 

@@ -134,6 +134,8 @@ struct TopKExperts {
     bool jitter = false;     // router input times the training-time noise input `router_jitter`
     std::string act_key = "hidden_act", act;
     GatedMlpNames names;
+    // Expert parallelism (--ep): the rank holds experts / degree of them (none: one rank).
+    ExpertParallelSplit* ep = nullptr;
 };
 // The routed experts of x [batch, seq, d] -> [batch, seq, d]; `p` the block prefix ("...mlp."): the
 // router p + "gate" and the experts p + "experts.<e>.". How the tokens are routed is modelled in
@@ -174,6 +176,7 @@ struct Split {
     bool sp = false;
     std::int64_t seq = 0;            // with sp: the sequence length (the dims' seq; 0: the model's default)
     std::int64_t pp = 1, stage = 0;  // pipeline stage `stage` (0-based) of pp
+    std::int64_t ep = 1;             // expert-parallel ranks (mixtral, qwen2_moe)
 };
 // The config's split (one rank when it has none).
 Split read_split(const ConfigReader& r);

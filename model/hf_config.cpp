@@ -319,10 +319,11 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
     r.fail("model_type", "unsupported model_type '" + model_type + "' (supported: " + supported + ")");
 }
 
-void add_hf_split(json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage) {
-    if (tp <= 1 && pp <= 1) return;
+void add_hf_split(json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage, int ep) {
+    if (tp <= 1 && pp <= 1 && ep <= 1) return;
     config[kHfSplitKey] = {{"tp", tp}, {"sp", sp}};
     if (pp > 1) config[kHfSplitKey]["pp"] = pp, config[kHfSplitKey]["stage"] = stage;
+    if (ep > 1) config[kHfSplitKey]["ep"] = ep;
     // The sequence shard's length is a number in the document: the builder sets the dims' seq.
     if (tp > 1 && sp && seq) config[kHfSplitKey]["seq"] = *seq;
 }

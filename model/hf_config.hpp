@@ -44,11 +44,12 @@ bool is_hf_config(const nlohmann::json& doc);
 // before every JSON path ("" for a config.json, "/config" for a template file's config).
 nlohmann::json expand_hf_config(const nlohmann::json& config, const std::string& origin, const std::string& path_prefix = "");
 
-// The config key through which roofline's --tp, --sp, --seq and --pp reach a builder that splits
-// the model (one rank's share; model/hf_build.hpp Split): an object {"tp", "sp", "seq", "pp", "stage"}.
+// The config key through which roofline's --tp, --sp, --seq, --pp and --ep reach a builder that
+// splits the model (one rank's share; model/hf_build.hpp Split): an object {"tp", "sp", "seq", "pp",
+// "stage", "ep"}.
 inline constexpr const char* kHfSplitKey = "_roofline_split";
-// Adds the split that --tp, --sp and --pp ask for to a config (nothing for one rank and stage).
-void add_hf_split(nlohmann::json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage);
+// Adds the split that --tp, --sp, --pp and --ep ask for to a config (nothing for one rank and stage).
+void add_hf_split(nlohmann::json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage, int ep);
 
 // Built-in published configs usable as template names (llama-2-7b, bert-base-uncased, ...).
 bool is_hf_preset(const std::string& name);

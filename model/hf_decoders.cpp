@@ -95,7 +95,9 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
 // replicates them instead, model/inference.cpp, which a training step would have to all-reduce). The
 // mixture-of-experts layers (mixtral, qwen2_moe): each expert's MLP split by tp as the dense one
 // (Megatron's MoE without expert parallelism), the router (and qwen2_moe's shared_expert_gate)
-// replicated, one all-reduce of the block's combined output. Sequence parallelism (--sp) as the
+// replicated, one all-reduce of the block's combined output; with expert parallelism (--ep) a rank
+// holds experts / E of them and all-to-alls dispatch and combine the token copies (top_k_experts,
+// hf_build.cpp; the shared expert stays whole on every rank). Sequence parallelism (--sp) as the
 // template's: the norms and residuals on a rank's shard of the sequence, the blocks' inputs
 // all-gathered and outputs reduce-scattered. Not modelled: each rank adding o_proj's and down_proj's biases
 // (Megatron adds them once, after the all-reduce).
@@ -210,6 +212,20 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         moe.inter =
             tp_share(r, model_type == "mixtral" ? "intermediate_size" : "moe_intermediate_size", moe.inter, t, "expert MLP features");
     if (shared_inter > 0) shared_inter = tp_share(r, "shared_expert_intermediate_size", shared_inter, t, "shared expert MLP features");
+    // Expert parallelism (--ep; top_k_experts in hf_build.cpp): as the GPT template, E must divide
+    // the experts (each rank holds as many) and is not combined with --sp (whose MoE input is
+    // all-gathered across the tensor-parallel ranks); --dp is checked where the ranks are laid out
+    // (sim/parallel.cpp).
+    if (split.ep > 1) {
+        const std::string experts_key = model_type == "mixtral" ? "num_local_experts" : "num_experts";
+        const std::string flag = "--ep " + std::to_string(split.ep);
+        if (moe.experts == 0)
+            r.fail(model_type == "qwen2_moe" ? experts_key : "model_type",
+                   flag + ": " + model_type + " has no experts (mixtral and qwen2_moe split by --ep)");
+        if (moe.experts % split.ep != 0) r.fail(experts_key, flag + " must divide the " + std::to_string(moe.experts) + " experts");
+        if (split.sp && t > 1)
+            throw InputError("--sp with expert parallelism (--ep) is not modelled (with --ep 1 the MoE layer's input is all-gathered)");
+    }
     if (split.sp && t > 1 && seq % t != 0) {
         throw InputError("--sp: --tp " + std::to_string(t) + " must divide the sequence length " + std::to_string(seq));
     }
@@ -224,6 +240,10 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         desc += "; UNIFORM routing assumed (each expert runs batch * seq * k / experts rows, rounded)";
     } else {
         desc += ", MLP " + std::to_string(inter);
+    }
+    if (split.ep > 1) {
+        desc += "; rank of " + std::to_string(split.ep) + "-way expert parallelism (" + std::to_string(moe.experts / split.ep) + " of " +
+                std::to_string(moe.experts) + " experts)";
     }
     if (window > 0) desc += "; sliding window " + std::to_string(window) + " not modelled (full causal attention)";
     if (t > 1) {
@@ -243,6 +263,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
                desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
     const bool sp = split.sp && t > 1;
     TensorParallelSplit tps(b, t, sp, seq / t);
+    ExpertParallelSplit expert_split(b, split.ep);
+    moe.ep = &expert_split;
     if (first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", dh});
     b.input("rope.sin", {"seq", dh});
@@ -325,6 +347,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         if (tied && head.has_head && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? embed : "lm_head.weight";
     }
     tps.write();
+    expert_split.write();
     return b.take();
 }
 

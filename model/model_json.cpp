@@ -580,9 +580,10 @@ json expert_load_config(const std::string& text) {
 // loader's dims.
 void add_parallel_config(const std::string& name, json& config, ModelOverrides& ov) {
     if (is_hf_preset(name)) {
-        // A Hugging Face preset: the builders that split (model/hf_decoders.cpp) take --tp, --sp and --pp;
+        // A Hugging Face preset: the builders that split (model/hf_decoders.cpp) take --tp, --sp and --pp
+        // (and --ep, the mixture-of-experts families);
         // --seq stays the dims' override unless the sequence shard needs it.
-        add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage);
+        add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage, ov.ep);
         if (config.contains(kHfSplitKey) && config[kHfSplitKey].contains("seq")) ov.seq.reset();
         return;
     }
@@ -628,7 +629,7 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     if (is_hf_config(doc)) {  // a Hugging Face config.json
         json config = doc;
         ModelOverrides rest = ov;
-        add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage);
+        add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage, ov.ep);
         if (config.contains(kHfSplitKey) && config[kHfSplitKey].contains("seq")) rest.seq.reset();
         return load_model(expand_hf_config(config, origin), origin, rest);
     }

@@ -406,7 +406,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // holds experts / ep of them; an all-to-all sends each token copy to its expert's rank and one
     // brings the outputs back (model/graph.hpp ExpertParallel), after which a rank's experts each
     // run the tokens x k / experts of all ep ranks.
-    std::vector<std::string> all_to_all, expert_params;
+    ExpertParallelSplit eps(b, c.ep);
     const std::int64_t local_experts = c.experts / std::max<std::int64_t>(1, c.ep);
     // Routing by c.expert_load (not uniform): each expert runs rows[e] of a sequence's seq x k
     // copies. With expert parallelism the document is the busiest rank's (the most copies to run:
@@ -444,9 +444,8 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         if (c.ep > 1) {
             const std::string part =
                 b.node(p + "moe.to_rank", "slice", {stream}, {{"starts", {0}}, {"ends", {busiest_rows}}, {"axes", {1}}});
-            stream =
-                b.node(p + "moe.dispatch", "concat", json(std::vector<std::string>(static_cast<std::size_t>(c.ep), part)), {{"axis", 1}});
-            all_to_all.push_back(stream);
+            stream = eps.all_to_all(
+                b.node(p + "moe.dispatch", "concat", json(std::vector<std::string>(static_cast<std::size_t>(c.ep), part)), {{"axis", 1}}));
         }
         json outs = json::array();
         for (std::int64_t j = 0; j < local_experts; ++j) {
@@ -454,7 +453,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             const std::string ex = p + "moe.expert_" + std::to_string(j) + ".";
             for (const auto& [w, shape] :
                  {std::pair<std::string, json>{"up.w", {ff, d}}, {"up.b", {ff}}, {"down.w", {d, ff}}, {"down.b", {d}}})
-                expert_params.push_back(b.param(ex + w, shape));
+                eps.expert_param(b.param(ex + w, shape));
             if (n == 0) continue;  // no tokens routed: its weights are held, nothing runs
             b.node(ex + "tokens", "slice", {stream}, {{"starts", {offset}}, {"ends", {offset + n}}, {"axes", {1}}});
             offset += n;
@@ -463,7 +462,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             outs.push_back(b.node(ex + "down", "linear", {ex + "gelu", ex + "down.w", ex + "down.b"}));
         }
         std::string back = b.node(p + "moe.outputs", "concat", outs, {{"axis", 1}});
-        if (c.ep > 1) all_to_all.push_back(back);  // the busiest rank sends back all it ran
+        eps.all_to_all(back);  // the busiest rank sends back all it ran
         back = fit_rows(p + "moe.combine", back, offset, T);
         b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
     };
@@ -473,7 +472,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         const std::int64_t E = c.experts;
         std::string routed = b.node(p + "moe.groups", "reshape", {p + "moe.expand"}, {{"shape", {"batch", seq * k / E, E, d}}});
         if (c.ep > 1) {
-            all_to_all.push_back(b.node(p + "moe.dispatch", "permute", {routed}, {{"perm", {0, 1, 2, 3}}, {"copy", true}}));
+            eps.exchange(p + "moe.dispatch", routed, 4);
             routed = b.node(p + "moe.local", "reshape", {p + "moe.dispatch"}, {{"shape", {"batch", per_expert, local_experts, d}}});
         }
         json outs = json::array();
@@ -481,7 +480,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             const std::string ex = p + "moe.expert_" + std::to_string(e) + ".";
             for (const auto& [w, shape] :
                  {std::pair<std::string, json>{"up.w", {ff, d}}, {"up.b", {ff}}, {"down.w", {d, ff}}, {"down.b", {d}}})
-                expert_params.push_back(b.param(ex + w, shape));
+                eps.expert_param(b.param(ex + w, shape));
             b.node(ex + "slice", "slice", {routed}, {{"starts", {e}}, {"ends", {e + 1}}, {"axes", {2}}});
             b.node(ex + "tokens", "reshape", {ex + "slice"}, {{"shape", {"batch", per_expert, d}}});
             b.node(ex + "up", "linear", {ex + "tokens", ex + "up.w", ex + "up.b"});
@@ -490,7 +489,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             outs.push_back(b.node(ex + "out", "reshape", {ex + "down"}, {{"shape", {"batch", per_expert, 1, d}}}));
         }
         std::string back = b.node(p + "moe.outputs", "concat", outs, {{"axis", 2}});
-        if (c.ep > 1) all_to_all.push_back(back = b.node(p + "moe.combine", "permute", {back}, {{"perm", {0, 1, 2, 3}}, {"copy", true}}));
+        if (c.ep > 1) back = eps.exchange(p + "moe.combine", back, 4);
         b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
     };
     auto moe_mlp = [&](const std::string& p, const std::string& in) {
@@ -596,10 +595,9 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         if (c.tied_embeddings && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? "wte" : "lm_head.w";
     }
     if (c.ep > 1) {
-        b.doc()["expert_parallel"] = {{"degree", c.ep}, {"all_to_all", all_to_all}, {"parameters", expert_params}};
-        if (!rows.empty())
-            b.doc()["expert_parallel"]["load_factor"] =
-                std::max(1.0, static_cast<double>(busiest_rows * c.ep) / static_cast<double>(seq * c.top_k));
+        eps.write(rows.empty() ? std::nullopt
+                               : std::optional<double>(
+                                     std::max(1.0, static_cast<double>(busiest_rows * c.ep) / static_cast<double>(seq * c.top_k))));
         b.doc()["description"] =
             b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(c.ep) + "-way expert parallelism (" +
             std::to_string(local_experts) + " of " + std::to_string(c.experts) + " experts" +

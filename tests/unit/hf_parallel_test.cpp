@@ -169,7 +169,7 @@ TEST_CASE("tensor-parallel errors name --tp and the config key", "[parallel][tp]
     const Bad bad[] = {
         {"llama-2-7b --tp 3", "/config/num_attention_heads: --tp 3 must divide the 32 attention heads"},
         {"bert-base-uncased --tp 2", "has no tensor-parallel split"},
-        {"mixtral-8x7b --dp 8 --ep 8", "has no expert-parallel split"},
+        {"bert-base-uncased --dp 2 --ep 2", "has no expert-parallel split"},
         {"bert-base-uncased --pp 2", "has no pipeline split"},
     };
     for (const Bad& b : bad) {
@@ -219,4 +219,101 @@ TEST_CASE("pipeline stages of a Hugging Face decoder: layers, embedding and head
     const auto ok =
         test::run_cli("analyze llama-2-7b --mode training --seq 512 --cluster dgx-a100 --tp 2 --sp --pp 4 --dp 1 --global-batch 8 -q");
     CHECK(ok.code == 0);
+}
+
+namespace {
+
+Graph expert_parallel(const std::string& model, int ep, std::int64_t seq) {
+    ModelOverrides ov;
+    ov.seq = seq;
+    ov.ep = ep;
+    return load_model_arg(model, ov);
+}
+
+// FLOPs of the nodes whose name holds `part`.
+double flops_named(const Graph& g, const Analysis& a, const std::string& part) {
+    double f = 0;
+    for (const OpAnalysis& op : a.ops)
+        if (g.node(op.node).name.find(part) != std::string::npos) f += static_cast<double>(op.roofline.work.flops());
+    return f;
+}
+
+}  // namespace
+
+TEST_CASE("mixtral-8x7b at ep 8: one expert a rank, the all-to-alls and the experts' FLOPs, by hand", "[parallel][ep][hf]") {
+    // Mixtral-8x7B: d 4096, 32 layers, 8 SwiGLU experts of 14336 (w1, w3 [14336, 4096], w2 [4096,
+    // 14336]), top-2, bf16. On 8 expert-parallel ranks a rank holds one expert a layer: the
+    // experts' weights drop by 7 x 3 x d x 14336 a layer; attention, router (gate [8, 4096]), norms,
+    // embedding and LM head stay whole.
+    const std::int64_t d = 4096, inter = 14336, layers = 32, seq = 512, k = 2;
+    const Graph full = expert_parallel("mixtral-8x7b", 1, seq), rank = expert_parallel("mixtral-8x7b", 8, seq);
+    CHECK(full.expert_parallel.degree == 1);
+    CHECK(full.expert_parallel.all_to_all.empty());
+    CHECK(rank.expert_parallel.degree == 8);
+    CHECK(test::parameter_count(full) == 46702792704);  // Mixtral-8x7B's num_parameters()
+    CHECK(test::parameter_count(rank) == 46702792704 - layers * 7 * 3 * d * inter);
+    // The parameters listed for the expert group's reduction: the rank's expert, 3 weights a layer,
+    // an eighth of the experts' 32 x 8 x 3 x d x 14336.
+    REQUIRE(rank.expert_parallel.parameters.size() == static_cast<std::size_t>(layers * 3));
+    std::int64_t expert_weights = 0;
+    for (const std::string& p : rank.expert_parallel.parameters) expert_weights += numel(shape_of(rank, p));
+    CHECK(expert_weights == layers * 8 * 3 * d * inter / 8);
+    CHECK(shape_of(rank, "model.layers.0.block_sparse_moe.gate.weight") == Shape{8, d});
+    CHECK(rank.find_node("model.layers.0.block_sparse_moe.experts.1.w1") < 0);
+    // Two all-to-alls a layer (dispatch, combine), each the rank's seq x top-2 token copies of d
+    // bf16 values: 512 x 2 x 4096 x 2 bytes = 8 MiB.
+    REQUIRE(rank.expert_parallel.all_to_all.size() == static_cast<std::size_t>(2 * layers));
+    for (const std::string& n : rank.expert_parallel.all_to_all) {
+        const TensorDesc& out = rank.tensor(rank.find_tensor(n)).desc;
+        CHECK(out.shape == Shape{seq * k, d});
+        CHECK(out.bytes() == seq * k * d * 2);
+    }
+    // Uniform routing: with one rank each of the 8 experts runs 512 x 2 / 8 = 128 copies; on 8
+    // ranks the rank's one expert runs the 128 copies for it from each of the 8 ranks, 1024. The
+    // same 1024 rows through the same three GEMMs: the rank's expert FLOPs equal the one-rank
+    // graph's, 2 x 1024 x 3 x d x 14336.
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    const Analysis af = analyze(full, hw), ar = analyze(rank, hw);
+    const double gemm = 2.0 * static_cast<double>(seq * k) * 3 * d * inter;
+    CHECK(flops_named(full, af, ".experts.") > 0);
+    CHECK(flops_of(rank, ar, OpKind::linear) == flops_of(full, af, OpKind::linear));
+    CHECK(flops_named(rank, ar, "layers.0.block_sparse_moe.experts.0.w") == gemm);
+    CHECK(shape_of(rank, "model.layers.0.block_sparse_moe.experts.0.gather") == Shape{seq * k, d});
+}
+
+TEST_CASE("qwen1.5-moe-a2.7b at ep 4: 15 of 60 experts a rank, the shared expert whole", "[parallel][ep][hf]") {
+    // Qwen1.5-MoE-A2.7B: d 2048, 24 layers, 60 experts of 1408 (top-4) and a shared expert of
+    // 5632 in every layer. On 4 ranks a rank holds experts 0-14; the shared expert (not expert
+    // parallel, as in Megatron-core's shared_experts) and its gate stay on every rank.
+    const std::int64_t d = 2048, inter = 1408, layers = 24;
+    const Graph full = expert_parallel("qwen1.5-moe-a2.7b", 1, 256), rank = expert_parallel("qwen1.5-moe-a2.7b", 4, 256);
+    CHECK(rank.expert_parallel.degree == 4);
+    CHECK(test::parameter_count(rank) == test::parameter_count(full) - layers * 45 * 3 * d * inter);
+    CHECK(rank.expert_parallel.parameters.size() == static_cast<std::size_t>(layers * 15 * 3));
+    CHECK(rank.find_node("model.layers.0.mlp.experts.14.down_proj") >= 0);
+    CHECK(rank.find_node("model.layers.0.mlp.experts.15.down_proj") < 0);
+    CHECK(shape_of(rank, "model.layers.0.mlp.shared_expert.gate_proj.weight") == Shape{5632, d});
+    CHECK(shape_of(rank, "model.layers.0.mlp.shared_expert_gate.weight") == Shape{1, d});
+    for (const std::string& p : rank.expert_parallel.parameters) CHECK(p.find("shared_expert") == std::string::npos);
+    CHECK(rank.expert_parallel.all_to_all.size() == static_cast<std::size_t>(2 * layers));
+}
+
+TEST_CASE("expert-parallel errors name --ep and the config key", "[parallel][ep][hf][errors]") {
+    struct Bad {
+        const char* args;
+        const char* message;
+    };
+    const Bad bad[] = {
+        {"mixtral-8x7b --dp 6 --ep 3", "/config/num_local_experts: --ep 3 must divide the 8 experts"},
+        {"qwen1.5-moe-a2.7b --dp 8 --ep 8", "/config/num_experts: --ep 8 must divide the 60 experts"},
+        {"mixtral-8x7b --dp 4 --ep 8", "--ep 8: the expert-parallel ranks are data-parallel ranks; it must divide --dp 4"},
+        {"llama-2-7b --dp 2 --ep 2", "/config/model_type: --ep 2: llama has no experts"},
+    };
+    for (const Bad& b : bad) {
+        INFO(b.args);
+        const auto e = test::run_cli(std::string("analyze --mode training --seq 256 --cluster dgx-a100 -q ") + b.args);
+        CHECK(e.code == 2);
+        CHECK_THAT(e.out, Catch::Contains(b.message));
+    }
+    CHECK(test::run_cli("analyze mixtral-8x7b --mode training --seq 256 --cluster dgx-a100 --dp 8 --ep 8 -q").code == 0);
 }
