@@ -164,7 +164,7 @@ void add_measure(CLI::App& app) {
                   "), kernels " + human_time(m.kernel_sum_s) + ", arena " + human_bytes(static_cast<double>(m.arena_bytes)) + "\n");
             print(m.counters_problem.empty() ? "counters: collected\n" : "counters: not collected: " + m.counters_problem + "\n");
             print("checks against the CPU reference: " + std::to_string(m.failed_checks) + " failed\n");
-            print("measurement written to " + *out + "\n" + written);
+            print(written);
         }
         if (m.failed_checks > 0) {
             std::fprintf(stderr, "roofline: %d node(s) differ from the CPU reference beyond tolerance (see \"check\" in %s)\n",

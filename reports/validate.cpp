@@ -19,6 +19,7 @@
 #include "model/autodiff.hpp"
 #include "model/inference.hpp"
 #include "model/model_json.hpp"
+#include "model/templates.hpp"
 #include "ops/checked.hpp"
 #include "ops/error.hpp"
 #include "ops/grad.hpp"
@@ -526,7 +527,10 @@ Graph measured_phase_graph(const json& model, const std::string& file) {
     ov.phase = p;
     const std::string m = json_string(r, "model");
     if (m.empty()) throw InputError(where + "/model: expected the MODEL argument measure was given");
-    const bool named_file = m.find('/') != std::string::npos || fs::path(m).has_extension();
+    // A file as measure was given it (a path, a .json or .onnx), found relative to the measurement;
+    // else a built-in template by name ("qwen2.5-1.5b": its dot is no extension).
+    const std::string ext = fs::path(m).extension().string();
+    const bool named_file = !is_template_name(m) && (m.find('/') != std::string::npos || ext == ".json" || ext == ".onnx");
     return load_model_arg(named_file ? measured_model_arg(m, file) : m, ov);
 }
 

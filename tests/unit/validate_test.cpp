@@ -529,33 +529,67 @@ TEST_CASE("accuracy: no GPU x family gets worse than the committed record, leave
     CHECK(checked == 29);  // 5 GPUs x their families (24, no A100 conv) + 5 end-to-end rows
 }
 
+namespace {
+
+// Per-kernel median |error| and the step's |error| of one committed `roofline measure` file,
+// predicted with the compiled-in terms (validate's held-out set).
+struct MeasuredScore {
+    double kernel_median = -1, step = -1;
+    std::size_t kernels = 0;  // kernels predicted and measured
+};
+
+MeasuredScore score_measurement(const std::string& name) {
+    const ValidateOptions opt;
+    std::vector<roofline::ValidationCase> cases;
+    const ordered_json doc =
+        roofline::run_validation(roofline::load_measurements({test::source_path("tests/data/measured/" + name)}, opt), opt, &cases);
+    INFO(roofline::render_validation(doc));
+    std::vector<double> kernels;
+    MeasuredScore s;
+    for (const auto& c : cases) {
+        if (c.predicted_s <= 0 || c.measured_s <= 0) continue;
+        const double e = std::fabs(c.predicted_s / c.measured_s - 1);
+        if (c.op == "e2e") {
+            s.step = e;
+        } else {
+            kernels.push_back(e);
+        }
+    }
+    if (!kernels.empty()) s.kernel_median = roofline::validation_quantile(kernels, 0.5);
+    s.kernels = kernels.size();
+    return s;
+}
+
+}  // namespace
+
 // The H100 runs never used for fitting: GPT-2 small training b2 x 128 and the MLP at batch 32,
 // as recorded on 2026-11-25 (the step timed under the tracer, the MLP's over 3 repetitions) and
-// re-timed untraced on 2026-11-26. Issue #15 asks for a per-kernel median |error| <= 15% and each
-// step within 10%. Seen once when the small-kernel terms were scored (docs/ACCURACY.md), never
-// fitted on. The goal, never loosened; [!mayfail] while it is missed.
+// re-timed untraced on 2026-11-26, and the nine steps of 2026-11-27 measured after the model was
+// committed (tests/data/measured/h100-sxm-2026-11-27/README.md). Issue #15 asks for a per-kernel
+// median |error| <= 15% and each step within 10%. Never fitted on. The goal, never loosened;
+// [!mayfail] while it is missed.
 TEST_CASE("accuracy: H100 runs never fitted on, per-kernel median <= 15% and step <= 10%", "[.][accuracy_h100][!mayfail]") {
     for (const char* name : {"h100-sxm-2026-11-25/check-gpt2-small-train.json", "h100-sxm-2026-11-25/check-mlp-train.json",
-                             "h100-sxm-2026-11-26/gpt2-small-train-b2s128.json", "h100-sxm-2026-11-26/mlp-train-b32.json"}) {
+                             "h100-sxm-2026-11-26/gpt2-small-train-b2s128.json", "h100-sxm-2026-11-26/mlp-train-b32.json",
+                             "h100-sxm-2026-11-27/gpt2-medium-train-b4s512.json", "h100-sxm-2026-11-27/bert-base-train-b8s256.json",
+                             "h100-sxm-2026-11-27/t5-small-train-b8s256.json", "h100-sxm-2026-11-27/vit-b16-train-b16.json",
+                             "h100-sxm-2026-11-27/qwen2.5-1.5b-prefill-b1s512.json", "h100-sxm-2026-11-27/qwen2.5-1.5b-decode-b8c512.json",
+                             "h100-sxm-2026-11-27/llama-2-7b-decode-b4c1024.json", "h100-sxm-2026-11-27/check-gpt2-small-train-b1s64.json",
+                             "h100-sxm-2026-11-27/check-mlp-train.json"}) {
         INFO(name);
-        const ValidateOptions opt;
-        std::vector<roofline::ValidationCase> cases;
-        const ordered_json doc = roofline::run_validation(
-            roofline::load_measurements({test::source_path(std::string("tests/data/measured/") + name)}, opt), opt, &cases);
-        INFO(roofline::render_validation(doc));
-        std::vector<double> kernels;
-        double step = -1;
-        for (const auto& c : cases) {
-            if (c.predicted_s <= 0 || c.measured_s <= 0) continue;
-            const double e = std::fabs(c.predicted_s / c.measured_s - 1);
-            if (c.op == "e2e") {
-                step = e;
-            } else {
-                kernels.push_back(e);
-            }
-        }
-        REQUIRE(step >= 0);
-        CHECK(roofline::validation_quantile(kernels, 0.5) <= 0.15);
-        CHECK(step <= 0.10);
+        const MeasuredScore s = score_measurement(name);
+        REQUIRE(s.step >= 0);
+        CHECK(s.kernel_median <= 0.15);
+        CHECK(s.step <= 0.10);
     }
+}
+
+// A measurement of a built-in template whose name has a dot ("qwen2.5-1.5b", which a path would
+// read as an extension) is rebuilt from the template, not looked for as a file. Every one of the
+// step's 871 measured kernels and the step itself are predicted (their errors are docs/ACCURACY.md's
+// held-out table).
+TEST_CASE("validate: a measurement of a dotted template name (qwen2.5-1.5b decode) is rebuilt from the template", "[validate][e2e]") {
+    const MeasuredScore s = score_measurement("h100-sxm-2026-11-27/qwen2.5-1.5b-decode-b8c512.json");
+    CHECK(s.step >= 0);
+    CHECK(s.kernels == 871);
 }
