@@ -101,7 +101,7 @@ ojson attrs_json(const Attrs& a) {
 
 ojson op_json(const ReportContext& ctx, const OpAnalysis& op) {
     const Node& n = ctx.graph.node(op.node);
-    const OpRoofline& r = op.roofline;
+    const OpRoofline& r = *op.roofline;
     ojson j;
     j["name"] = n.name;
     j["op"] = op_name(n.kind);
@@ -513,7 +513,7 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
     for (const OpAnalysis& op : a.ops) shown.push_back(&op);
     if (opt.top > 0) {
         std::stable_sort(shown.begin(), shown.end(),
-                         [](const OpAnalysis* x, const OpAnalysis* y) { return x->roofline.time_s > y->roofline.time_s; });
+                         [](const OpAnalysis* x, const OpAnalysis* y) { return x->roofline->time_s > y->roofline->time_s; });
         if (shown.size() > opt.top) shown.resize(opt.top);
     }
     const bool model = a.has_kernel_model;
@@ -527,7 +527,7 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
     rows.push_back(head);
     for (const OpAnalysis* op : shown) {
         const Node& n = ctx.graph.node(op->node);
-        const OpRoofline& r = op->roofline;
+        const OpRoofline& r = *op->roofline;
         const auto& hbm = r.levels.front();
         Row row = {std::to_string(op->node + 1),
                    n.name,

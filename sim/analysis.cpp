@@ -97,7 +97,7 @@ double single_call_latency_s(const Graph& g, const Analysis& a, const AnalysisOp
     for (const OpAnalysis& op : a.ops) {
         host += eager_host_s(g, op.node, opt, kernel_launches(op));
         if (op.node == engine && opt.runtime == Runtime::eager) host += opt.eager_backward_call_host_s;
-        const double d = op.modelled ? op.modelled->time_s : op.roofline.time_s;
+        const double d = op.modelled ? op.modelled->time_s : op.roofline->time_s;
         device += d;
         if (d > 0) gpu_end = std::max(gpu_end, host) + d;
     }
@@ -172,9 +172,9 @@ void append_group_signature(std::string& s, const Graph& g, const FusionGroup& g
 }
 
 struct Costed {
-    OpRoofline roofline;
-    std::optional<Kernel> kernel;
-    std::optional<KernelCost> modelled;
+    std::shared_ptr<const OpRoofline> roofline;
+    std::shared_ptr<const Kernel> kernel;
+    std::shared_ptr<const KernelCost> modelled;
 };
 
 }  // namespace
@@ -223,14 +223,18 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
         if (grp != nullptr) carrier = grp->anchor == n;
         if (grp != nullptr && !carrier) {
             // A fused group's other nodes: the anchor carries the group's work and kernel.
-            op.roofline = op_roofline(Work{}, op_compute_dtype(g, n), hw);
-            if (hw.kind == HardwareKind::gpu) op.modelled = KernelCost{};
+            op.roofline = std::make_shared<const OpRoofline>(op_roofline(Work{}, op_compute_dtype(g, n), hw));
+            if (hw.kind == HardwareKind::gpu) op.modelled = std::make_shared<const KernelCost>();
         } else if (hw.kind == HardwareKind::tpu) {  // the TPU model looks at the producer (fusion): no cache
             // A fused group on a TPU is costed at its own roofline bound (sim/fusion.hpp groups
             // are GPU kernels; the TPU model's XLA-style fusion applies to unfused graphs).
-            op.roofline = op_roofline(grp != nullptr ? grp->work : g.work(n), op_compute_dtype(g, n), hw);
-            require_fp8_matrix_unit(g, n, op.roofline, hw);
-            if (grp == nullptr) op.modelled = tpu_node_cost(g, n, hw, opt.tpu);
+            op.roofline =
+                std::make_shared<const OpRoofline>(op_roofline(grp != nullptr ? grp->work : g.work(n), op_compute_dtype(g, n), hw));
+            require_fp8_matrix_unit(g, n, *op.roofline, hw);
+            if (grp == nullptr) {
+                if (std::optional<KernelCost> c = tpu_node_cost(g, n, hw, opt.tpu))
+                    op.modelled = std::make_shared<const KernelCost>(std::move(*c));
+            }
         } else {
             key.clear();
             if (opt.runtime == Runtime::eager) key += 'E';
@@ -244,45 +248,41 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
             auto it = cache.find(key);
             if (it == cache.end()) {
                 Costed c;
-                c.roofline = op_roofline(grp != nullptr ? grp->work : g.work(n), op_compute_dtype(g, n), hw);
+                c.roofline =
+                    std::make_shared<const OpRoofline>(op_roofline(grp != nullptr ? grp->work : g.work(n), op_compute_dtype(g, n), hw));
                 if (hw.kind == HardwareKind::gpu) {
                     GpuModelOptions gopt = opt.gpu;
                     gopt.eager = opt.runtime == Runtime::eager;
-                    c.kernel = grp != nullptr ? std::optional<Kernel>(fused_kernel(g, *grp, hw, gopt)) : lower_to_kernel(g, n, hw, gopt);
-                    if (c.kernel) c.modelled = gpu_kernel_cost(*c.kernel, hw, gopt);
+                    std::optional<Kernel> k =
+                        grp != nullptr ? std::optional<Kernel>(fused_kernel(g, *grp, hw, gopt)) : lower_to_kernel(g, n, hw, gopt);
+                    if (k) {
+                        c.modelled = std::make_shared<const KernelCost>(gpu_kernel_cost(*k, hw, gopt));
+                        c.kernel = std::make_shared<const Kernel>(std::move(*k));
+                    }
                 }
                 it = cache.emplace(key, std::move(c)).first;
             }
+            require_fp8_matrix_unit(g, n, *it->second.roofline, hw);
             op.roofline = it->second.roofline;
-            require_fp8_matrix_unit(g, n, op.roofline, hw);
             op.kernel = it->second.kernel;
             op.modelled = it->second.modelled;
-            if (op.kernel) {
-                // Names of the node that filled the cache entry, its parts' ("<node>.qk") included.
-                const std::string cached = op.kernel->name;
-                op.kernel->node = n;
-                op.kernel->name = grp != nullptr ? grp->name : g.node(n).name;
-                for (Kernel& part : op.kernel->parts) {
-                    if (part.name.rfind(cached, 0) == 0) part.name = op.kernel->name + part.name.substr(cached.size());
-                    part.node = n;
-                }
-            }
         }
+        const OpRoofline& r = *op.roofline;
         if (op.modelled) a.modelled_time_s += op.modelled->time_s;
         a.has_kernel_model = a.has_kernel_model || hw.kind == HardwareKind::gpu || hw.kind == HardwareKind::tpu;
-        a.total += op.roofline.work;
-        a.time_s += op.roofline.time_s;
+        a.total += r.work;
+        a.time_s += r.time_s;
         if (carrier) {
-            BoundShare& b = a.by_bound[op.roofline.bound];
-            b.time_s += op.roofline.time_s;
+            BoundShare& b = a.by_bound[r.bound];
+            b.time_s += r.time_s;
             ++b.ops;
         }
         BoundShare& f = a.by_family[std::string(family_name(rule_of(g.node(n).kind).family))];
-        f.time_s += op.roofline.time_s;
+        f.time_s += r.time_s;
         ++f.ops;
         PhaseTotals& ph = a.by_phase[static_cast<int>(g.node(n).phase)];
-        ph.work += op.roofline.work;
-        ph.time_s += op.roofline.time_s;
+        ph.work += r.work;
+        ph.time_s += r.time_s;
         ++ph.ops;
         a.ops.push_back(std::move(op));
     }
@@ -296,7 +296,7 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
     a.memory = memory_timeline(g, mem);
     std::vector<double> durations(g.nodes().size(), 0.0);
     for (const OpAnalysis& op : a.ops) {
-        durations[static_cast<std::size_t>(op.node)] = op.modelled ? op.modelled->time_s : op.roofline.time_s;
+        durations[static_cast<std::size_t>(op.node)] = op.modelled ? op.modelled->time_s : op.roofline->time_s;
     }
     ScheduleOptions sched = opt.schedule;
     std::vector<double> host;

@@ -17,12 +17,18 @@ namespace roofline {
 
 struct FusionPlan;  // sim/fusion.hpp
 
+// One op's results. The roofline, kernel and cost are shared, read-only, by every op of the same
+// signature (kind, attributes, tensor descriptors; a fused group's anchor and work) in the
+// analysis, and through a KernelCostCache by later analyses: a transformer's layers repeat, so a
+// step of thousands of ops holds a few dozen distinct records (issue #20: 1M ops in well under
+// 1 GiB). A shared Kernel's `name` and `node` are those of the op that first lowered it: the op
+// is `node` here.
 struct OpAnalysis {
     NodeId node = kNoNode;
-    OpRoofline roofline;
-    std::optional<Kernel> kernel;  // GPU kernel model (L1); absent for views and on TPUs
-    std::optional<KernelCost> modelled;
     int fusion_group = -1;  // with a fusion plan: the group it runs in (its anchor carries the group's work and kernel)
+    std::shared_ptr<const OpRoofline> roofline;  // never null once analysed
+    std::shared_ptr<const Kernel> kernel;        // GPU kernel model (L1); null for views and on TPUs
+    std::shared_ptr<const KernelCost> modelled;  // null where there is no kernel model
 };
 
 struct BoundShare {

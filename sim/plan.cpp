@@ -15,7 +15,7 @@ namespace roofline {
 
 namespace {
 
-double duration(const OpAnalysis& op) { return op.modelled ? op.modelled->time_s : op.roofline.time_s; }
+double duration(const OpAnalysis& op) { return op.modelled ? op.modelled->time_s : op.roofline->time_s; }
 
 std::string layer_label(const std::vector<LayerChoice>& c) {
     std::int64_t full = 0, sel = 0;

@@ -79,7 +79,7 @@ StepParts analyse_step(const DecoderArch& arch, const Hardware& hw, const ServeO
     s.step_s = inference_step_time(g, a, opt.cluster);
     for (const OpAnalysis& op : a.ops) {
         const Node& n = g.node(op.node);
-        const double t = op.modelled ? op.modelled->time_s : op.roofline.time_s;
+        const double t = op.modelled ? op.modelled->time_s : op.roofline->time_s;
         if (traits_of(n.kind).kernel == KernelForm::attention) s.attention_s += t;
         if (is_head(n.name)) s.head_s += t;
     }

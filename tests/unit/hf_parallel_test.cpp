@@ -28,7 +28,7 @@ Graph forward(const std::string& model, int tp, std::int64_t seq, bool sp = fals
 double flops_of(const Graph& g, const Analysis& a, OpKind kind) {
     double f = 0;
     for (const OpAnalysis& op : a.ops)
-        if (g.node(op.node).kind == kind) f += static_cast<double>(op.roofline.work.flops());
+        if (g.node(op.node).kind == kind) f += static_cast<double>(op.roofline->work.flops());
     return f;
 }
 
@@ -234,7 +234,7 @@ Graph expert_parallel(const std::string& model, int ep, std::int64_t seq) {
 double flops_named(const Graph& g, const Analysis& a, const std::string& part) {
     double f = 0;
     for (const OpAnalysis& op : a.ops)
-        if (g.node(op.node).name.find(part) != std::string::npos) f += static_cast<double>(op.roofline.work.flops());
+        if (g.node(op.node).name.find(part) != std::string::npos) f += static_cast<double>(op.roofline->work.flops());
     return f;
 }
 

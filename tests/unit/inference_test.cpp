@@ -37,8 +37,8 @@ Counts layer_counts(const Graph& g, const Analysis& a) {
     Counts c;
     for (const OpAnalysis& op : a.ops) {
         if (g.node(op.node).name.rfind("model.layers.", 0) != 0) continue;
-        c.flops += static_cast<double>(op.roofline.work.flops());
-        c.bytes += static_cast<double>(op.roofline.work.bytes());
+        c.flops += static_cast<double>(op.roofline->work.flops());
+        c.bytes += static_cast<double>(op.roofline->work.bytes());
     }
     return c;
 }
@@ -131,7 +131,7 @@ TEST_CASE("grouped-query attention reads each KV head once, the sliding window c
         const Graph g = phase_graph(model, InferencePhase::decode, context);
         double bytes = 0;
         for (const OpAnalysis& op : analyze(g, hw).ops)
-            if (g.node(op.node).kind == OpKind::attention) bytes += static_cast<double>(op.roofline.work.bytes_read);
+            if (g.node(op.node).kind == OpKind::attention) bytes += static_cast<double>(op.roofline->work.bytes_read);
         return bytes;
     };
     // 8 KV heads x 128 x 2 (K, V) x 2 bytes x 4,096 tokens x 32 layers = 537 MB, plus, a layer, the

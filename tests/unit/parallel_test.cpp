@@ -307,7 +307,7 @@ TEST_CASE("sequence parallelism: sharded norms and residuals, an all-gather and 
     const auto ln_flops = [](const Graph& g, const Analysis& a) {
         double f = 0;
         for (const OpAnalysis& op : a.ops)
-            if (g.node(op.node).kind == OpKind::layernorm) f += static_cast<double>(op.roofline.work.flops());
+            if (g.node(op.node).kind == OpKind::layernorm) f += static_cast<double>(op.roofline->work.flops());
         return f;
     };
     CHECK(ln_flops(sp, as) == Approx(ln_flops(tp, at) / 4).epsilon(0.01));
@@ -607,7 +607,7 @@ TEST_CASE("expert parallelism: a rank's share of the experts, all-to-all dispatc
         for (const OpAnalysis& op : s.a.ops) {
             const Node& n = s.g.node(op.node);
             if (n.phase == ph && n.kind == OpKind::linear && n.name.find(part) != std::string::npos)
-                f += static_cast<double>(op.roofline.work.flops());
+                f += static_cast<double>(op.roofline->work.flops());
         }
         return f;
     };

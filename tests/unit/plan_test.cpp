@@ -85,7 +85,7 @@ TEST_CASE("fusion: y = relu(Wx + b), z = sin(x + y) saves exactly the intermedia
     CHECK(af.schedule.step_time_s < a.schedule.step_time_s);
     const OpAnalysis& anchor = af.ops[static_cast<std::size_t>(grp.anchor)];
     REQUIRE(anchor.modelled);
-    CHECK(anchor.modelled->time_s >= anchor.roofline.time_s);
+    CHECK(anchor.modelled->time_s >= anchor.roofline->time_s);
     // A tensor read outside the group is still written: making y a graph output keeps its write.
     g.mark_output(y);
     const FusionPlan p2 = find_fusion_groups(g, hw);

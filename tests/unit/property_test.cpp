@@ -210,12 +210,12 @@ std::string first_broken(const json& doc, const Settings& s, bool check_determin
     // 1. No op is modelled faster than its own roofline lower bound, and every time is finite.
     for (const OpAnalysis& op : a.ops) {
         const std::string at = "node '" + step.node(op.node).name + "'";
-        if (!std::isfinite(op.roofline.time_s) || op.roofline.time_s < 0) return at + ": lower bound not finite";
+        if (!std::isfinite(op.roofline->time_s) || op.roofline->time_s < 0) return at + ": lower bound not finite";
         if (!op.modelled) continue;
         // A TPU kernel of an XLA elementwise fusion reads or writes less than the op alone: its own
         // lower bound (of the traffic it moves) is the floor there; on a GPU every kernel is the op's.
         const double floor =
-            hw.kind == HardwareKind::gpu ? std::max(op.roofline.time_s, op.modelled->lower_bound_s) : op.modelled->lower_bound_s;
+            hw.kind == HardwareKind::gpu ? std::max(op.roofline->time_s, op.modelled->lower_bound_s) : op.modelled->lower_bound_s;
         if (!std::isfinite(op.modelled->time_s) || !(op.modelled->time_s >= floor * (1 - 1e-9)))
             return at + ": modelled " + json(op.modelled->time_s).dump() + " s below its lower bound " + json(floor).dump() + " s";
     }

@@ -32,7 +32,7 @@ double layer_linear_bytes(const Graph& g, const Analysis& a) {
     double bytes = 0;
     for (const OpAnalysis& op : a.ops) {
         const Node& n = g.node(op.node);
-        if (n.kind == OpKind::linear && n.name.rfind("model.layers.", 0) == 0) bytes += static_cast<double>(op.roofline.work.bytes());
+        if (n.kind == OpKind::linear && n.name.rfind("model.layers.", 0) == 0) bytes += static_cast<double>(op.roofline->work.bytes());
     }
     return bytes;
 }
@@ -60,7 +60,7 @@ TEST_CASE("fp8 as a compute dtype works on the GPT and llama presets on an H100"
             const Node& n = g.node(op.node);
             if (n.kind != OpKind::linear) continue;
             ++linears;
-            CHECK(op.roofline.dtype == DType::fp8_e4m3);
+            CHECK(op.roofline->dtype == DType::fp8_e4m3);
             CHECK(g.tensor(n.inputs[1]).desc.dtype == DType::fp8_e4m3);  // stored in fp8: no per-step weight cast
             CHECK(g.tensor(n.outputs[0]).desc.dtype == DType::bf16);
         }
@@ -125,7 +125,7 @@ TEST_CASE("W8A8: a quantize kernel before each GEMM, 8-bit tensor cores, a 16-bi
     for (const OpAnalysis& op : a.ops) {
         const Node& n = g.node(op.node);
         if (n.kind == OpKind::cast && n.name.size() > 6 && n.name.compare(n.name.size() - 6, 6, ".quant") == 0) ++quant_casts;
-        if (n.kind == OpKind::linear && op.roofline.dtype == DType::int8) {
+        if (n.kind == OpKind::linear && op.roofline->dtype == DType::int8) {
             ++int8_gemms;
             CHECK(g.tensor(n.outputs[0]).desc.dtype == DType::f16);
         }
@@ -143,7 +143,7 @@ TEST_CASE("an fp8 KV cache halves the cache a decode step reads and the cache a 
         const Graph g = decode_graph("llama-3-8b", 4095, q);
         double bytes = 0;
         for (const OpAnalysis& op : analyze(g, hw).ops)
-            if (g.node(op.node).kind == OpKind::attention) bytes += static_cast<double>(op.roofline.work.bytes_read);
+            if (g.node(op.node).kind == OpKind::attention) bytes += static_cast<double>(op.roofline->work.bytes_read);
         return bytes;
     };
     Quantization fp8;

@@ -55,7 +55,7 @@ int count_nodes(const Graph& g, const std::string& prefix, const std::string& ta
 
 std::int64_t matrix_flops(const Analysis& a) {
     std::int64_t n = 0;
-    for (const OpAnalysis& op : a.ops) n += op.roofline.work.matrix_flops;
+    for (const OpAnalysis& op : a.ops) n += op.roofline->work.matrix_flops;
     return n;
 }
 
