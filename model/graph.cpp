@@ -19,51 +19,6 @@ struct GraphStorage {
     Adjacency adj;
 };
 
-namespace {
-
-// A name table: a power-of-two array of slots, each 0 (empty) or the name's 32-bit hash in the high
-// half and id + 1 in the low half, probed linearly; the names themselves are the items' own.
-std::uint32_t name_hash(std::string_view name) {
-    const std::size_t h = std::hash<std::string_view>{}(name);
-    return static_cast<std::uint32_t>(h ^ (h >> 32));
-}
-
-template <class Item>
-std::int32_t find_name(const std::vector<std::uint64_t>& slots, const std::vector<Item>& items, std::string_view name) {
-    if (slots.empty()) return -1;
-    const std::uint32_t h = name_hash(name);
-    const std::size_t mask = slots.size() - 1;
-    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
-        const std::uint64_t s = slots[i];
-        if (s == 0) return -1;
-        if (static_cast<std::uint32_t>(s >> 32) == h) {
-            const auto id = static_cast<std::int32_t>(static_cast<std::uint32_t>(s) - 1);
-            if (items[static_cast<std::size_t>(id)].name == name) return id;
-        }
-    }
-}
-
-void place_name(std::vector<std::uint64_t>& slots, std::uint32_t h, std::int32_t id) {
-    const std::size_t mask = slots.size() - 1;
-    std::size_t i = h & mask;
-    while (slots[i] != 0) i = (i + 1) & mask;
-    slots[i] = (static_cast<std::uint64_t>(h) << 32) | (static_cast<std::uint64_t>(id) + 1);
-}
-
-// Room for `count` names at a load of at most one half.
-void grow_names(std::vector<std::uint64_t>& slots, std::size_t count) {
-    if (2 * count <= slots.size()) return;  // the common case, on every name added
-    std::size_t size = 16;
-    while (size < 2 * count) size *= 2;
-    std::vector<std::uint64_t> old(size, 0);
-    old.swap(slots);
-    for (std::uint64_t s : old) {
-        if (s != 0) place_name(slots, static_cast<std::uint32_t>(s >> 32), static_cast<std::int32_t>(static_cast<std::uint32_t>(s) - 1));
-    }
-}
-
-}  // namespace
-
 std::string_view role_name(TensorRole r) {
     switch (r) {
         case TensorRole::input: return "input";
@@ -110,11 +65,10 @@ Graph::Graph(Graph&&) noexcept = default;
 Graph& Graph::operator=(Graph&&) noexcept = default;
 
 TensorId Graph::add_tensor(Tensor t) {
-    if (find_name(tensor_by_name_, tensors_, t.name) >= 0) throw InputError("tensor name '" + t.name + "' is defined twice");
+    if (find_tensor(t.name) >= 0) throw InputError("tensor name '" + t.name + "' is defined twice");
     (void)t.desc.bytes();  // overflow check
     const auto id = static_cast<TensorId>(tensors_.size());
-    grow_names(tensor_by_name_, tensors_.size() + 1);
-    place_name(tensor_by_name_, name_hash(t.name), id);
+    tensor_by_name_.insert(t.name, id);
     tensors_.push_back(std::move(t));
     return id;
 }
@@ -143,15 +97,15 @@ void Graph::set_phase(NodeId n, Phase p, NodeId differentiates) {
 void Graph::reserve(std::size_t nodes, std::size_t tensors) {
     nodes_.reserve(nodes);
     tensors_.reserve(tensors);
-    grow_names(node_by_name_, nodes);
-    grow_names(tensor_by_name_, tensors);
+    node_by_name_.reserve(nodes);
+    tensor_by_name_.reserve(tensors);
 }
 
 void Graph::set_recomputes(NodeId n, NodeId original) { nodes_.at(static_cast<std::size_t>(n)).recomputes = original; }
 
 NodeId Graph::add_node(const std::string& n, OpKind kind, const std::vector<TensorId>& inputs, Attrs attrs,
                        const std::vector<std::string>& given_names) {
-    if (find_name(node_by_name_, nodes_, n) >= 0) throw InputError("node name '" + n + "' is used twice");
+    if (find_node(n) != kNoNode) throw InputError("node name '" + n + "' is used twice");
     std::vector<TensorDesc> in;
     for (TensorId t : inputs) in.push_back(tensor(t).desc);
     std::vector<TensorDesc> out = infer_outputs(kind, in, attrs);
@@ -168,8 +122,7 @@ NodeId Graph::add_node(const std::string& n, OpKind kind, const std::vector<Tens
     for (std::size_t i = 0; i < out.size(); ++i) {
         node.outputs.push_back(add_tensor(Tensor{output_names[i], out[i], TensorRole::activation, id, static_cast<int>(i)}));
     }
-    grow_names(node_by_name_, nodes_.size() + 1);
-    place_name(node_by_name_, name_hash(n), id);
+    node_by_name_.insert(n, id);
     nodes_.push_back(std::move(node));
     const auto v = boost::add_vertex(storage_->adj);
     for (TensorId t : inputs) {
@@ -185,10 +138,13 @@ void Graph::mark_output(TensorId t, bool first) {
     outputs_.insert(first ? outputs_.begin() : outputs_.end(), t);
 }
 
-TensorId Graph::find_tensor(const std::string& n) const { return find_name(tensor_by_name_, tensors_, n); }
+TensorId Graph::find_tensor(const std::string& n) const {
+    return tensor_by_name_.find(n, [this](std::int32_t id) -> const std::string& { return tensors_[static_cast<std::size_t>(id)].name; });
+}
 
 NodeId Graph::find_node(const std::string& n) const {
-    const std::int32_t id = find_name(node_by_name_, nodes_, n);
+    const std::int32_t id =
+        node_by_name_.find(n, [this](std::int32_t i) -> const std::string& { return nodes_[static_cast<std::size_t>(i)].name; });
     return id < 0 ? kNoNode : id;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/name_table.hpp"
 #include "ops/attrs.hpp"
 #include "ops/op_kind.hpp"
 #include "ops/tensor.hpp"
@@ -175,10 +176,10 @@ private:
     std::vector<Node> nodes_;
     std::vector<Tensor> tensors_;
     std::vector<TensorId> outputs_;
-    // Name lookups: open-addressing tables of (hash, id) over the names the nodes and tensors
-    // already hold, so a name is stored once and a table copies as one block (issue #20).
-    std::vector<std::uint64_t> tensor_by_name_;
-    std::vector<std::uint64_t> node_by_name_;
+    // Name lookups over the names the nodes and tensors already hold, so a name is stored once and
+    // a table copies as one block (issue #20).
+    NameTable tensor_by_name_;
+    NameTable node_by_name_;
     std::unique_ptr<GraphStorage> storage_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/strong_components.hpp>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <cmath>
@@ -12,12 +13,13 @@
 #include <queue>
 #include <set>
 #include <sstream>
-#include <unordered_map>
+#include <string_view>
 #include <unordered_set>
 #include <variant>
 
 #include "model/hf_config.hpp"
 #include "model/json_check.hpp"
+#include "model/name_table.hpp"
 #include "model/onnx_model.hpp"
 #include "model/templates.hpp"
 #include "ops/text.hpp"
@@ -134,7 +136,8 @@ std::vector<TensorDecl> read_tensors(const json& doc, const std::string& key, bo
         const std::string p = path + "/" + std::to_string(i);
         const json& t = (*it)[i];
         if (!t.is_object()) fail(c.origin, p, "expected an object, got " + type_of(t));
-        only_keys(t, {"name", "shape", "dtype"}, c.origin, p);
+        static const std::set<std::string> kTensorKeys{"name", "shape", "dtype"};  // once, not per tensor
+        only_keys(t, kTensorKeys, c.origin, p);
         TensorDecl d;
         d.name = require(t, "name", json::value_t::string, c.origin, p).get<std::string>();
         d.desc.shape = to_shape(require(t, "shape", json::value_t::array, c.origin, p), c, p + "/shape");
@@ -155,7 +158,8 @@ struct NodeDecl {
 
 NodeDecl read_node(const json& n, const Context& c, const std::string& p) {
     if (!n.is_object()) fail(c.origin, p, "expected an object, got " + type_of(n));
-    only_keys(n, {"name", "op", "inputs", "outputs", "attrs"}, c.origin, p);
+    static const std::set<std::string> kNodeKeys{"name", "op", "inputs", "outputs", "attrs"};  // once, not per node
+    only_keys(n, kNodeKeys, c.origin, p);
     NodeDecl d;
     d.path = p;
     d.name = require(n, "name", json::value_t::string, c.origin, p).get<std::string>();
@@ -200,9 +204,30 @@ std::size_t output_count(const NodeDecl& d) {
 
 // Orders nodes so that producers come first, keeping file order where it already is one.
 // A cycle is reported with the names of the nodes on it (Boost strong_components).
-std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const std::unordered_set<std::string>& sources, const Context& c) {
-    std::unordered_map<std::string, std::size_t> producer;
-    producer.reserve(nodes.size() + nodes.size() / 4);
+// The names of a model file's inputs and parameters, looked up as its nodes are read.
+struct SourceNames {
+    std::vector<std::string_view> names;  // views of the declarations, kept while the graph is built
+    NameTable index;
+    bool contains(std::string_view n) const {
+        return index.find(n, [this](std::int32_t i) { return names[static_cast<std::size_t>(i)]; }) >= 0;
+    }
+    bool add(std::string_view n) {
+        if (contains(n)) return false;
+        index.insert(n, static_cast<std::int32_t>(names.size()));
+        names.push_back(n);
+        return true;
+    }
+};
+
+std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const SourceNames& sources, const Context& c) {
+    // Keyed by views of the names the declarations hold (the generated "<name>:<i>" ones kept
+    // here): a large file's names are hashed once each, never copied.
+    std::deque<std::string> generated;
+    std::vector<std::string_view> outputs;  // every node output's name, in order
+    std::vector<std::size_t> producer;      // the node of outputs[i]
+    NameTable index;
+    index.reserve(nodes.size() + nodes.size() / 4);
+    const auto name_of = [&](std::int32_t i) { return outputs[static_cast<std::size_t>(i)]; };
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         std::size_t count = 0;
         try {
@@ -210,10 +235,20 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const s
         } catch (const InputError& e) {
             fail(c.origin, nodes[i].path, "node '" + nodes[i].name + "': " + e.what());
         }
-        for (const auto& o : output_names(nodes[i], count)) {
-            if (sources.count(o) || !producer.emplace(o, i).second) {
-                fail(c.origin, nodes[i].path, "tensor name '" + o + "' is defined twice");
+        const auto define = [&](std::string_view o) {
+            if (sources.contains(o) || index.find(o, name_of) >= 0) {
+                fail(c.origin, nodes[i].path, "tensor name '" + std::string(o) + "' is defined twice");
             }
+            index.insert(o, static_cast<std::int32_t>(outputs.size()));
+            outputs.push_back(o);
+            producer.push_back(i);
+        };
+        if (!nodes[i].outputs.empty()) {
+            for (const std::string& o : nodes[i].outputs) define(o);
+        } else if (count == 1) {
+            define(nodes[i].name);
+        } else {
+            for (const std::string& o : output_names(nodes[i], count)) define(generated.emplace_back(o));
         }
     }
     using Adj = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
@@ -223,14 +258,15 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const s
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         for (std::size_t k = 0; k < nodes[i].inputs.size(); ++k) {
             const std::string& in = nodes[i].inputs[k];
-            if (sources.count(in)) continue;
-            auto it = producer.find(in);
-            if (it == producer.end()) {
+            if (sources.contains(in)) continue;
+            const std::int32_t out = index.find(in, name_of);
+            if (out < 0) {
                 fail(c.origin, nodes[i].path + "/inputs/" + std::to_string(k),
                      "node '" + nodes[i].name + "' uses tensor '" + in + "', which no input, parameter or node output defines");
             }
-            boost::add_edge(it->second, i, adj);
-            users[it->second].push_back(i);
+            const std::size_t from = producer[static_cast<std::size_t>(out)];
+            boost::add_edge(from, i, adj);
+            users[from].push_back(i);
             ++indegree[i];
         }
     }
@@ -328,21 +364,24 @@ Graph build_graph(const json& doc, Context& c) {
              std::to_string(nodes_json.size()) + " nodes, more than the " + std::to_string(kMaxNodes) + " a model may have");
     std::vector<NodeDecl> nodes;
     nodes.reserve(nodes_json.size());
-    std::unordered_set<std::string> node_names;
+    NameTable node_names;  // over the names in `nodes`
     node_names.reserve(nodes_json.size());
     for (std::size_t i = 0; i < nodes_json.size(); ++i) {
         nodes.push_back(read_node(nodes_json[i], c, "/nodes/" + std::to_string(i)));
-        if (!node_names.insert(nodes.back().name).second) {
+        const auto name_of = [&](std::int32_t k) -> const std::string& { return nodes[static_cast<std::size_t>(k)].name; };
+        if (node_names.find(nodes.back().name, name_of) >= 0) {
             fail(c.origin, nodes.back().path + "/name", "node name '" + nodes.back().name + "' is used twice");
         }
+        node_names.insert(nodes.back().name, static_cast<std::int32_t>(i));
     }
     const std::set<std::string> fp8_stored = fp8_stored_parameters(doc, nodes, c);
-    std::unordered_set<std::string> sources;
+    // The inputs and parameters, kept while the nodes are ordered: `sources` views their names.
+    std::vector<TensorDecl> declared[2] = {read_tensors(doc, "inputs", false, c), read_tensors(doc, "parameters", true, c)};
+    SourceNames sources;
     g.reserve(nodes.size(), nodes.size() + nodes.size() / 4);
     for (bool params : {false, true}) {
-        for (auto t : read_tensors(doc, params ? "parameters" : "inputs", params, c)) {
-            if (!sources.insert(t.name).second)
-                fail(c.origin, params ? "/parameters" : "/inputs", "tensor name '" + t.name + "' is defined twice");
+        for (TensorDecl& t : declared[params ? 1 : 0]) {
+            if (!sources.add(t.name)) fail(c.origin, params ? "/parameters" : "/inputs", "tensor name '" + t.name + "' is defined twice");
             if (params && fp8_stored.count(t.name)) t.desc.dtype = *c.gemm;
             if (params)
                 g.add_parameter(t.name, t.desc);

@@ -1,0 +1,73 @@
+#pragma once
+// A name -> id index that holds no names: a power-of-two array of slots, each 0 (empty) or the
+// name's 32-bit hash in the high half and id + 1 in the low half, probed linearly, at a load of
+// at most one half. The names stay where their owner keeps them (a graph's nodes and tensors, a
+// model file's declarations); `find` reads them through `name_of(id)`. One lookup touches one
+// cache line of slots and one name, where a std::unordered_map of strings chases a node per entry
+// and copies every key (issue #20: a 200,000-node model file).
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+namespace roofline {
+
+class NameTable {
+public:
+    // Room for `count` names without growing.
+    void reserve(std::size_t count) {
+        if (2 * count <= slots_.size()) return;  // the common case, on every name added
+        std::size_t size = 16;
+        while (size < 2 * count) size *= 2;
+        std::vector<std::uint64_t> old(size, 0);
+        old.swap(slots_);
+        for (std::uint64_t s : old) {
+            if (s != 0) place(static_cast<std::uint32_t>(s >> 32), static_cast<std::uint32_t>(s));
+        }
+    }
+
+    // Adds `id` under `name` (the caller has checked with find that it is new).
+    void insert(std::string_view name, std::int32_t id) {
+        reserve(count_ + 1);
+        place(hash(name), static_cast<std::uint32_t>(id) + 1);
+        ++count_;
+    }
+
+    // The id stored under `name`, or -1.
+    template <class NameOf>
+    std::int32_t find(std::string_view name, NameOf&& name_of) const {
+        if (slots_.empty()) return -1;
+        const std::uint32_t h = hash(name);
+        const std::size_t mask = slots_.size() - 1;
+        for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+            const std::uint64_t s = slots_[i];
+            if (s == 0) return -1;
+            if (static_cast<std::uint32_t>(s >> 32) == h) {
+                const auto id = static_cast<std::int32_t>(static_cast<std::uint32_t>(s) - 1);
+                if (std::string_view(name_of(id)) == name) return id;
+            }
+        }
+    }
+
+    std::size_t size() const { return count_; }
+
+private:
+    static std::uint32_t hash(std::string_view name) {
+        const std::size_t h = std::hash<std::string_view>{}(name);
+        return static_cast<std::uint32_t>(h ^ (h >> 32));
+    }
+
+    void place(std::uint32_t h, std::uint32_t id_plus_one) {
+        const std::size_t mask = slots_.size() - 1;
+        std::size_t i = h & mask;
+        while (slots_[i] != 0) i = (i + 1) & mask;
+        slots_[i] = (static_cast<std::uint64_t>(h) << 32) | id_plus_one;
+    }
+
+    std::vector<std::uint64_t> slots_;
+    std::size_t count_ = 0;
+};
+
+}  // namespace roofline
