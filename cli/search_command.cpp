@@ -75,7 +75,9 @@ void add_search(CLI::App& app) {
         ->delimiter(',')
         ->check(kPositive)
         ->capture_default_str();
-    cmd->add_option("--ep", a->ep, "candidate expert-parallel degrees (models with experts; each divides dp and the experts), e.g. 1,8")
+    cmd->add_option("--ep", a->ep,
+                    "candidate expert-parallel degrees (models with experts: a GPT template with \"experts\", a Hugging Face mixtral or "
+                    "qwen2_moe; each divides dp and the experts), e.g. 1,8")
         ->delimiter(',')
         ->check(kPositive)
         ->capture_default_str();
