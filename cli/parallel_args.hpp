@@ -50,16 +50,19 @@ struct ParallelArgs {
             ->check(kPositive)
             ->capture_default_str();
         cmd->add_option("--ep", ep,
-                        "expert-parallel ranks (needs --cluster and --dp a multiple; GPT templates with \"experts\"): each holds "
+                        "expert-parallel ranks (needs --cluster and --dp a multiple; GPT templates with \"experts\", mixtral, qwen2_moe): "
+                        "each holds "
                         "experts / ep of every MoE layer, tokens sent to their experts' ranks and back by all-to-alls")
             ->check(kPositive)
             ->capture_default_str();
-        cmd->add_option("--expert-load", expert_load,
-                        "routing of a GPT template's experts instead of uniform: uniform, zipf:S (expert i gets a share "
-                        "proportional to 1 / (i + 1)^S) or one share per expert (e.g. 4,2,1,1); with --ep the busiest rank is "
-                        "modelled and MFU counts the mean rank's work");
+        cmd->add_option(
+            "--expert-load", expert_load,
+            "routing of the experts (a GPT template's, mixtral's, qwen2_moe's) instead of uniform: uniform, zipf:S (expert i gets a share "
+            "proportional to 1 / (i + 1)^S) or one share per expert (e.g. 4,2,1,1); with --ep the busiest rank is "
+            "modelled and MFU counts the mean rank's work");
         cmd->add_option("--capacity-factor", capacity_factor,
-                        "expert capacity of a GPT template's experts: each takes at most ceil(F x tokens x top_k / experts) token "
+                        "expert capacity of the experts (a GPT template's, mixtral's, qwen2_moe's): each takes at most ceil(F x tokens x "
+                        "top_k / experts) token "
                         "copies of a sequence, the rest dropped (GShard, Switch Transformer); default dropless")
             ->check(kPositive);
         cmd->add_flag("--pad-to-capacity", pad_to_capacity,

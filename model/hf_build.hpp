@@ -13,6 +13,7 @@
 #include "model/doc_builder.hpp"
 #include "model/hf_config.hpp"
 #include "model/json_check.hpp"
+#include "model/moe_routing.hpp"
 
 namespace roofline::hf {
 
@@ -136,10 +137,16 @@ struct TopKExperts {
     GatedMlpNames names;
     // Expert parallelism (--ep): the rank holds experts / degree of them (none: one rank).
     ExpertParallelSplit* ep = nullptr;
+    // Routing other than uniform and dropless (--expert-load, --capacity-factor; model/moe_routing.hpp):
+    // what each expert runs of a sequence of `seq` tokens (empty rows: uniform), and with --ep the
+    // busiest rank, the one the document is.
+    Routing routing;
+    BusiestRank busiest;
+    std::int64_t seq = 0;
 };
 // The routed experts of x [batch, seq, d] -> [batch, seq, d]; `p` the block prefix ("...mlp."): the
 // router p + "gate" and the experts p + "experts.<e>.". How the tokens are routed is modelled in
-// hf_build.cpp.
+// hf_build.cpp; m.routing's rows, when given, as the GPT template's (model/moe_routing.hpp routed_experts).
 std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::string& p, const std::string& x, std::int64_t d,
                           const TopKExperts& m);
 
@@ -177,9 +184,13 @@ struct Split {
     std::int64_t seq = 0;            // with sp: the sequence length (the dims' seq; 0: the model's default)
     std::int64_t pp = 1, stage = 0;  // pipeline stage `stage` (0-based) of pp
     std::int64_t ep = 1;             // expert-parallel ranks (mixtral, qwen2_moe)
+    // --expert-load, --capacity-factor, --pad-to-capacity (mixtral, qwen2_moe; `seq` then set).
+    ExpertRouting routing;
 };
 // The config's split (one rank when it has none).
 Split read_split(const ConfigReader& r);
+// The routing options' messages (model/moe_routing.hpp) name their flags: --expert-load, --capacity-factor.
+RoutingWhere routing_flags();
 // `count` (the config key `key`: heads, an MLP's width, ...) split over --tp ranks; fails naming
 // --tp and the key when tp does not divide it.
 std::int64_t tp_share(const ConfigReader& r, const std::string& key, std::int64_t count, std::int64_t tp, const std::string& what);

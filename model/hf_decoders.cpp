@@ -158,7 +158,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     const double resid = f.phi3 ? r.probability_or("resid_pdrop", 0.0) : 0.0, embd = f.phi3 ? r.probability_or("embd_pdrop", 0.0) : 0.0;
     const bool tied = r.bool_or("tie_word_embeddings", f.tied);
     const std::int64_t window = f.window ? r.positive_or("sliding_window", 0) : 0;
-    const Split split = read_split(r);
+    Split split = read_split(r);
     const std::int64_t t = split.tp;
     const std::int64_t seq = split.seq > 0 ? split.seq : window > 0 ? std::min(positions, window) : positions;
 
@@ -226,6 +226,21 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         if (split.sp && t > 1)
             throw InputError("--sp with expert parallelism (--ep) is not modelled (with --ep 1 the MoE layer's input is all-gathered)");
     }
+    // Routing other than uniform and dropless (--expert-load, --capacity-factor; model/moe_routing.hpp),
+    // as the GPT template's: what each expert runs of a sequence of seq tokens, with --ep the
+    // busiest rank's experts.
+    if (split.routing.any()) {
+        const char* flag = !split.routing.text.empty()     ? "--expert-load"
+                           : split.routing.capacity_factor ? "--capacity-factor"
+                                                           : "--pad-to-capacity";
+        if (moe.experts == 0)
+            r.fail(model_type == "qwen2_moe" ? "num_experts" : "model_type",
+                   std::string(flag) + ": " + model_type + " has no experts to route to (mixtral and qwen2_moe route their tokens)");
+        resolve_expert_load(split.routing, moe.experts, routing_flags());
+        moe.seq = seq;
+        moe.routing = route_tokens(split.routing, moe.experts, seq, moe.k);
+        moe.busiest = busiest_rank(moe.routing.rows, split.ep);
+    }
     if (split.sp && t > 1 && seq % t != 0) {
         throw InputError("--sp: --tp " + std::to_string(t) + " must divide the sequence length " + std::to_string(seq));
     }
@@ -237,13 +252,16 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     if (moe.experts > 0) {
         desc += ", top-" + std::to_string(moe.k) + " of " + std::to_string(moe.experts) + " experts of " + std::to_string(moe.inter);
         if (shared_inter > 0) desc += " and a shared expert of " + std::to_string(shared_inter);
-        desc += "; UNIFORM routing assumed (each expert runs batch * seq * k / experts rows, rounded)";
+        desc += split.routing.any() ? "; " + routing_text(split.routing, moe.routing, moe.experts, seq, moe.k)
+                                    : "; UNIFORM routing assumed (each expert runs batch * seq * k / experts rows, rounded)";
     } else {
         desc += ", MLP " + std::to_string(inter);
     }
     if (split.ep > 1) {
         desc += "; rank of " + std::to_string(split.ep) + "-way expert parallelism (" + std::to_string(moe.experts / split.ep) + " of " +
-                std::to_string(moe.experts) + " experts)";
+                std::to_string(moe.experts) + " experts";
+        if (!moe.routing.rows.empty()) desc += busiest_text(moe.busiest, moe.experts / split.ep, split.ep, seq * moe.k);
+        desc += ")";
     }
     if (window > 0) desc += "; sliding window " + std::to_string(window) + " not modelled (full causal attention)";
     if (t > 1) {
@@ -347,7 +365,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         if (tied && head.has_head && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? embed : "lm_head.weight";
     }
     tps.write();
-    expert_split.write();
+    expert_split.write(moe.routing.rows.empty() ? std::nullopt : std::optional<double>(load_factor(moe.busiest, split.ep, seq * moe.k)));
     return b.take();
 }
 

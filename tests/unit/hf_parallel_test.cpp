@@ -3,7 +3,9 @@
 // published configs (model/hf_config.cpp presets).
 #include <catch2/catch.hpp>
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "html_support.hpp"
 #include "model/autodiff.hpp"
@@ -33,6 +35,21 @@ double flops_of(const Graph& g, const Analysis& a, OpKind kind) {
 }
 
 const Shape& shape_of(const Graph& g, const std::string& tensor) { return g.tensor(g.find_tensor(tensor)).desc.shape; }
+
+// A command line that must be refused: exit 2, the message naming the flag.
+struct Bad {
+    const char* args;
+    const char* message;
+};
+// Each `prefix` + args exits 2 with its message.
+void check_refused(const std::string& prefix, std::initializer_list<Bad> bad) {
+    for (const Bad& b : bad) {
+        INFO(b.args);
+        const auto e = test::run_cli(prefix + b.args);
+        CHECK(e.code == 2);
+        CHECK_THAT(e.out, Catch::Contains(b.message));
+    }
+}
 
 }  // namespace
 
@@ -162,22 +179,13 @@ TEST_CASE("sequence parallelism on a Hugging Face decoder", "[parallel][tp][sp][
 }
 
 TEST_CASE("tensor-parallel errors name --tp and the config key", "[parallel][tp][hf][errors]") {
-    struct Bad {
-        const char* args;
-        const char* message;
-    };
-    const Bad bad[] = {
-        {"llama-2-7b --tp 3", "/config/num_attention_heads: --tp 3 must divide the 32 attention heads"},
-        {"bert-base-uncased --tp 2", "has no tensor-parallel split"},
-        {"bert-base-uncased --dp 2 --ep 2", "has no expert-parallel split"},
-        {"bert-base-uncased --pp 2", "has no pipeline split"},
-    };
-    for (const Bad& b : bad) {
-        INFO(b.args);
-        const auto e = test::run_cli(std::string("analyze --mode training --cluster dgx-a100 -q ") + b.args);
-        CHECK(e.code == 2);
-        CHECK_THAT(e.out, Catch::Contains(b.message));
-    }
+    check_refused("analyze --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"llama-2-7b --tp 3", "/config/num_attention_heads: --tp 3 must divide the 32 attention heads"},
+                      {"bert-base-uncased --tp 2", "has no tensor-parallel split"},
+                      {"bert-base-uncased --dp 2 --ep 2", "has no expert-parallel split"},
+                      {"bert-base-uncased --pp 2", "has no pipeline split"},
+                  });
     // Llama-2-7b's 11008 MLP features split by every tp that splits its 32 heads: a config with
     // 11004 (4 x 2751) does not split 8 ways.
     const std::string path = test::tmp_path("llama-mlp.json");
@@ -223,18 +231,27 @@ TEST_CASE("pipeline stages of a Hugging Face decoder: layers, embedding and head
 
 namespace {
 
-Graph expert_parallel(const std::string& model, int ep, std::int64_t seq) {
+// A Hugging Face mixture of experts at batch 1 on `ep` expert-parallel ranks, with routing options
+// (--expert-load, --capacity-factor, --pad-to-capacity) when given.
+Graph routed(const std::string& model, int ep, std::int64_t seq, const std::string& load, std::optional<double> capacity = std::nullopt,
+             bool pad = false) {
     ModelOverrides ov;
     ov.seq = seq;
     ov.ep = ep;
+    ov.expert_load = load;
+    ov.capacity_factor = capacity;
+    ov.pad_to_capacity = pad;
     return load_model_arg(model, ov);
 }
 
-// FLOPs of the nodes whose name holds `part`.
-double flops_named(const Graph& g, const Analysis& a, const std::string& part) {
+Graph expert_parallel(const std::string& model, int ep, std::int64_t seq) { return routed(model, ep, seq, ""); }
+
+// FLOPs of the nodes (of one kind, when given) whose name holds `part`.
+double flops_named(const Graph& g, const Analysis& a, const std::string& part, std::optional<OpKind> kind = std::nullopt) {
     double f = 0;
     for (const OpAnalysis& op : a.ops)
-        if (g.node(op.node).name.find(part) != std::string::npos) f += static_cast<double>(op.roofline.work.flops());
+        if ((!kind || g.node(op.node).kind == *kind) && g.node(op.node).name.find(part) != std::string::npos)
+            f += static_cast<double>(op.roofline.work.flops());
     return f;
 }
 
@@ -299,21 +316,103 @@ TEST_CASE("qwen1.5-moe-a2.7b at ep 4: 15 of 60 experts a rank, the shared expert
 }
 
 TEST_CASE("expert-parallel errors name --ep and the config key", "[parallel][ep][hf][errors]") {
-    struct Bad {
-        const char* args;
-        const char* message;
-    };
-    const Bad bad[] = {
-        {"mixtral-8x7b --dp 6 --ep 3", "/config/num_local_experts: --ep 3 must divide the 8 experts"},
-        {"qwen1.5-moe-a2.7b --dp 8 --ep 8", "/config/num_experts: --ep 8 must divide the 60 experts"},
-        {"mixtral-8x7b --dp 4 --ep 8", "--ep 8: the expert-parallel ranks are data-parallel ranks; it must divide --dp 4"},
-        {"llama-2-7b --dp 2 --ep 2", "/config/model_type: --ep 2: llama has no experts"},
-    };
-    for (const Bad& b : bad) {
-        INFO(b.args);
-        const auto e = test::run_cli(std::string("analyze --mode training --seq 256 --cluster dgx-a100 -q ") + b.args);
-        CHECK(e.code == 2);
-        CHECK_THAT(e.out, Catch::Contains(b.message));
-    }
+    check_refused("analyze --mode training --seq 256 --cluster dgx-a100 -q ",
+                  {
+                      {"mixtral-8x7b --dp 6 --ep 3", "/config/num_local_experts: --ep 3 must divide the 8 experts"},
+                      {"qwen1.5-moe-a2.7b --dp 8 --ep 8", "/config/num_experts: --ep 8 must divide the 60 experts"},
+                      {"mixtral-8x7b --dp 4 --ep 8", "--ep 8: the expert-parallel ranks are data-parallel ranks; it must divide --dp 4"},
+                      {"llama-2-7b --dp 2 --ep 2", "/config/model_type: --ep 2: llama has no experts"},
+                  });
     CHECK(test::run_cli("analyze mixtral-8x7b --mode training --seq 256 --cluster dgx-a100 --dp 8 --ep 8 -q").code == 0);
+}
+
+TEST_CASE("mixtral's experts under --expert-load and --capacity-factor, by hand", "[parallel][ep][moe][hf]") {
+    // tests/data/hf/tiny-mixtral: d 512, 8 SwiGLU experts of 1024 (w1, w3 [1024, 512], w2 [512,
+    // 1024]), top-2, bf16; a sequence of 64 tokens makes 128 token copies a layer. An expert running
+    // n copies does 2 n x 3 x 512 x 1024 GEMM FLOPs (no biases), exactly (integer counts, no
+    // tolerance). --expert-load 4,1,1,1,1,1,1,1 splits the 128 copies 128 x 4/11 = 46.5 and
+    // 128/11 = 11.6: floors 46 and 11 (123), the 5 left to the largest remainders (0.64 > 0.55),
+    // experts 1-5: rows 46, 12, 12, 12, 12, 12, 11, 11, as the GPT template's routing
+    // (model/moe_routing.hpp expert_rows, shared).
+    const std::string model = test::source_path("tests/data/hf/tiny-mixtral/config.json");
+    const double d = 512, inter = 1024, per_copy = 2.0 * 3 * d * inter;
+    const std::string layer0 = "layers.0.block_sparse_moe.experts.";
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    const auto expert_flops = [&](const Graph& g) { return flops_named(g, analyze(g, hw), layer0, OpKind::linear); };
+
+    // One rank: the same 128 copies, only split differently: the experts' FLOPs are uniform's.
+    const Graph uniform = expert_parallel(model, 1, 64), skewed = routed(model, 1, 64, "4,1,1,1,1,1,1,1");
+    CHECK(expert_flops(uniform) == 128 * per_copy);
+    CHECK(expert_flops(skewed) == 128 * per_copy);
+    CHECK(shape_of(skewed, "model.layers.0.block_sparse_moe.experts.0.tokens") == Shape{1, 46, 512});
+    CHECK(shape_of(skewed, "model.layers.0.block_sparse_moe.experts.7.tokens") == Shape{1, 11, 512});
+
+    // --ep 2: rank 0 holds experts 0-3 (46 + 3 x 12 = 82 copies of a sequence), rank 1 experts
+    // 4-7 (12 + 12 + 11 + 11 = 46). The document is the busiest rank, rank 0: every rank sends it 82
+    // copies, so it runs 2 x 82 = 164 (uniform: 128), load factor 164 / 128 = 1.28125, and each
+    // all-to-all carries its 164 x 512 bf16 receive buffer, 167,936 bytes.
+    const Graph busy = routed(model, 2, 64, "4,1,1,1,1,1,1,1");
+    CHECK(expert_flops(busy) == 164 * per_copy);
+    CHECK(expert_flops(expert_parallel(model, 2, 64)) == 128 * per_copy);
+    CHECK(busy.expert_parallel.load_factor == Approx(164.0 / 128).epsilon(1e-12));
+    REQUIRE(busy.expert_parallel.all_to_all.size() == 2 * 4);  // dispatch and combine, 4 layers
+    for (const std::string& n : busy.expert_parallel.all_to_all) CHECK(busy.tensor(busy.find_tensor(n)).desc.bytes() == 164 * 512 * 2);
+    CHECK(busy.expert_parallel.parameters.size() == 4 * 4 * 3);  // 4 experts a rank, 3 weights, 4 layers
+
+    // --capacity-factor 1 with that load: each expert takes at most ceil(1 x 128 / 8) = 16 copies;
+    // expert 0 drops 46 - 16 = 30: 16 + 5 x 12 + 2 x 11 = 98 copies run.
+    CHECK(expert_flops(routed(model, 1, 64, "4,1,1,1,1,1,1,1", 1.0)) == 98 * per_copy);
+    // --capacity-factor 1.25 --pad-to-capacity, uniform: every expert runs its whole buffer of
+    // ceil(1.25 x 128 / 8) = 20 rows, 160 in all: 1.25x uniform's GEMMs.
+    CHECK(expert_flops(routed(model, 1, 64, "", 1.25, true)) == 160 * per_copy);
+    // The GPT template's experts under the same options run the same rows (one routing for both).
+    CHECK(shape_of(routed(model, 1, 64, "", 1.25, true), "model.layers.0.block_sparse_moe.experts.3.tokens") == Shape{1, 20, 512});
+    const nlohmann::json gpt = {{"format", "roofline-model/1"},
+                                {"template", "gpt"},
+                                {"config",
+                                 {{"preset", "gpt2-small"},
+                                  {"experts", 8},
+                                  {"top_k", 2},
+                                  {"seq", 64},
+                                  {"batch", 1},
+                                  {"capacity_factor", 1.25},
+                                  {"pad_to_capacity", true}}}};
+    CHECK(shape_of(load_model(gpt, "gpt-moe", {}), "h0.moe.expert_3.tokens") == Shape{1, 20, 768});
+
+    // A training step builds and the command line takes the flags.
+    ModelOverrides ov;
+    ov.seq = 64;
+    ov.ep = 2;
+    ov.expert_load = "zipf:1.0";
+    CHECK(build_training_step(load_model_arg(model, ov), TrainingOptions{}).nodes().size() > 0);
+    CHECK(
+        test::run_cli("analyze '" + model + "' --mode training --seq 64 --cluster dgx-a100 --dp 2 --ep 2 --expert-load zipf:1.0 -q").code ==
+        0);
+}
+
+TEST_CASE("qwen1.5-moe-a2.7b padded to capacity: the routed experts grow, the shared expert does not", "[parallel][moe][hf]") {
+    // Qwen1.5-MoE-A2.7B: 60 experts of 1408 (top-4) and a shared expert of 5632, d 2048. A sequence
+    // of 90 tokens makes 360 copies; --capacity-factor 1.5 --pad-to-capacity gives every expert
+    // ceil(1.5 x 360 / 60) = 9 rows, 540 in all (uniform: 360), each 2 x 3 x 2048 x 1408 FLOPs: exact.
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    const Graph uniform = expert_parallel("qwen1.5-moe-a2.7b", 1, 90), padded = routed("qwen1.5-moe-a2.7b", 1, 90, "", 1.5, true);
+    const Analysis au = analyze(uniform, hw), ap = analyze(padded, hw);
+    const double per_copy = 2.0 * 3 * 2048 * 1408;
+    CHECK(flops_named(uniform, au, "layers.0.mlp.experts.", OpKind::linear) == 360 * per_copy);
+    CHECK(flops_named(padded, ap, "layers.0.mlp.experts.", OpKind::linear) == 540 * per_copy);
+    CHECK(flops_named(padded, ap, "layers.0.mlp.shared_expert.", OpKind::linear) ==
+          flops_named(uniform, au, "layers.0.mlp.shared_expert.", OpKind::linear));
+    CHECK_THAT(padded.description, Catch::Contains("capacity factor 1.5 (9 copies an expert a sequence, padded)"));
+}
+
+TEST_CASE("routing option errors name the flag", "[parallel][moe][hf][errors]") {
+    check_refused("analyze --mode training --seq 64 -q ",
+                  {
+                      {"llama-2-7b --expert-load zipf:1", "--expert-load: llama has no experts to route to"},
+                      {"mixtral-8x7b --expert-load 1,2", "--expert-load: expected one share per expert (8), got 2"},
+                      {"mixtral-8x7b --expert-load 1,-1,1,1,1,1,1,1", "--expert-load: share 1: expected a non-negative number"},
+                      {"mixtral-8x7b --expert-load zipf:x", "--expert-load: expected an array of one non-negative share per expert"},
+                      {"mixtral-8x7b --pad-to-capacity", "--pad-to-capacity: padding to capacity needs a capacity"},
+                      {"falcon-7b --capacity-factor 1.25", "(model_type 'falcon') has no experts it routes"},
+                  });
 }
