@@ -44,9 +44,11 @@ struct ParallelArgs {
                         "each attention and MLP block, forward and backward, inside a node")
             ->check(kPositive)
             ->capture_default_str();
-        cmd->add_option("--cp", cp,
-                        "context-parallel ranks (needs --cluster; GPT templates): each holds 1/cp of every sequence, attention "
-                        "all-gathers the keys and values (their gradients reduce-scattered); gradients reduced over dp x cp ranks")
+        cmd->add_option(
+               "--cp", cp,
+               "context-parallel ranks (needs --cluster; GPT templates and the Hugging Face llama family): each holds 1/cp of every "
+               "sequence, attention "
+               "all-gathers the keys and values (their gradients reduce-scattered); gradients reduced over dp x cp ranks")
             ->check(kPositive)
             ->capture_default_str();
         cmd->add_option("--ep", ep,

@@ -232,8 +232,9 @@ Split read_split(const ConfigReader& r) {
     s.pp = v.value("pp", std::int64_t{1});
     s.stage = v.value("stage", std::int64_t{0});
     s.ep = v.value("ep", std::int64_t{1});
-    if (s.tp < 1 || s.seq < 0 || s.pp < 1 || s.stage < 0 || s.stage >= s.pp || s.ep < 1)
-        r.fail(kHfSplitKey, "expected a positive tp, pp and ep, a stage below pp and a non-negative seq, got " + v.dump());
+    s.cp = v.value("cp", std::int64_t{1});
+    if (s.tp < 1 || s.seq < 0 || s.pp < 1 || s.stage < 0 || s.stage >= s.pp || s.ep < 1 || s.cp < 1)
+        r.fail(kHfSplitKey, "expected a positive tp, pp, ep and cp, a stage below pp and a non-negative seq, got " + v.dump());
     if (v.contains("expert_load")) parse_expert_load(v.at("expert_load"), s.routing, routing_flags());
     if (v.contains("capacity_factor")) s.routing.capacity_factor = parse_capacity_factor(v.at("capacity_factor"), routing_flags());
     s.routing.pad_to_capacity = v.value("pad_to_capacity", false);

@@ -184,6 +184,7 @@ struct Split {
     std::int64_t seq = 0;            // with sp: the sequence length (the dims' seq; 0: the model's default)
     std::int64_t pp = 1, stage = 0;  // pipeline stage `stage` (0-based) of pp
     std::int64_t ep = 1;             // expert-parallel ranks (mixtral, qwen2_moe)
+    std::int64_t cp = 1;             // context-parallel ranks (`seq` then set: the whole sequence)
     // --expert-load, --capacity-factor, --pad-to-capacity (mixtral, qwen2_moe; `seq` then set).
     ExpertRouting routing;
 };

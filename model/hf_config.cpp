@@ -333,18 +333,19 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
     r.fail("model_type", "unsupported model_type '" + model_type + "' (supported: " + supported + ")");
 }
 
-void add_hf_split(json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage, int ep,
+void add_hf_split(json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage, int ep, int cp,
                   const HfRouting& routing) {
-    if (tp <= 1 && pp <= 1 && ep <= 1 && !routing.any()) return;
+    if (tp <= 1 && pp <= 1 && ep <= 1 && cp <= 1 && !routing.any()) return;
     json& s = config[kHfSplitKey] = {{"tp", tp}, {"sp", sp}};
     if (pp > 1) s["pp"] = pp, s["stage"] = stage;
     if (ep > 1) s["ep"] = ep;
+    if (cp > 1) s["cp"] = cp;
     if (routing.expert_load) s["expert_load"] = *routing.expert_load;
     if (routing.capacity_factor) s["capacity_factor"] = *routing.capacity_factor;
     if (routing.pad_to_capacity) s["pad_to_capacity"] = true;
-    // The sequence shard's length, or the sequence routing is counted over, is a number in the
-    // document: the builder sets the dims' seq.
-    if (((tp > 1 && sp) || routing.any()) && seq) s["seq"] = *seq;
+    // The sequence shard's length, a context-parallel rank's share, or the sequence routing is
+    // counted over, is a number in the document: the builder sets the dims' seq.
+    if (((tp > 1 && sp) || cp > 1 || routing.any()) && seq) s["seq"] = *seq;
 }
 
 bool is_hf_preset(const std::string& name) { return presets().count(name) != 0; }

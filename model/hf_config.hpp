@@ -44,9 +44,9 @@ bool is_hf_config(const nlohmann::json& doc);
 // before every JSON path ("" for a config.json, "/config" for a template file's config).
 nlohmann::json expand_hf_config(const nlohmann::json& config, const std::string& origin, const std::string& path_prefix = "");
 
-// The config key through which roofline's --tp, --sp, --seq, --pp and --ep, and the routing options
+// The config key through which roofline's --tp, --sp, --seq, --pp, --ep and --cp, and the routing options
 // --expert-load, --capacity-factor and --pad-to-capacity, reach a builder that splits the model (one
-// rank's share; model/hf_build.hpp Split): an object {"tp", "sp", "seq", "pp", "stage", "ep",
+// rank's share; model/hf_build.hpp Split): an object {"tp", "sp", "seq", "pp", "stage", "ep", "cp",
 // "expert_load", "capacity_factor", "pad_to_capacity"}.
 inline constexpr const char* kHfSplitKey = "_roofline_split";
 // What the routing options ask of a mixture of experts (nothing given: uniform and dropless).
@@ -56,10 +56,10 @@ struct HfRouting {
     bool pad_to_capacity = false;
     bool any() const { return expert_load != nullptr || capacity_factor.has_value() || pad_to_capacity; }
 };
-// Adds the split that --tp, --sp, --pp and --ep ask for to a config (nothing for one rank and stage),
+// Adds the split that --tp, --sp, --pp, --ep and --cp ask for to a config (nothing for one rank and stage),
 // and the routing for the config's builder to check (a sequence length given then goes with it:
 // routing is counted per sequence).
-void add_hf_split(nlohmann::json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage, int ep,
+void add_hf_split(nlohmann::json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage, int ep, int cp = 1,
                   const HfRouting& routing = {});
 
 // Built-in published configs usable as template names (llama-2-7b, bert-base-uncased, ...).

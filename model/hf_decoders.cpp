@@ -160,7 +160,11 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     const std::int64_t window = f.window ? r.positive_or("sliding_window", 0) : 0;
     Split split = read_split(r);
     const std::int64_t t = split.tp;
-    const std::int64_t seq = split.seq > 0 ? split.seq : window > 0 ? std::min(positions, window) : positions;
+    const std::int64_t full_seq = split.seq > 0 ? split.seq : window > 0 ? std::min(positions, window) : positions;
+    // Context parallelism (--cp; model/doc_builder.hpp ContextParallelSplit, as the GPT template's):
+    // a rank holds seq / cp tokens of every sequence, attention all-gathers the keys and values.
+    if (const std::string e = ContextParallelSplit::seq_error(full_seq, split.cp); !e.empty()) throw InputError(e);
+    const std::int64_t seq = full_seq / split.cp;
 
     // Mixture of experts (mixtral, qwen2_moe).
     TopKExperts moe;
@@ -242,7 +246,9 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         moe.busiest = busiest_rank(moe.routing.rows, split.ep);
     }
     if (split.sp && t > 1 && seq % t != 0) {
-        throw InputError("--sp: --tp " + std::to_string(t) + " must divide the sequence length " + std::to_string(seq));
+        throw InputError(
+            "--sp: --tp " + std::to_string(t) + " must divide " +
+            (split.cp > 1 ? "a context-parallel rank's " + std::to_string(seq) + " tokens" : "the sequence length " + std::to_string(seq)));
     }
 
     DocBuilder b;
@@ -282,6 +288,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     const bool sp = split.sp && t > 1;
     TensorParallelSplit tps(b, t, sp, seq / t);
     ExpertParallelSplit expert_split(b, split.ep);
+    ContextParallelSplit cps(b, split.cp);
+    const json kv_seq = split.cp > 1 ? json(full_seq) : json("seq");  // the gathered keys' and values' length
     moe.ep = &expert_split;
     if (first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", dh});
@@ -320,8 +328,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
             v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, hkv * dh, qkv_bias), "seq", hkv, dh);
         }
         q = rotary(b, at + "q_rope", q, dh);
-        k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", hkv, n_rep, dh);
-        v = repeat_kv(b, at + "v_repeat", v, "seq", hkv, n_rep, dh);
+        k = repeat_kv(b, at + "k_repeat", cps.gather(at + "k_gather", rotary(b, at + "k_rope", k, dh)), kv_seq, hkv, n_rep, dh);
+        v = repeat_kv(b, at + "v_repeat", cps.gather(at + "v_gather", v), kv_seq, hkv, n_rep, dh);
         const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
         const std::string o = tps.row_output(at + "reduce_scatter",
                                              b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, o_bias));
@@ -364,6 +372,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         // A tied embedding: the first stage's lookup table and the last stage's copy (lm_head.weight).
         if (tied && head.has_head && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? embed : "lm_head.weight";
     }
+    cps.write(full_seq);
     tps.write();
     expert_split.write(moe.routing.rows.empty() ? std::nullopt : std::optional<double>(load_factor(moe.busiest, split.ep, seq * moe.k)));
     return b.take();

@@ -588,7 +588,7 @@ void add_hf_parallel(json& config, ModelOverrides& ov) {
     routing.expert_load = load.is_null() ? nullptr : &load;
     routing.capacity_factor = ov.capacity_factor;
     routing.pad_to_capacity = ov.pad_to_capacity;
-    add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage, ov.ep, routing);
+    add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage, ov.ep, ov.cp, routing);
     if (config.contains(kHfSplitKey) && config[kHfSplitKey].contains("seq")) ov.seq.reset();
     ov.expert_load.clear();
     ov.capacity_factor.reset();
@@ -672,8 +672,8 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
         throw InputError(std::string(flag) + " " + std::to_string(wanted) + ": " + origin +
                          (degree > 1 ? " is split for " + std::to_string(degree) + " " + what + " ranks"
                                      : " has no " + std::string(what) +
-                                           " split (the GPT templates build one, and the Hugging Face llama family's tensor and sequence "
-                                           "parallelism; a model file declares its own with \"" +
+                                           " split (the GPT templates build one, and the Hugging Face llama family's tensor, sequence and "
+                                           "context parallelism; a model file declares its own with \"" +
                                            key + "\")"));
     };
     require_split("--tp", ov.tp, g.tensor_parallel.degree, "tensor-parallel", "tensor_parallel");

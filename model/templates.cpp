@@ -169,10 +169,7 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
     if (c.sp && c.cp == 1 && c.seq % c.tp != 0)
         bad_config(origin, "sp", "--sp: --tp " + std::to_string(c.tp) + " must divide the sequence length " + std::to_string(c.seq));
     // Megatron-core splits each sequence into 2 x cp chunks (a rank takes chunks i and 2 cp - 1 - i).
-    if (c.cp > 1 && c.seq % (2 * c.cp) != 0)
-        bad_config(origin, "cp",
-                   "--cp " + std::to_string(c.cp) + ": the sequence length " + std::to_string(c.seq) +
-                       " must be a multiple of 2 x cp = " + std::to_string(2 * c.cp) + " (two chunks a rank)");
+    if (const std::string e = ContextParallelSplit::seq_error(c.seq, c.cp); !e.empty()) bad_config(origin, "cp", e);
     if (c.sp && c.cp > 1 && (c.seq / c.cp) % c.tp != 0)
         bad_config(
             origin, "sp",
@@ -239,7 +236,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // standing for the gathered buffer, and causal attention of the rank's queries over the whole
     // sequence, half of which the balanced chunks need (flash attention skips the masked blocks).
     const std::int64_t cp = c.cp, seq = c.seq / cp;
-    std::vector<std::string> kv_gathers;
+    ContextParallelSplit cps(b, cp);
     b.doc()["dims"] = {{"batch", c.batch}, {"seq", seq}};
     // Sequence parallelism: between the tensor-parallel blocks each rank holds 1/t of the sequence
     // (model/doc_builder.hpp TensorParallelSplit).
@@ -375,15 +372,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             b.node(p + "attn." + part + ".view", "reshape", {p + "attn.split:" + std::to_string(idx)}, {{"shape", heads_shape}});
             b.node(p + "attn." + part, "permute", {p + "attn." + part + ".view"}, to_heads);
         }
-        std::string keys = p + "attn.k", values = p + "attn.v";
-        if (cp > 1) {
-            for (std::string* kv : {&keys, &values}) {
-                const std::string node = *kv + ".gather";
-                kv_gathers.push_back(
-                    b.node(node, "concat", json(std::vector<std::string>(static_cast<std::size_t>(cp), *kv)), {{"axis", 2}}));
-                *kv = node;
-            }
-        }
+        const std::string keys = cps.gather(p + "attn.k.gather", p + "attn.k"), values = cps.gather(p + "attn.v.gather", p + "attn.v");
         b.node(p + "attn.scores", "matmul", {p + "attn.q", keys}, {{"transpose_b", true}});
         b.node(p + "attn.scale", "scale", {p + "attn.scores"}, {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
         b.node(p + "attn.mask", "causal_mask", {p + "attn.scale"});
@@ -442,11 +431,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
                                  " experts" + (rows.empty() ? std::string() : busiest_text(busiest, local_experts, c.ep, seq * c.top_k)) +
                                  ")";
     }
-    if (cp > 1) {
-        b.doc()["context_parallel"] = {{"degree", cp}, {"all_gather", kv_gathers}};
-        b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(cp) +
-                                 "-way context parallelism (" + std::to_string(seq) + " of " + std::to_string(c.seq) + " tokens)";
-    }
+    cps.write(c.seq);
     tps.write();
     if (t > 1) {
         b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(t) + "-way tensor parallelism";

@@ -416,3 +416,83 @@ TEST_CASE("routing option errors name the flag", "[parallel][moe][hf][errors]") 
                       {"falcon-7b --capacity-factor 1.25", "(model_type 'falcon') has no experts it routes"},
                   });
 }
+
+TEST_CASE("context parallelism on a Hugging Face decoder: a rank's tokens, the gathered keys and values, by hand", "[parallel][cp][hf]") {
+    // Llama-3-8B cut to 2 layers (d 4096, 32 query heads and 8 key/value heads of 128, bf16) at
+    // batch 1 x 8192 on 4 context-parallel ranks (the GPT template's all-gather form, one
+    // ContextParallelSplit): a rank holds 8192 / 4 = 2048 tokens (dims' seq, every token-wise op);
+    // each layer all-gathers K and V before they are repeated to the query heads, so a gathered
+    // tensor is the whole sequence's 8 key/value heads, [1, 8, 8192, 128], 16 MiB in bf16. A ring
+    // all-gather sends (C - 1) / C of it from each rank (its 2048-token shard, 4 MiB, passed on 3
+    // hops): 12 MiB for K and 12 for V, 24 MiB a rank a layer forward. Attention's work (scores,
+    // mask, softmax, P V: all proportional to Sq x Sk) is 2048 x 8192 against 8192 x 8192: exactly 1/4.
+    const std::string path = test::tmp_path("llama3-2-layers.json");
+    htmltest::spit(path, R"({"format": "roofline-model/1", "template": "llama-3-8b", "config": {"num_hidden_layers": 2}})");
+    const auto build = [&](int cp) {
+        ModelOverrides ov;
+        ov.seq = 8192;
+        ov.cp = cp;
+        return load_model_arg(path, ov);
+    };
+    const Graph one = build(1), four = build(4);
+    REQUIRE(four.context_parallel.degree == 4);
+    CHECK(four.dims.at("seq") == 2048);
+    CHECK(shape_of(four, "model.layers.0.input_layernorm") == Shape{1, 2048, 4096});
+    REQUIRE(four.context_parallel.all_gather.size() == 2 * 2);  // K and V, 2 layers
+    CHECK(four.context_parallel.all_gather[0] == "model.layers.0.self_attn.k_gather");
+    CHECK(four.context_parallel.all_gather[1] == "model.layers.0.self_attn.v_gather");
+    const double gathered = 8.0 * 8192 * 128 * 2;
+    for (const std::string& n : four.context_parallel.all_gather) {
+        const TensorDesc& t = four.tensor(four.find_tensor(n)).desc;
+        CHECK(t.shape == Shape{1, 8, 8192, 128});
+        CHECK(static_cast<double>(t.bytes()) == gathered);
+    }
+    CHECK(2 * gathered * bus_factor(Collective::all_gather, 4) == 24.0 * 1024 * 1024);
+    CHECK(shape_of(four, "model.layers.0.self_attn.k_repeat") == Shape{1, 32, 8192, 128});
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    CHECK(flops_of(four, analyze(four, hw), OpKind::attention) == flops_of(one, analyze(one, hw), OpKind::attention) / 4);
+
+    // A training step on a DGX A100 (tp 1, cp 4, dp 1): the 4 all-gathers forward and the 4
+    // reduce-scatters of their gradients backward, each of the gathered 16 MiB on 4 ranks of a node.
+    const Cluster c = builtin_cluster("dgx-a100");
+    ModelOverrides ov;
+    ov.seq = 8192;
+    ov.cp = 4;
+    const Graph step = build_training_step(load_model_arg(path, ov), TrainingOptions{});
+    const Analysis as = analyze(step, c.hardware);
+    const ParallelAnalysis p = analyze_parallel(step, as, c, ParallelOptions{});
+    CHECK(p.cp == 4);
+    CHECK(p.cp_collectives == 8);
+    const CommGroup group{4, 4};
+    CHECK(p.cp_comm_s == Approx(4 * (collective_cost(c, Collective::all_gather, gathered, group).time_s +
+                                     collective_cost(c, Collective::reduce_scatter, gathered, group).time_s))
+                             .epsilon(1e-12));
+
+    // With --tp 2 --sp the rank's 2048 tokens are sharded again between the norms: 1024.
+    ov.tp = 2;
+    ov.sp = true;
+    const Graph both = load_model_arg(path, ov);
+    CHECK(shape_of(both, "model.layers.0.input_layernorm") == Shape{1, 1024, 4096});
+    CHECK(shape_of(both, "model.layers.0.self_attn.k_gather") == Shape{1, 4, 8192, 128});
+
+    // search weighs --cp candidates for the llama family too.
+    const std::string out = test::tmp_path("search-hf-cp.json");
+    const auto s = test::run_cli("search '" + test::source_path("tests/data/hf/tiny-mixtral/config.json") +
+                                 "' --gpus 4 --cluster dgx-a100 --global-batch 8 --seq 512 --cp 1,2 --micro-batches 1 --recompute none "
+                                 "--zero 0 --interleave 1 --sp off -q -o '" +
+                                 out + "'");
+    REQUIRE(s.code == 0);
+    int with_cp = 0;
+    const nlohmann::json found = nlohmann::json::parse(htmltest::slurp(out));
+    for (const auto& k : found["candidates"]) with_cp += k["cp"].get<int>() == 2 ? 1 : 0;
+    CHECK(with_cp > 0);
+
+    // Bad input names --cp: a sequence that does not split into 2 x cp chunks, --sp's tp not
+    // dividing a rank's tokens, a Hugging Face family without the split.
+    check_refused("analyze --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"llama-2-7b --seq 1000 --cp 16", "--cp 16: the sequence length 1000 must be a multiple of 2 x cp = 32"},
+                      {"llama-2-7b --seq 1032 --cp 4 --tp 8 --sp", "--sp: --tp 8 must divide a context-parallel rank's 258 tokens"},
+                      {"falcon-7b --seq 1024 --cp 2", "has no context-parallel split"},
+                  });
+}
