@@ -40,7 +40,8 @@ struct ParallelArgs {
             ->check(kPositive)
             ->capture_default_str();
         cmd->add_option("--tp", tp,
-                        "tensor-parallel ranks (needs --cluster; GPT templates): Megatron's column/row splits, an all-reduce after "
+                        "tensor-parallel ranks (needs --cluster; GPT templates, the Hugging Face llama family and gpt2): Megatron's "
+                        "column/row splits, an all-reduce after "
                         "each attention and MLP block, forward and backward, inside a node")
             ->check(kPositive)
             ->capture_default_str();
@@ -71,12 +72,14 @@ struct ParallelArgs {
                       "with --capacity-factor: every expert runs its full capacity buffer (zeros where no token came), as GShard, "
                       "Switch and DeepSpeed-MoE dispatch; the all-to-alls carry the whole buffer");
         cmd->add_option("--pp", pp,
-                        "pipeline stages (needs --cluster; GPT templates): an equal share of the layers a stage, 1F1B over the "
+                        "pipeline stages (needs --cluster; GPT templates, the Hugging Face llama family and gpt2): an equal share of the "
+                        "layers a stage, 1F1B over the "
                         "micro-batches of --global-batch")
             ->check(kPositive)
             ->capture_default_str();
         cmd->add_flag("--sp", sp,
-                      "sequence parallelism with --tp (GPT templates): layernorm, dropout and residual activations sharded by "
+                      "sequence parallelism with --tp (GPT templates, the Hugging Face llama family and gpt2): layernorm, dropout and "
+                      "residual activations sharded by "
                       "sequence, each all-reduce replaced by an all-gather and a reduce-scatter");
         cmd->add_option("--interleave", interleave,
                         "virtual stages per device with --pp (interleaved 1F1B): the bubble shrinks by V, the sends grow by V")

@@ -213,6 +213,37 @@ std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::strin
     return b.node(p + "combine", "reduce_sum", {p + "combine.view"}, {{"axes", {2}}, {"keepdim", false}});
 }
 
+Stage pipeline_stage(const ConfigReader& r, const Split& s, const std::string& key, std::int64_t layers) {
+    if (layers % s.pp != 0) r.fail(key, "--pp " + std::to_string(s.pp) + " must divide the " + std::to_string(layers) + " layers");
+    Stage st;
+    st.layers = layers / s.pp;
+    st.l0 = s.stage * st.layers;
+    st.l1 = st.l0 + st.layers;
+    st.first = s.stage == 0;
+    st.last = s.stage == s.pp - 1;
+    return st;
+}
+
+std::string stage_name(const std::string& name, const Split& s) {
+    return s.pp == 1 ? name : name + " (stage " + std::to_string(s.stage + 1) + " of " + std::to_string(s.pp) + ")";
+}
+
+std::string stage_input(DocBuilder& b, std::int64_t shard, std::int64_t d) {
+    b.input("hidden", shard > 0 ? json{"batch", shard, d} : json{"batch", "seq", d});
+    return "hidden";
+}
+
+void end_stage(DocBuilder& b, const Split& s, const Stage& st, const std::string& x, const std::string& tied) {
+    if (!st.last) {
+        b.node("stage_loss", "reduce_mean", {x}, {{"axes", {0, 1, 2}}});
+        b.doc()["outputs"] = {"stage_loss"};
+    }
+    if (s.pp == 1) return;
+    b.doc()["pipeline"] = {{"stages", s.pp}, {"stage", s.stage}, {"layers", st.layers}};
+    if (!st.first) b.doc()["pipeline"]["input"] = "hidden";
+    if (!tied.empty() && (st.first || st.last)) b.doc()["pipeline"]["shared_embedding"] = st.first ? tied : "lm_head.weight";
+}
+
 RoutingWhere routing_flags() {
     return [](const std::string& key) {
         if (key == "capacity_factor") return std::string("--capacity-factor: ");

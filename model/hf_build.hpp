@@ -190,6 +190,27 @@ struct Split {
 };
 // The config's split (one rank when it has none).
 Split read_split(const ConfigReader& r);
+// Pipeline stage split.stage of split.pp (Megatron-LM, Narayanan et al. SC21), as the GPT
+// template's: an equal share of the layers (pp must divide the config key `key`'s `layers`); the
+// first stage also embeds, the last also holds the final norm, the LM head (its own copy of a
+// tied embedding) and the loss; a stage after the first receives the [batch, seq, d] activations
+// as input "hidden", one before the last ends in a stand-in loss (the mean of its output) so that
+// autodiff builds its backward.
+struct Stage {
+    std::int64_t l0 = 0, l1 = 0, layers = 0;  // the stage's layers [l0, l1), `layers` of them
+    bool first = true, last = true;
+};
+Stage pipeline_stage(const ConfigReader& r, const Split& s, const std::string& key, std::int64_t layers);
+// The document's name: `name`, or "name (stage i of p)".
+std::string stage_name(const std::string& name, const Split& s);
+// A stage after the first: the input "hidden" [batch, seq, d] ([batch, shard, d] under sequence
+// parallelism, shard > 0), returned.
+std::string stage_input(DocBuilder& b, std::int64_t shard, std::int64_t d);
+// A stage before the last ends in the stand-in loss of x; with pp > 1 the document's pipeline
+// section, with `tied`, the tied embedding's table on the first stage (the last holds its copy,
+// lm_head.weight; empty: untied or no head).
+void end_stage(DocBuilder& b, const Split& s, const Stage& st, const std::string& x, const std::string& tied);
+
 // The routing options' messages (model/moe_routing.hpp) name their flags: --expert-load, --capacity-factor.
 RoutingWhere routing_flags();
 // `count` (the config key `key`: heads, an MLP's width, ...) split over --tp ranks; fails naming

@@ -11,6 +11,14 @@ namespace roofline::hf {
 // gpt2: transformers/models/gpt2/modeling_gpt2.py (GPT2LMHeadModel). Defaults from
 // configuration_gpt2.py: n_inner None (4 n_embd), activation_function "gelu_new", resid/embd/attn
 // pdrop 0.1, layer_norm_epsilon 1e-5; tie_word_embeddings True (PretrainedConfig).
+// Tensor parallelism (--tp; --sp; --pp; hf_build.hpp Split and Stage): one rank's share of
+// Megatron-LM's split as the GPT template builds it (model/doc_builder.hpp TensorParallelSplit):
+// c_attn's q, k and v columns and c_fc's by output columns (n_head / tp heads, n_inner / tp
+// features), attn.c_proj and mlp.c_proj by input rows, each row-parallel output all-reduced
+// (reduce-scattered under --sp, the blocks' inputs all-gathered); wte split by vocabulary (its
+// lookup's partial rows all-reduced before the position embedding, whole on every rank, is added;
+// the tied LM head and loss vocabulary-parallel); the layernorms replicated. Not modelled: each
+// rank adding the row-parallel biases (Megatron adds them once, after the all-reduce).
 json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "gpt2", {"GPT2LMHeadModel", "GPT2Model"}, "GPT2Model");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("n_embd"), layers = r.positive("n_layer");
@@ -23,39 +31,63 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
     r.reject_if(r.bool_or("add_cross_attention", false), "add_cross_attention", "cross-attention layers");
     r.require_divides("n_head", heads, "n_embd", d);
     const std::int64_t dh = d / heads;
+    const Split split = read_split(r);
+    const std::int64_t t = split.tp, seq = split.seq > 0 ? split.seq : positions;
+    const std::int64_t h = tp_share(r, "n_head", heads, t, "attention heads"), dl = h * dh;
+    const std::int64_t inner_rank = tp_share(r, "n_inner", inner, t, "MLP features"), vocab_rank = t == 1 ? vocab : rank_vocab(vocab, t);
+    const bool sp = split.sp && t > 1;
+    if (sp && seq % t != 0) throw InputError("--sp: --tp " + std::to_string(t) + " must divide the sequence length " + std::to_string(seq));
+    const Stage stage = pipeline_stage(r, split, "n_layer", layers);
 
     DocBuilder b;
-    set_header(b, name,
-               "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, n_embd " + std::to_string(d) + ", " +
-                   std::to_string(heads) + " heads, vocab " + std::to_string(vocab) + "; dropout as in training",
-               dtype_of(r), {{"batch", 1}, {"seq", positions}});
-    b.input("input_ids", {"batch", "seq"}, "int64");
-    b.input("position_ids", {"seq"}, "int64");
-    const std::string wte = b.param("transformer.wte.weight", {vocab, d});
-    b.node("transformer.wte", "embedding", {wte, "input_ids"});
-    b.node("transformer.wpe", "embedding", {b.param("transformer.wpe.weight", {positions, d}), "position_ids"});
-    std::string x = b.node("transformer.embed", "add", {"transformer.wte", "transformer.wpe"});
-    x = b.dropout("transformer.drop", x, embd);
-    for (std::int64_t l = 0; l < layers; ++l) {
+    std::string desc = "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, n_embd " + std::to_string(d) + ", " +
+                       std::to_string(heads) + " heads, vocab " + std::to_string(vocab) + "; dropout as in training";
+    if (t > 1) desc += "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "");
+    set_header(b, stage_name(name, split), desc, dtype_of(r), {{"batch", 1}, {"seq", split.seq > 0 ? seq : positions}});
+    TensorParallelSplit tps(b, t, sp, seq / t);
+    std::string x;
+    if (stage.first) {
+        b.input("input_ids", {"batch", "seq"}, "int64");
+        b.input("position_ids", {"seq"}, "int64");
+        const std::string wte = b.param("transformer.wte.weight", {vocab_rank, d});
+        b.node("transformer.wte", "embedding", {wte, "input_ids"});
+        b.node("transformer.wpe", "embedding", {b.param("transformer.wpe.weight", {positions, d}), "position_ids"});
+        if (!sp) tps.all_reduce("transformer.wte");  // the vocabulary-parallel lookup's partial rows
+        x = b.node("transformer.embed", "add", {"transformer.wte", "transformer.wpe"});
+        if (sp) x = tps.reduce_scatter("transformer.embed.reduce_scatter", x);
+        x = b.dropout("transformer.drop", x, embd);
+    } else {
+        x = stage_input(b, sp ? seq / t : 0, d);
+    }
+    for (std::int64_t l = stage.l0; l < stage.l1; ++l) {
         const std::string p = "transformer.h." + std::to_string(l) + ".";
-        const std::string a = b.layernorm(p + "ln_1", x, d, eps);
+        const std::string a = tps.column_input(p + "attn.all_gather", b.layernorm(p + "ln_1", x, d, eps));
         // Conv1D stores its weight as [in, out]; the linear op takes [out, in]: same count.
-        const std::string qkv = b.linear(p + "attn.c_attn", a, d, 3 * d, true);
-        b.node(p + "attn.split", "split", {qkv}, {{"axis", -1}, {"sizes", {d, d, d}}});
-        const std::string q = to_heads(b, p + "attn.query", p + "attn.split:0", "seq", heads, dh);
-        const std::string k = to_heads(b, p + "attn.key", p + "attn.split:1", "seq", heads, dh);
-        const std::string v = to_heads(b, p + "attn.value", p + "attn.split:2", "seq", heads, dh);
+        const std::string qkv = b.linear(p + "attn.c_attn", a, d, 3 * dl, true);
+        b.node(p + "attn.split", "split", {qkv}, {{"axis", -1}, {"sizes", {dl, dl, dl}}});
+        const std::string q = to_heads(b, p + "attn.query", p + "attn.split:0", "seq", h, dh);
+        const std::string k = to_heads(b, p + "attn.key", p + "attn.split:1", "seq", h, dh);
+        const std::string v = to_heads(b, p + "attn.value", p + "attn.split:2", "seq", h, dh);
         const std::string ctx = attention(b, p + "attn.", q, k, v, dh, true, attn);
-        std::string o = b.linear(p + "attn.c_proj", merge_heads(b, p + "attn", ctx, "seq", d), d, d, true);
+        std::string o =
+            tps.row_output(p + "attn.reduce_scatter", b.linear(p + "attn.c_proj", merge_heads(b, p + "attn", ctx, "seq", dl), dl, d, true));
         o = b.dropout(p + "attn.resid_dropout", o, resid);
         x = b.node(p + "attn.residual", "add", {x, o});
-        const std::string m = b.layernorm(p + "ln_2", x, d, eps);
-        const std::string up = b.linear(p + "mlp.c_fc", m, d, inner, true);
-        std::string dn = b.linear(p + "mlp.c_proj", activation(b, r, "activation_function", act, p + "mlp.act", up), inner, d, true);
+        const std::string m = tps.column_input(p + "mlp.all_gather", b.layernorm(p + "ln_2", x, d, eps));
+        const std::string up = b.linear(p + "mlp.c_fc", m, d, inner_rank, true);
+        std::string dn = tps.row_output(
+            p + "mlp.reduce_scatter",
+            b.linear(p + "mlp.c_proj", activation(b, r, "activation_function", act, p + "mlp.act", up), inner_rank, d, true));
         dn = b.dropout(p + "mlp.dropout", dn, resid);
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
-    causal_lm_head(b, head, b.layernorm("transformer.ln_f", x, d, eps), tied ? wte : "", d, vocab);
+    if (stage.last) {
+        causal_lm_head(b, head, tps.column_input("transformer.ln_f.all_gather", b.layernorm("transformer.ln_f", x, d, eps)),
+                       tied && stage.first ? "transformer.wte.weight" : "", d, vocab_rank);
+        if (head.has_head) tps.vocab_parallel_loss("loss");
+    }
+    end_stage(b, split, stage, x, tied && head.has_head ? "transformer.wte.weight" : "");
+    tps.write();
     return b.take();
 }
 
@@ -274,17 +306,10 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         desc += "; rank of " + std::to_string(t) + "-way tensor parallelism" + (split.sp ? " with sequence parallelism" : "") + " (" +
                 std::to_string(hq) + " query heads, " + std::to_string(hkv) + " key/value head" + (hkv > 1 ? "s" : "") + ")";
     }
-    // Pipeline stage split.stage of split.pp (Megatron-LM, Narayanan et al. SC21), as the GPT
-    // template's: an equal share of the layers; the first stage also embeds, the last also holds
-    // the final norm, the LM head (its own copy of a tied embedding) and the loss; a stage after
-    // the first receives the [batch, seq, d] activations as input "hidden", one before the last
-    // ends in a stand-in loss (the mean of its output) so that autodiff builds its backward.
-    if (layers % split.pp != 0)
-        r.fail("num_hidden_layers", "--pp " + std::to_string(split.pp) + " must divide the " + std::to_string(layers) + " layers");
-    const std::int64_t per_stage = layers / split.pp, l0 = split.stage * per_stage, l1 = l0 + per_stage;
-    const bool first = split.stage == 0, last = split.stage == split.pp - 1;
-    set_header(b, split.pp == 1 ? name : name + " (stage " + std::to_string(split.stage + 1) + " of " + std::to_string(split.pp) + ")",
-               desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    // Pipeline stage split.stage of split.pp (hf_build.hpp Stage).
+    const Stage stage = pipeline_stage(r, split, "num_hidden_layers", layers);
+    const bool first = stage.first, last = stage.last;
+    set_header(b, stage_name(name, split), desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
     const bool sp = split.sp && t > 1;
     TensorParallelSplit tps(b, t, sp, seq / t);
     ExpertParallelSplit expert_split(b, split.ep);
@@ -302,7 +327,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         if (f.gemma) x = b.node("model.embed_scale", "scale", {x}, {{"factor", std::sqrt(static_cast<double>(d))}});
         x = b.dropout("model.embed_dropout", x, embd);
     } else {
-        b.input("hidden", sp ? json{"batch", seq / t, d} : json{"batch", "seq", d});
+        x = stage_input(b, sp ? seq / t : 0, d);
     }
     // GemmaRMSNorm: normalised x times (1 + weight).
     const auto norm = [&](const std::string& n, const std::string& in) {
@@ -311,7 +336,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         return b.node(n, "rmsnorm", {in, w}, {{"eps", eps}});
     };
     const std::int64_t n_rep = hq / hkv;
-    for (std::int64_t l = l0; l < l1; ++l) {
+    for (std::int64_t l = stage.l0; l < stage.l1; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const std::string a = tps.column_input(p + "self_attn.all_gather", norm(p + "input_layernorm", x));
         const std::string at = p + "self_attn.";
@@ -362,16 +387,9 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         causal_lm_head(b, head, tps.column_input("model.norm.all_gather", norm("model.norm", x)), tied && first ? embed : "", d,
                        vocab_rank);
         if (head.has_head) tps.vocab_parallel_loss("loss");
-    } else {
-        b.node("stage_loss", "reduce_mean", {x}, {{"axes", {0, 1, 2}}});
-        b.doc()["outputs"] = {"stage_loss"};
     }
-    if (split.pp > 1) {
-        b.doc()["pipeline"] = {{"stages", split.pp}, {"stage", split.stage}, {"layers", per_stage}};
-        if (!first) b.doc()["pipeline"]["input"] = "hidden";
-        // A tied embedding: the first stage's lookup table and the last stage's copy (lm_head.weight).
-        if (tied && head.has_head && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? embed : "lm_head.weight";
-    }
+    // A tied embedding: the first stage's lookup table and the last stage's copy (lm_head.weight).
+    end_stage(b, split, stage, x, tied && head.has_head ? "model.embed_tokens.weight" : "");
     cps.write(full_seq);
     tps.write();
     expert_split.write(moe.routing.rows.empty() ? std::nullopt : std::optional<double>(load_factor(moe.busiest, split.ep, seq * moe.k)));

@@ -496,3 +496,68 @@ TEST_CASE("context parallelism on a Hugging Face decoder: a rank's tokens, the g
                       {"falcon-7b --seq 1024 --cp 2", "has no context-parallel split"},
                   });
 }
+
+TEST_CASE("gpt2 from its config.json: tensor, sequence and pipeline splits by hand", "[parallel][tp][sp][pp][hf]") {
+    // GPT-2 (124M): d 768, 12 layers, 12 heads of 64, MLP 3072, vocabulary 50257, n_positions 1024,
+    // biases everywhere, LM head tied. At tp 4 a rank holds 3 heads: c_attn [576, 768] + 576 (the
+    // rank's q, k, v columns), attn.c_proj [768, 192] + 768 (rows), c_fc [768, 768] + 768, mlp.c_proj
+    // [768, 768] + 768; wte 50257 / 4 = 12565 rows (rounded up); wpe [1024, 768] and the
+    // layernorms whole: 12565 x 768 + 1024 x 768 + 12 x (4 x 768 + 442944 + 148224 + 2 x 590592)
+    // + 2 x 768 = 31,742,976 parameters.
+    const std::string gpt2 = test::source_path("tests/data/hf/gpt2/config.json");
+    const auto split = [&](int tp, bool sp, int pp = 1, int stage = 0) {
+        ModelOverrides ov;
+        ov.seq = 1024;
+        ov.tp = tp;
+        ov.sp = sp;
+        ov.pp = pp;
+        ov.stage = stage;
+        return load_model_arg(gpt2, ov);
+    };
+    const Graph full = split(1, false), rank = split(4, false);
+    CHECK(test::parameter_count(full) == 124439808);  // GPT-2's num_parameters()
+    CHECK(test::parameter_count(rank) == 12565 * 768 + 1024 * 768 + 12 * (4 * 768 + 442944 + 148224 + 2 * 590592) + 2 * 768);
+    CHECK(test::parameter_count(rank) == 31742976);
+    CHECK(shape_of(rank, "transformer.h.0.attn.c_attn.weight") == Shape{576, 768});
+    CHECK(shape_of(rank, "transformer.h.0.attn.c_proj.weight") == Shape{768, 192});
+    // Every linear's GEMM is split 4 ways (columns or rows): exactly a quarter of the matrix FLOPs.
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    const auto linear_matrix = [&](const Graph& g) {
+        std::int64_t f = 0;
+        for (const OpAnalysis& op : analyze(g, hw).ops)
+            if (g.node(op.node).kind == OpKind::linear) f += op.roofline.work.matrix_flops;
+        return f;
+    };
+    CHECK(linear_matrix(rank) * 4 == linear_matrix(full));
+    CHECK(linear_matrix(full) == 2LL * 1024 * 12 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072));
+    // The all-reduces: the embedding's partial rows, then c_proj's in attention and MLP, a layer.
+    REQUIRE(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 12);
+    CHECK(rank.tensor_parallel.all_reduce[0] == "transformer.wte");
+    CHECK(rank.tensor_parallel.vocab_parallel_loss == std::vector<std::string>{"loss"});
+    // --sp: 256 tokens a rank between the blocks; 25 all-gathers (2 a layer and the final norm's)
+    // and 25 reduce-scatters (the embedding's and 2 a layer).
+    const Graph seq = split(4, true);
+    CHECK(shape_of(seq, "transformer.h.0.ln_1") == Shape{1, 256, 768});
+    CHECK(seq.tensor_parallel.all_gather.size() == 25);
+    CHECK(seq.tensor_parallel.reduce_scatter.size() == 25);
+    // --pp 2: 6 layers a stage; the first embeds, the last holds a copy of the tied embedding
+    // (lm_head.weight, reduced with the first's) and the loss.
+    const Graph s0 = split(4, false, 2, 0), s1 = split(4, false, 2, 1);
+    CHECK(s0.pipeline.layers == 6);
+    CHECK(s0.pipeline.shared_embedding == "transformer.wte.weight");
+    CHECK(s1.pipeline.shared_embedding == "lm_head.weight");
+    CHECK(s1.pipeline.input == "hidden");
+    CHECK(shape_of(s1, "lm_head.weight") == Shape{12565, 768});
+    CHECK(s1.find_node("transformer.h.6.mlp.c_fc") >= 0);
+    CHECK(s1.find_node("transformer.h.5.mlp.c_fc") < 0);
+    CHECK(
+        test::run_cli("analyze '" + gpt2 + "' --mode training --seq 1024 --cluster dgx-a100 --tp 4 --sp --pp 2 --dp 1 --global-batch 8 -q")
+            .code == 0);
+    check_refused("analyze '" + gpt2 + "' --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"--tp 5", "/n_head: --tp 5 must divide the 12 attention heads"},
+                      {"--pp 5", "/n_layer: --pp 5 must divide the 12 layers"},
+                      {"--seq 1022 --tp 4 --sp", "--sp: --tp 4 must divide the sequence length 1022"},
+                      {"--cp 2", "has no context-parallel split"},
+                  });
+}
