@@ -40,7 +40,7 @@ struct ParallelArgs {
             ->check(kPositive)
             ->capture_default_str();
         cmd->add_option("--tp", tp,
-                        "tensor-parallel ranks (needs --cluster; GPT templates, the Hugging Face llama family and gpt2): Megatron's "
+                        "tensor-parallel ranks (needs --cluster; GPT templates, the Hugging Face llama family, gpt2 and phi): Megatron's "
                         "column/row splits, an all-reduce after "
                         "each attention and MLP block, forward and backward, inside a node")
             ->check(kPositive)
@@ -71,14 +71,15 @@ struct ParallelArgs {
         cmd->add_flag("--pad-to-capacity", pad_to_capacity,
                       "with --capacity-factor: every expert runs its full capacity buffer (zeros where no token came), as GShard, "
                       "Switch and DeepSpeed-MoE dispatch; the all-to-alls carry the whole buffer");
-        cmd->add_option("--pp", pp,
-                        "pipeline stages (needs --cluster; GPT templates, the Hugging Face llama family and gpt2): an equal share of the "
-                        "layers a stage, 1F1B over the "
-                        "micro-batches of --global-batch")
+        cmd->add_option(
+               "--pp", pp,
+               "pipeline stages (needs --cluster; GPT templates, the Hugging Face llama family, gpt2 and phi): an equal share of the "
+               "layers a stage, 1F1B over the "
+               "micro-batches of --global-batch")
             ->check(kPositive)
             ->capture_default_str();
         cmd->add_flag("--sp", sp,
-                      "sequence parallelism with --tp (GPT templates, the Hugging Face llama family and gpt2): layernorm, dropout and "
+                      "sequence parallelism with --tp (GPT templates, the Hugging Face llama family, gpt2 and phi): layernorm, dropout and "
                       "residual activations sharded by "
                       "sequence, each all-reduce replaced by an all-gather and a reduce-scatter");
         cmd->add_option("--interleave", interleave,

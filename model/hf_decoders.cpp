@@ -619,38 +619,65 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
     const double attn_drop = r.probability_or("attention_dropout", 0.0);
     const bool tied = r.bool_or("tie_word_embeddings", false);
     const std::int64_t rep = heads / kv_heads;
+    // Tensor, sequence and pipeline parallelism (--tp, --sp, --pp), as gpt2's (above): q, k, v and
+    // fc1 by output columns, dense and fc2 by input rows, each row-parallel output all-reduced
+    // (reduce-scattered under --sp, the layernorm's output all-gathered once for both branches),
+    // the embedding and the LM head (its bias too) by vocabulary, the layernorms whole.
+    const Split split = read_split(r);
+    const std::int64_t t = split.tp, seq = split.seq > 0 ? split.seq : positions;
+    const std::int64_t hq = tp_share(r, "num_attention_heads", heads, t, "attention heads");
+    const std::int64_t hkv = tp_share(r, "num_key_value_heads", kv_heads, t, "key/value heads");
+    const std::int64_t inter_rank = tp_share(r, "intermediate_size", inter, t, "MLP features");
+    const std::int64_t vocab_rank = t == 1 ? vocab : rank_vocab(vocab, t);
+    const bool sp = split.sp && t > 1;
+    if (sp && seq % t != 0) throw InputError("--sp: --tp " + std::to_string(t) + " must divide the sequence length " + std::to_string(seq));
+    const Stage stage = pipeline_stage(r, split, "num_hidden_layers", layers);
 
     DocBuilder b;
-    set_header(b, name,
+    set_header(b, stage_name(name, split),
                "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
                    std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads), rotary on " + std::to_string(rot) +
                    " of " + std::to_string(dh) + " head features, MLP " + std::to_string(inter) + ", vocab " + std::to_string(vocab) +
-                   "; parallel attention and MLP; dropout as in training",
-               dtype_of(r), {{"batch", 1}, {"seq", positions}});
-    b.input("input_ids", {"batch", "seq"}, "int64");
+                   "; parallel attention and MLP; dropout as in training" +
+                   (t > 1 ? "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "") : ""),
+               dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    TensorParallelSplit tps(b, t, sp, seq / t);
+    if (stage.first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", rot});
     b.input("rope.sin", {"seq", rot});
-    const std::string embed = b.param("model.embed_tokens.weight", {vocab, d});
-    std::string x = b.dropout("model.embed_dropout", b.node("model.embed_tokens", "embedding", {embed, "input_ids"}), embd);
-    for (std::int64_t l = 0; l < layers; ++l) {
+    std::string x;
+    if (stage.first) {
+        const std::string embed = b.param("model.embed_tokens.weight", {vocab_rank, d});
+        x = tps.row_output("model.embed_tokens.reduce_scatter", b.node("model.embed_tokens", "embedding", {embed, "input_ids"}));
+        x = b.dropout("model.embed_dropout", x, embd);
+    } else {
+        x = stage_input(b, sp ? seq / t : 0, d);
+    }
+    for (std::int64_t l = stage.l0; l < stage.l1; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const std::string at = p + "self_attn.";
-        const std::string a = b.layernorm(p + "input_layernorm", x, d, eps);
-        std::string q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, heads * dh, true), "seq", heads, dh);
-        std::string k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, kv_heads * dh, true), "seq", kv_heads, dh);
-        std::string v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, kv_heads * dh, true), "seq", kv_heads, dh);
+        const std::string a = tps.column_input(p + "all_gather", b.layernorm(p + "input_layernorm", x, d, eps));
+        std::string q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, hq * dh, true), "seq", hq, dh);
+        std::string k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, hkv * dh, true), "seq", hkv, dh);
+        std::string v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, hkv * dh, true), "seq", hkv, dh);
         q = partial_rotary(b, at + "q_rope", q, dh, rot);
-        k = repeat_kv(b, at + "k_repeat", partial_rotary(b, at + "k_rope", k, dh, rot), "seq", kv_heads, rep, dh);
-        v = repeat_kv(b, at + "v_repeat", v, "seq", kv_heads, rep, dh);
+        k = repeat_kv(b, at + "k_repeat", partial_rotary(b, at + "k_rope", k, dh, rot), "seq", hkv, rep, dh);
+        v = repeat_kv(b, at + "v_repeat", v, "seq", hkv, rep, dh);
         const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
-        const std::string o =
-            b.dropout(p + "attn_dropout", b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", d), d, d, true), resid);
-        const std::string up = b.linear(p + "mlp.fc1", a, d, inter, true);
-        const std::string m = b.dropout(
-            p + "mlp_dropout", b.linear(p + "mlp.fc2", activation(b, r, "hidden_act", act, p + "mlp.act", up), inter, d, true), resid);
+        const std::string dense = b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, true);
+        const std::string o = b.dropout(p + "attn_dropout", tps.row_output(at + "reduce_scatter", dense), resid);
+        const std::string up = b.linear(p + "mlp.fc1", a, d, inter_rank, true);
+        const std::string fc2 = b.linear(p + "mlp.fc2", activation(b, r, "hidden_act", act, p + "mlp.act", up), inter_rank, d, true);
+        const std::string m = b.dropout(p + "mlp_dropout", tps.row_output(p + "mlp.reduce_scatter", fc2), resid);
         x = b.node(p + "residual", "add", {b.node(p + "attn_plus_mlp", "add", {o, m}), x});
     }
-    causal_lm_head(b, head, b.layernorm("model.final_layernorm", x, d, eps), tied ? embed : "", d, vocab, true);
+    if (stage.last) {
+        causal_lm_head(b, head, tps.column_input("model.final_layernorm.all_gather", b.layernorm("model.final_layernorm", x, d, eps)),
+                       tied && stage.first ? "model.embed_tokens.weight" : "", d, vocab_rank, true);
+        if (head.has_head) tps.vocab_parallel_loss("loss");
+    }
+    end_stage(b, split, stage, x, tied && head.has_head ? "model.embed_tokens.weight" : "");
+    tps.write();
     return b.take();
 }
 

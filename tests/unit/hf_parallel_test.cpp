@@ -18,11 +18,14 @@ using namespace roofline;
 
 namespace {
 
-Graph forward(const std::string& model, int tp, std::int64_t seq, bool sp = false) {
+// Stage `stage` of `pp` of a model split over `tp` ranks (with sequence parallelism when sp).
+Graph forward(const std::string& model, int tp, std::int64_t seq, bool sp = false, int pp = 1, int stage = 0) {
     ModelOverrides ov;
     ov.seq = seq;
     ov.tp = tp;
     ov.sp = sp;
+    ov.pp = pp;
+    ov.stage = stage;
     return load_model_arg(model, ov);
 }
 
@@ -505,15 +508,7 @@ TEST_CASE("gpt2 from its config.json: tensor, sequence and pipeline splits by ha
     // layernorms whole: 12565 x 768 + 1024 x 768 + 12 x (4 x 768 + 442944 + 148224 + 2 x 590592)
     // + 2 x 768 = 31,742,976 parameters.
     const std::string gpt2 = test::source_path("tests/data/hf/gpt2/config.json");
-    const auto split = [&](int tp, bool sp, int pp = 1, int stage = 0) {
-        ModelOverrides ov;
-        ov.seq = 1024;
-        ov.tp = tp;
-        ov.sp = sp;
-        ov.pp = pp;
-        ov.stage = stage;
-        return load_model_arg(gpt2, ov);
-    };
+    const auto split = [&](int tp, bool sp, int pp = 1, int stage = 0) { return forward(gpt2, tp, 1024, sp, pp, stage); };
     const Graph full = split(1, false), rank = split(4, false);
     CHECK(test::parameter_count(full) == 124439808);  // GPT-2's num_parameters()
     CHECK(test::parameter_count(rank) == 12565 * 768 + 1024 * 768 + 12 * (4 * 768 + 442944 + 148224 + 2 * 590592) + 2 * 768);
@@ -559,5 +554,38 @@ TEST_CASE("gpt2 from its config.json: tensor, sequence and pipeline splits by ha
                       {"--pp 5", "/n_layer: --pp 5 must divide the 12 layers"},
                       {"--seq 1022 --tp 4 --sp", "--sp: --tp 4 must divide the sequence length 1022"},
                       {"--cp 2", "has no context-parallel split"},
+                  });
+}
+
+TEST_CASE("phi-2's parallel block under tp, sp and pp, by hand", "[parallel][tp][sp][pp][hf]") {
+    // Phi-2: d 2560, 32 layers, 32 heads of 80, MLP 10240, vocabulary 51200, biases everywhere, an
+    // untied LM head with a bias. At tp 4 a rank holds 8 heads: q, k, v [640, 2560] + 640 each,
+    // dense [2560, 640] + 2560, fc1 [2560, 2560] + 2560, fc2 [2560, 2560] + 2560, the embedding
+    // and the LM head (and its bias) 12800 rows, the layernorms whole: 695,170,560 parameters.
+    const std::int64_t d = 2560;
+    const auto split = [&](int tp, bool sp, int pp = 1, int stage = 0) { return forward("phi-2", tp, 2048, sp, pp, stage); };
+    const Graph full = split(1, false), rank = split(4, false);
+    CHECK(test::parameter_count(full) == 2779683840);  // phi-2's num_parameters()
+    const std::int64_t layer = 2 * d + 3 * (640 * d + 640) + (d * 640 + d) + 2 * (d * d + d);
+    CHECK(test::parameter_count(rank) == 12800 * d + 32 * layer + 2 * d + 12800 * d + 12800);
+    CHECK(test::parameter_count(rank) == 695170560);
+    // Both branches' row-parallel outputs (dense and fc2) are all-reduced, and the embedding's rows.
+    REQUIRE(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 32);
+    CHECK(rank.tensor_parallel.all_reduce[1] == "model.layers.0.self_attn.dense");
+    CHECK(rank.tensor_parallel.all_reduce[2] == "model.layers.0.mlp.fc2");
+    // --sp: the layernorm's 512 tokens a rank are all-gathered once for both branches.
+    const Graph seq = split(4, true);
+    CHECK(shape_of(seq, "model.layers.0.input_layernorm") == Shape{1, 512, d});
+    CHECK(seq.tensor_parallel.all_gather.size() == 32 + 1);
+    CHECK(seq.tensor_parallel.reduce_scatter.size() == 1 + 2 * 32);
+    // --pp 4: 8 layers a stage; the embedding on the first, the LM head on the last.
+    const Graph s3 = split(4, false, 4, 3);
+    CHECK(s3.pipeline.layers == 8);
+    CHECK(s3.find_node("model.embed_tokens") < 0);
+    CHECK(shape_of(s3, "lm_head.weight") == Shape{12800, d});
+    check_refused("analyze phi-2 --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"--tp 3", "/num_attention_heads: --tp 3 must divide the 32 attention heads"},
+                      {"--pp 3", "/num_hidden_layers: --pp 3 must divide the 32 layers"},
                   });
 }
