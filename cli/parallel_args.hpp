@@ -39,10 +39,11 @@ struct ParallelArgs {
         cmd->add_option("--dp", dp, "data-parallel ranks (needs --cluster): gradients reduced in buckets overlapped with backward")
             ->check(kPositive)
             ->capture_default_str();
-        cmd->add_option("--tp", tp,
-                        "tensor-parallel ranks (needs --cluster; GPT templates, the Hugging Face llama family, gpt2 and phi): Megatron's "
-                        "column/row splits, an all-reduce after "
-                        "each attention and MLP block, forward and backward, inside a node")
+        cmd->add_option(
+               "--tp", tp,
+               "tensor-parallel ranks (needs --cluster; GPT templates, the Hugging Face llama family, gpt2, phi and opt): Megatron's "
+               "column/row splits, an all-reduce after "
+               "each attention and MLP block, forward and backward, inside a node")
             ->check(kPositive)
             ->capture_default_str();
         cmd->add_option(
@@ -73,15 +74,16 @@ struct ParallelArgs {
                       "Switch and DeepSpeed-MoE dispatch; the all-to-alls carry the whole buffer");
         cmd->add_option(
                "--pp", pp,
-               "pipeline stages (needs --cluster; GPT templates, the Hugging Face llama family, gpt2 and phi): an equal share of the "
+               "pipeline stages (needs --cluster; GPT templates, the Hugging Face llama family, gpt2, phi and opt): an equal share of the "
                "layers a stage, 1F1B over the "
                "micro-batches of --global-batch")
             ->check(kPositive)
             ->capture_default_str();
-        cmd->add_flag("--sp", sp,
-                      "sequence parallelism with --tp (GPT templates, the Hugging Face llama family, gpt2 and phi): layernorm, dropout and "
-                      "residual activations sharded by "
-                      "sequence, each all-reduce replaced by an all-gather and a reduce-scatter");
+        cmd->add_flag(
+            "--sp", sp,
+            "sequence parallelism with --tp (GPT templates, the Hugging Face llama family, gpt2, phi and opt): layernorm, dropout and "
+            "residual activations sharded by "
+            "sequence, each all-reduce replaced by an all-gather and a reduce-scatter");
         cmd->add_option("--interleave", interleave,
                         "virtual stages per device with --pp (interleaved 1F1B): the bubble shrinks by V, the sends grow by V")
             ->check(kPositive)

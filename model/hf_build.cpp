@@ -244,6 +244,21 @@ void end_stage(DocBuilder& b, const Split& s, const Stage& st, const std::string
     if (!tied.empty() && (st.first || st.last)) b.doc()["pipeline"]["shared_embedding"] = st.first ? tied : "lm_head.weight";
 }
 
+DenseSplit dense_split(const ConfigReader& r, std::int64_t default_seq, const std::string& heads_key, std::int64_t heads,
+                       std::int64_t vocab, const std::string& layers_key, std::int64_t layers) {
+    DenseSplit s;
+    s.split = read_split(r);
+    s.tp = s.split.tp;
+    s.seq = s.split.seq > 0 ? s.split.seq : default_seq;
+    s.heads = tp_share(r, heads_key, heads, s.tp, "attention heads");
+    s.vocab = s.tp == 1 ? vocab : rank_vocab(vocab, s.tp);
+    s.sp = s.split.sp && s.tp > 1;
+    if (s.sp && s.seq % s.tp != 0)
+        throw InputError("--sp: --tp " + std::to_string(s.tp) + " must divide the sequence length " + std::to_string(s.seq));
+    s.stage = pipeline_stage(r, s.split, layers_key, layers);
+    return s;
+}
+
 RoutingWhere routing_flags() {
     return [](const std::string& key) {
         if (key == "capacity_factor") return std::string("--capacity-factor: ");

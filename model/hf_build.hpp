@@ -211,6 +211,18 @@ std::string stage_input(DocBuilder& b, std::int64_t shard, std::int64_t d);
 // lm_head.weight; empty: untied or no head).
 void end_stage(DocBuilder& b, const Split& s, const Stage& st, const std::string& x, const std::string& tied);
 
+// One rank of a dense decoder's tensor-, sequence- and pipeline-parallel split (gpt2, opt, phi):
+// the config's split, checked: tp divides the `heads` of config key `heads_key`, with --sp the
+// sequence (the split's, or `default_seq`), pp the layers.
+struct DenseSplit {
+    Split split;
+    std::int64_t tp = 1, seq = 0, heads = 0, vocab = 0;  // the rank's heads and vocabulary rows
+    bool sp = false;                                     // sequence parallelism (tp > 1)
+    Stage stage;
+};
+DenseSplit dense_split(const ConfigReader& r, std::int64_t default_seq, const std::string& heads_key, std::int64_t heads,
+                       std::int64_t vocab, const std::string& layers_key, std::int64_t layers);
+
 // The routing options' messages (model/moe_routing.hpp) name their flags: --expert-load, --capacity-factor.
 RoutingWhere routing_flags();
 // `count` (the config key `key`: heads, an MLP's width, ...) split over --tp ranks; fails naming

@@ -31,22 +31,19 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
     r.reject_if(r.bool_or("add_cross_attention", false), "add_cross_attention", "cross-attention layers");
     r.require_divides("n_head", heads, "n_embd", d);
     const std::int64_t dh = d / heads;
-    const Split split = read_split(r);
-    const std::int64_t t = split.tp, seq = split.seq > 0 ? split.seq : positions;
-    const std::int64_t h = tp_share(r, "n_head", heads, t, "attention heads"), dl = h * dh;
-    const std::int64_t inner_rank = tp_share(r, "n_inner", inner, t, "MLP features"), vocab_rank = t == 1 ? vocab : rank_vocab(vocab, t);
-    const bool sp = split.sp && t > 1;
-    if (sp && seq % t != 0) throw InputError("--sp: --tp " + std::to_string(t) + " must divide the sequence length " + std::to_string(seq));
-    const Stage stage = pipeline_stage(r, split, "n_layer", layers);
+    const DenseSplit ds = dense_split(r, positions, "n_head", heads, vocab, "n_layer", layers);
+    const std::int64_t t = ds.tp, seq = ds.seq, h = ds.heads, dl = h * dh, vocab_rank = ds.vocab;
+    const std::int64_t inner_rank = tp_share(r, "n_inner", inner, t, "MLP features");
+    const bool sp = ds.sp;
 
     DocBuilder b;
     std::string desc = "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, n_embd " + std::to_string(d) + ", " +
                        std::to_string(heads) + " heads, vocab " + std::to_string(vocab) + "; dropout as in training";
     if (t > 1) desc += "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "");
-    set_header(b, stage_name(name, split), desc, dtype_of(r), {{"batch", 1}, {"seq", split.seq > 0 ? seq : positions}});
+    set_header(b, stage_name(name, ds.split), desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
     TensorParallelSplit tps(b, t, sp, seq / t);
     std::string x;
-    if (stage.first) {
+    if (ds.stage.first) {
         b.input("input_ids", {"batch", "seq"}, "int64");
         b.input("position_ids", {"seq"}, "int64");
         const std::string wte = b.param("transformer.wte.weight", {vocab_rank, d});
@@ -59,7 +56,7 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
     } else {
         x = stage_input(b, sp ? seq / t : 0, d);
     }
-    for (std::int64_t l = stage.l0; l < stage.l1; ++l) {
+    for (std::int64_t l = ds.stage.l0; l < ds.stage.l1; ++l) {
         const std::string p = "transformer.h." + std::to_string(l) + ".";
         const std::string a = tps.column_input(p + "attn.all_gather", b.layernorm(p + "ln_1", x, d, eps));
         // Conv1D stores its weight as [in, out]; the linear op takes [out, in]: same count.
@@ -81,12 +78,12 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
         dn = b.dropout(p + "mlp.dropout", dn, resid);
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
-    if (stage.last) {
+    if (ds.stage.last) {
         causal_lm_head(b, head, tps.column_input("transformer.ln_f.all_gather", b.layernorm("transformer.ln_f", x, d, eps)),
-                       tied && stage.first ? "transformer.wte.weight" : "", d, vocab_rank);
+                       tied && ds.stage.first ? "transformer.wte.weight" : "", d, vocab_rank);
         if (head.has_head) tps.vocab_parallel_loss("loss");
     }
-    end_stage(b, split, stage, x, tied && head.has_head ? "transformer.wte.weight" : "");
+    end_stage(b, ds.split, ds.stage, x, tied && head.has_head ? "transformer.wte.weight" : "");
     tps.write();
     return b.take();
 }
@@ -407,6 +404,11 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
 // configuration_opt.py: word_embed_proj_dim = hidden_size, do_layer_norm_before True, dropout 0.1,
 // attention_dropout 0.0, activation_function "relu", enable_bias True, layer_norm_elementwise_affine
 // True, _remove_final_layer_norm False; tie_word_embeddings True (PretrainedConfig).
+// Tensor, sequence and pipeline parallelism (--tp, --sp, --pp), as gpt2's (above): q, k, v and fc1
+// by output columns, out_proj and fc2 by input rows (all-reduced, or reduce-scattered under --sp
+// with the blocks' inputs all-gathered), embed_tokens and the tied LM head by vocabulary (the
+// lookup's partial rows all-reduced before project_in and the learned positions, whole on every
+// rank), the layernorms and project_in / project_out whole.
 json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "opt", {"OPTForCausalLM", "OPTModel"}, "OPTModel");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), layers = r.positive("num_hidden_layers");
@@ -422,39 +424,54 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*mode
     const std::string act = r.string_or("activation_function", "relu");
     const bool tied = r.bool_or("tie_word_embeddings", true);
     const double eps = 1e-5;  // nn.LayerNorm's default: OPT has no eps key
+    const DenseSplit ds = dense_split(r, positions, "num_attention_heads", heads, vocab, "num_hidden_layers", layers);
+    const std::int64_t t = ds.tp, seq = ds.seq, h = ds.heads, dl = h * dh, vocab_rank = ds.vocab;
+    const std::int64_t ffn_rank = tp_share(r, "ffn_dim", ffn, t, "MLP features");
+    const bool sp = ds.sp;
 
     DocBuilder b;
-    set_header(b, name,
+    set_header(b, stage_name(name, ds.split),
                "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
                    std::to_string(heads) + " heads, FFN " + std::to_string(ffn) + ", vocab " + std::to_string(vocab) +
-                   (before ? "; pre-LN" : "; post-LN") + "; eager attention as transformers 4.38; dropout as in training",
-               dtype_of(r), {{"batch", 1}, {"seq", positions}});
+                   (before ? "; pre-LN" : "; post-LN") + "; eager attention as transformers 4.38; dropout as in training" +
+                   (t > 1 ? "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "") : ""),
+               dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    TensorParallelSplit tps(b, t, sp, seq / t);
     auto layernorm = [&](const std::string& n, const std::string& x) {
         if (affine) return b.layernorm(n, x, d, eps);
         return b.node(n, "layernorm", {x}, {{"eps", eps}});
     };
-    b.input("input_ids", {"batch", "seq"}, "int64");
-    b.input("position_ids", {"batch", "seq"}, "int64");
+    if (ds.stage.first) {
+        b.input("input_ids", {"batch", "seq"}, "int64");
+        b.input("position_ids", {"batch", "seq"}, "int64");
+    }
     b.input("attention_floor", json::array());
     const std::string pd = "model.decoder.";
-    const std::string embed = b.param(pd + "embed_tokens.weight", {vocab, proj});
-    std::string x = b.node(pd + "embed_tokens", "embedding", {embed, "input_ids"});
-    b.node(pd + "embed_positions", "embedding", {b.param(pd + "embed_positions.weight", {positions + 2, d}), "position_ids"});
-    if (proj != d) x = b.linear(pd + "project_in", x, proj, d, false);
-    x = b.node(pd + "embed", "add", {x, pd + "embed_positions"});
-    for (std::int64_t l = 0; l < layers; ++l) {
+    std::string x;
+    if (ds.stage.first) {
+        const std::string embed = b.param(pd + "embed_tokens.weight", {vocab_rank, proj});
+        x = b.node(pd + "embed_tokens", "embedding", {embed, "input_ids"});
+        if (!sp) tps.all_reduce(x);  // the vocabulary-parallel lookup's partial rows
+        b.node(pd + "embed_positions", "embedding", {b.param(pd + "embed_positions.weight", {positions + 2, d}), "position_ids"});
+        if (proj != d) x = b.linear(pd + "project_in", x, proj, d, false);
+        x = b.node(pd + "embed", "add", {x, pd + "embed_positions"});
+        if (sp) x = tps.reduce_scatter(pd + "embed.reduce_scatter", x);
+    } else {
+        x = stage_input(b, sp ? seq / t : 0, d);
+    }
+    for (std::int64_t l = ds.stage.l0; l < ds.stage.l1; ++l) {
         const std::string p = pd + "layers." + std::to_string(l) + ".";
         const std::string at = p + "self_attn.";
-        const std::string a = before ? layernorm(p + "self_attn_layer_norm", x) : x;
-        const std::string q = b.node(at + "q_scaled", "scale", {b.linear(at + "q_proj", a, d, d, bias)},
+        const std::string a = tps.column_input(at + "all_gather", before ? layernorm(p + "self_attn_layer_norm", x) : x);
+        const std::string q = b.node(at + "q_scaled", "scale", {b.linear(at + "q_proj", a, d, dl, bias)},
                                      {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
         // _shape: view(bsz, seq, heads, head_dim).transpose(1, 2).contiguous()
-        auto shape = [&](const std::string& n, const std::string& t) {
-            b.node(n + ".view", "reshape", {t}, {{"shape", {"batch", "seq", heads, dh}}});
+        auto shape = [&](const std::string& n, const std::string& in) {
+            b.node(n + ".view", "reshape", {in}, {{"shape", {"batch", "seq", h, dh}}});
             return b.node(n + ".heads", "permute", {n + ".view"}, {{"perm", {0, 2, 1, 3}}, {"copy", true}});
         };
-        const std::string k = shape(at + "key", b.linear(at + "k_proj", a, d, d, bias));
-        const std::string v = shape(at + "value", b.linear(at + "v_proj", a, d, d, bias));
+        const std::string k = shape(at + "key", b.linear(at + "k_proj", a, d, dl, bias));
+        const std::string v = shape(at + "value", b.linear(at + "v_proj", a, d, dl, bias));
         const std::string qh = shape(at + "query", q);
         b.node(at + "scores", "matmul", {qh, k}, {{"transpose_b", true}});
         b.node(at + "causal_mask", "causal_mask", {at + "scores"});
@@ -462,20 +479,29 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*mode
         const std::string probs =
             b.dropout(at + "attn_dropout", b.node(at + "softmax", "softmax", {at + "clamp"}, {{"axis", -1}}), attn_drop);
         const std::string ctx = b.node(at + "context", "matmul", {probs, v});
-        std::string o = b.linear(at + "out_proj", merge_heads(b, at + "attn", ctx, "seq", d), d, d, bias);
+        std::string o =
+            tps.row_output(at + "reduce_scatter", b.linear(at + "out_proj", merge_heads(b, at + "attn", ctx, "seq", dl), dl, d, bias));
         o = b.dropout(p + "dropout", o, drop);
         x = b.node(p + "attn_residual", "add", {x, o});
         if (!before) x = layernorm(p + "self_attn_layer_norm", x);
-        const std::string m = before ? layernorm(p + "final_layer_norm", x) : x;
-        const std::string up = b.linear(p + "fc1", m, d, ffn, bias);
-        std::string dn = b.linear(p + "fc2", activation(b, r, "activation_function", act, p + "activation_fn", up), ffn, d, bias);
+        const std::string m = tps.column_input(p + "mlp.all_gather", before ? layernorm(p + "final_layer_norm", x) : x);
+        const std::string up = b.linear(p + "fc1", m, d, ffn_rank, bias);
+        std::string dn =
+            tps.row_output(p + "mlp.reduce_scatter",
+                           b.linear(p + "fc2", activation(b, r, "activation_function", act, p + "activation_fn", up), ffn_rank, d, bias));
         dn = b.dropout(p + "fc2_dropout", dn, drop);
         x = b.node(p + "mlp_residual", "add", {x, dn});
         if (!before) x = layernorm(p + "final_layer_norm", x);
     }
-    if (final_ln) x = layernorm(pd + "final_layer_norm", x);
-    if (proj != d) x = b.linear(pd + "project_out", x, d, proj, false);
-    causal_lm_head(b, head, x, tied ? embed : "", proj, vocab);
+    if (ds.stage.last) {
+        if (final_ln) x = layernorm(pd + "final_layer_norm", x);
+        x = tps.column_input(pd + "final.all_gather", x);
+        if (proj != d) x = b.linear(pd + "project_out", x, d, proj, false);
+        causal_lm_head(b, head, x, tied && ds.stage.first ? pd + "embed_tokens.weight" : "", proj, vocab_rank);
+        if (head.has_head) tps.vocab_parallel_loss("loss");
+    }
+    end_stage(b, ds.split, ds.stage, x, tied && head.has_head ? pd + "embed_tokens.weight" : "");
+    tps.write();
     return b.take();
 }
 
@@ -623,18 +649,14 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
     // fc1 by output columns, dense and fc2 by input rows, each row-parallel output all-reduced
     // (reduce-scattered under --sp, the layernorm's output all-gathered once for both branches),
     // the embedding and the LM head (its bias too) by vocabulary, the layernorms whole.
-    const Split split = read_split(r);
-    const std::int64_t t = split.tp, seq = split.seq > 0 ? split.seq : positions;
-    const std::int64_t hq = tp_share(r, "num_attention_heads", heads, t, "attention heads");
+    const DenseSplit ds = dense_split(r, positions, "num_attention_heads", heads, vocab, "num_hidden_layers", layers);
+    const std::int64_t t = ds.tp, seq = ds.seq, hq = ds.heads, vocab_rank = ds.vocab;
     const std::int64_t hkv = tp_share(r, "num_key_value_heads", kv_heads, t, "key/value heads");
     const std::int64_t inter_rank = tp_share(r, "intermediate_size", inter, t, "MLP features");
-    const std::int64_t vocab_rank = t == 1 ? vocab : rank_vocab(vocab, t);
-    const bool sp = split.sp && t > 1;
-    if (sp && seq % t != 0) throw InputError("--sp: --tp " + std::to_string(t) + " must divide the sequence length " + std::to_string(seq));
-    const Stage stage = pipeline_stage(r, split, "num_hidden_layers", layers);
+    const bool sp = ds.sp;
 
     DocBuilder b;
-    set_header(b, stage_name(name, split),
+    set_header(b, stage_name(name, ds.split),
                "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
                    std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads), rotary on " + std::to_string(rot) +
                    " of " + std::to_string(dh) + " head features, MLP " + std::to_string(inter) + ", vocab " + std::to_string(vocab) +
@@ -642,18 +664,18 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
                    (t > 1 ? "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "") : ""),
                dtype_of(r), {{"batch", 1}, {"seq", seq}});
     TensorParallelSplit tps(b, t, sp, seq / t);
-    if (stage.first) b.input("input_ids", {"batch", "seq"}, "int64");
+    if (ds.stage.first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", rot});
     b.input("rope.sin", {"seq", rot});
     std::string x;
-    if (stage.first) {
+    if (ds.stage.first) {
         const std::string embed = b.param("model.embed_tokens.weight", {vocab_rank, d});
         x = tps.row_output("model.embed_tokens.reduce_scatter", b.node("model.embed_tokens", "embedding", {embed, "input_ids"}));
         x = b.dropout("model.embed_dropout", x, embd);
     } else {
         x = stage_input(b, sp ? seq / t : 0, d);
     }
-    for (std::int64_t l = stage.l0; l < stage.l1; ++l) {
+    for (std::int64_t l = ds.stage.l0; l < ds.stage.l1; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const std::string at = p + "self_attn.";
         const std::string a = tps.column_input(p + "all_gather", b.layernorm(p + "input_layernorm", x, d, eps));
@@ -671,12 +693,12 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
         const std::string m = b.dropout(p + "mlp_dropout", tps.row_output(p + "mlp.reduce_scatter", fc2), resid);
         x = b.node(p + "residual", "add", {b.node(p + "attn_plus_mlp", "add", {o, m}), x});
     }
-    if (stage.last) {
+    if (ds.stage.last) {
         causal_lm_head(b, head, tps.column_input("model.final_layernorm.all_gather", b.layernorm("model.final_layernorm", x, d, eps)),
-                       tied && stage.first ? "model.embed_tokens.weight" : "", d, vocab_rank, true);
+                       tied && ds.stage.first ? "model.embed_tokens.weight" : "", d, vocab_rank, true);
         if (head.has_head) tps.vocab_parallel_loss("loss");
     }
-    end_stage(b, split, stage, x, tied && head.has_head ? "model.embed_tokens.weight" : "");
+    end_stage(b, ds.split, ds.stage, x, tied && head.has_head ? "model.embed_tokens.weight" : "");
     tps.write();
     return b.take();
 }

@@ -589,3 +589,37 @@ TEST_CASE("phi-2's parallel block under tp, sp and pp, by hand", "[parallel][tp]
                       {"--pp 3", "/num_hidden_layers: --pp 3 must divide the 32 layers"},
                   });
 }
+
+TEST_CASE("OPT-1.3b under tp, sp and pp, by hand", "[parallel][tp][sp][pp][hf]") {
+    // OPT-1.3b (NeuSight's opt_13 config): d 2048, 24 layers, 32 heads of 64, FFN 8192, vocabulary
+    // 50272, 2050 learned positions, biases everywhere, LM head tied. At tp 4 a rank holds 8 heads:
+    // q, k, v [512, 2048] + 512 each, out_proj [2048, 512] + 2048, fc1 [2048, 2048] + 2048, fc2
+    // [2048, 2048] + 2048; embed_tokens 12568 rows; the positions and the layernorms whole:
+    // 12568 x 2048 + 2050 x 2048 + 24 x 12,598,784 + 2 x 2048 = 332,312,576 parameters.
+    const std::string opt = test::source_path("tests/data/public/neusight/configs/opt_13.json");
+    const std::int64_t d = 2048;
+    const Graph rank = forward(opt, 4, 2048);
+    const std::int64_t layer = 4 * d + 3 * (512 * d + 512) + (d * 512 + d) + 2 * (d * d + d);
+    CHECK(layer == 12598784);
+    CHECK(test::parameter_count(rank) == 12568 * d + 2050 * d + 24 * layer + 2 * d);
+    CHECK(test::parameter_count(rank) == 332312576);
+    REQUIRE(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 24);
+    CHECK(rank.tensor_parallel.all_reduce[0] == "model.decoder.embed_tokens");
+    CHECK(rank.tensor_parallel.all_reduce[1] == "model.decoder.layers.0.self_attn.out_proj");
+    const Graph seq = forward(opt, 4, 2048, true);
+    CHECK(shape_of(seq, "model.decoder.layers.0.self_attn_layer_norm") == Shape{1, 512, d});
+    CHECK(seq.tensor_parallel.all_gather.size() == 2 * 24 + 1);
+    CHECK(seq.tensor_parallel.reduce_scatter.size() == 1 + 2 * 24);
+    // --pp 2: the last stage holds a copy of the tied embedding, reduced with the first's.
+    const Graph s1 = forward(opt, 4, 2048, false, 2, 1);
+    CHECK(s1.pipeline.layers == 12);
+    CHECK(s1.pipeline.shared_embedding == "lm_head.weight");
+    CHECK(shape_of(s1, "lm_head.weight") == Shape{12568, d});
+    CHECK(test::run_cli("analyze '" + opt + "' --mode training --seq 2048 --cluster dgx-a100 --tp 4 --sp --pp 2 --dp 1 --global-batch 4 -q")
+              .code == 0);
+    check_refused("analyze '" + opt + "' --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"--tp 3", "/num_attention_heads: --tp 3 must divide the 32 attention heads"},
+                      {"--pp 5", "/num_hidden_layers: --pp 5 must divide the 24 layers"},
+                  });
+}
