@@ -41,7 +41,7 @@ struct ParallelArgs {
             ->capture_default_str();
         cmd->add_option(
                "--tp", tp,
-               "tensor-parallel ranks (needs --cluster; GPT templates, the Hugging Face llama family, gpt2, phi and opt): Megatron's "
+               "tensor-parallel ranks (needs --cluster; GPT templates, the Hugging Face llama family, gpt2, opt, falcon, phi): Megatron's "
                "column/row splits, an all-reduce after "
                "each attention and MLP block, forward and backward, inside a node")
             ->check(kPositive)
@@ -72,16 +72,16 @@ struct ParallelArgs {
         cmd->add_flag("--pad-to-capacity", pad_to_capacity,
                       "with --capacity-factor: every expert runs its full capacity buffer (zeros where no token came), as GShard, "
                       "Switch and DeepSpeed-MoE dispatch; the all-to-alls carry the whole buffer");
-        cmd->add_option(
-               "--pp", pp,
-               "pipeline stages (needs --cluster; GPT templates, the Hugging Face llama family, gpt2, phi and opt): an equal share of the "
-               "layers a stage, 1F1B over the "
-               "micro-batches of --global-batch")
+        cmd->add_option("--pp", pp,
+                        "pipeline stages (needs --cluster; GPT templates, the Hugging Face llama family, gpt2, opt, falcon, phi): an equal "
+                        "share of the "
+                        "layers a stage, 1F1B over the "
+                        "micro-batches of --global-batch")
             ->check(kPositive)
             ->capture_default_str();
         cmd->add_flag(
             "--sp", sp,
-            "sequence parallelism with --tp (GPT templates, the Hugging Face llama family, gpt2, phi and opt): layernorm, dropout and "
+            "sequence parallelism with --tp (GPT templates, the Hugging Face llama family, gpt2, opt, falcon, phi): layernorm, dropout and "
             "residual activations sharded by "
             "sequence, each all-reduce replaced by an all-gather and a reduce-scatter");
         cmd->add_option("--interleave", interleave,

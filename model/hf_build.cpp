@@ -244,6 +244,18 @@ void end_stage(DocBuilder& b, const Split& s, const Stage& st, const std::string
     if (!tied.empty() && (st.first || st.last)) b.doc()["pipeline"]["shared_embedding"] = st.first ? tied : "lm_head.weight";
 }
 
+json finish_decoder(DocBuilder& b, TensorParallelSplit& tps, const Split& split, const Stage& stage, const Head& head,
+                    const std::function<std::string()>& head_input, const std::string& x, const std::string& tied, std::int64_t d,
+                    std::int64_t vocab_rank, bool bias) {
+    if (stage.last) {
+        causal_lm_head(b, head, head_input(), stage.first ? tied : "", d, vocab_rank, bias);
+        if (head.has_head) tps.vocab_parallel_loss("loss");
+    }
+    end_stage(b, split, stage, x, head.has_head ? tied : "");
+    tps.write();
+    return b.take();
+}
+
 DenseSplit dense_split(const ConfigReader& r, std::int64_t default_seq, const std::string& heads_key, std::int64_t heads,
                        std::int64_t vocab, const std::string& layers_key, std::int64_t layers) {
     DenseSplit s;

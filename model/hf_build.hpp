@@ -5,6 +5,7 @@
 // mixtral, qwen2_moe); hf_encoders.cpp bert, roberta and vit; hf_seq2seq.cpp switch_transformers, t5
 // and bart.
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -210,6 +211,14 @@ std::string stage_input(DocBuilder& b, std::int64_t shard, std::int64_t d);
 // section, with `tied`, the tied embedding's table on the first stage (the last holds its copy,
 // lm_head.weight; empty: untied or no head).
 void end_stage(DocBuilder& b, const Split& s, const Stage& st, const std::string& x, const std::string& tied);
+
+// The end of a split decoder (gpt2, opt, falcon, phi, the llama family): on the last stage the LM
+// head over head_input() (the final norm's output, all-gathered under --sp) and the loss, the
+// head tied to the embedding `tied` (empty: untied) on a single stage, else its own rows, both
+// vocabulary-parallel; then end_stage and the tensor_parallel section. Returns the document.
+json finish_decoder(DocBuilder& b, TensorParallelSplit& tps, const Split& split, const Stage& stage, const Head& head,
+                    const std::function<std::string()>& head_input, const std::string& x, const std::string& tied, std::int64_t d,
+                    std::int64_t vocab_rank, bool bias = false);
 
 // One rank of a dense decoder's tensor-, sequence- and pipeline-parallel split (gpt2, opt, phi):
 // the config's split, checked: tp divides the `heads` of config key `heads_key`, with --sp the

@@ -78,14 +78,8 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
         dn = b.dropout(p + "mlp.dropout", dn, resid);
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
-    if (ds.stage.last) {
-        causal_lm_head(b, head, tps.column_input("transformer.ln_f.all_gather", b.layernorm("transformer.ln_f", x, d, eps)),
-                       tied && ds.stage.first ? "transformer.wte.weight" : "", d, vocab_rank);
-        if (head.has_head) tps.vocab_parallel_loss("loss");
-    }
-    end_stage(b, ds.split, ds.stage, x, tied && head.has_head ? "transformer.wte.weight" : "");
-    tps.write();
-    return b.take();
+    const auto final_norm = [&] { return tps.column_input("transformer.ln_f.all_gather", b.layernorm("transformer.ln_f", x, d, eps)); };
+    return finish_decoder(b, tps, ds.split, ds.stage, head, final_norm, x, tied ? "transformer.wte.weight" : "", d, vocab_rank);
 }
 
 // The llama family: transformers' modeling_<type>.py of llama (LlamaForCausalLM), mistral, qwen2,
@@ -305,7 +299,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     }
     // Pipeline stage split.stage of split.pp (hf_build.hpp Stage).
     const Stage stage = pipeline_stage(r, split, "num_hidden_layers", layers);
-    const bool first = stage.first, last = stage.last;
+    const bool first = stage.first;
     set_header(b, stage_name(name, split), desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
     const bool sp = split.sp && t > 1;
     TensorParallelSplit tps(b, t, sp, seq / t);
@@ -380,17 +374,11 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         mlp = tps.row_output(p + "mlp.reduce_scatter", mlp);
         x = b.node(p + "mlp_residual", "add", {x, b.dropout(p + "resid_mlp_dropout", mlp, resid)});
     }
-    if (last) {
-        causal_lm_head(b, head, tps.column_input("model.norm.all_gather", norm("model.norm", x)), tied && first ? embed : "", d,
-                       vocab_rank);
-        if (head.has_head) tps.vocab_parallel_loss("loss");
-    }
-    // A tied embedding: the first stage's lookup table and the last stage's copy (lm_head.weight).
-    end_stage(b, split, stage, x, tied && head.has_head ? "model.embed_tokens.weight" : "");
     cps.write(full_seq);
-    tps.write();
     expert_split.write(moe.routing.rows.empty() ? std::nullopt : std::optional<double>(load_factor(moe.busiest, split.ep, seq * moe.k)));
-    return b.take();
+    // A tied embedding: the first stage's lookup table and the last stage's copy (lm_head.weight).
+    const auto final_norm = [&] { return tps.column_input("model.norm.all_gather", norm("model.norm", x)); };
+    return finish_decoder(b, tps, split, stage, head, final_norm, x, tied ? "model.embed_tokens.weight" : "", d, vocab_rank);
 }
 
 // opt: transformers/models/opt/modeling_opt.py (OPTForCausalLM), eager attention as transformers
@@ -493,16 +481,11 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*mode
         x = b.node(p + "mlp_residual", "add", {x, dn});
         if (!before) x = layernorm(p + "final_layer_norm", x);
     }
-    if (ds.stage.last) {
-        if (final_ln) x = layernorm(pd + "final_layer_norm", x);
-        x = tps.column_input(pd + "final.all_gather", x);
-        if (proj != d) x = b.linear(pd + "project_out", x, d, proj, false);
-        causal_lm_head(b, head, x, tied && ds.stage.first ? pd + "embed_tokens.weight" : "", proj, vocab_rank);
-        if (head.has_head) tps.vocab_parallel_loss("loss");
-    }
-    end_stage(b, ds.split, ds.stage, x, tied && head.has_head ? pd + "embed_tokens.weight" : "");
-    tps.write();
-    return b.take();
+    const auto final_norm = [&] {
+        std::string y = tps.column_input(pd + "final.all_gather", final_ln ? layernorm(pd + "final_layer_norm", x) : x);
+        return proj != d ? b.linear(pd + "project_out", y, d, proj, false) : y;
+    };
+    return finish_decoder(b, tps, ds.split, ds.stage, head, final_norm, x, tied ? pd + "embed_tokens.weight" : "", proj, vocab_rank);
 }
 
 // falcon: transformers/models/falcon/modeling_falcon.py (FalconForCausalLM), as transformers 4.40
@@ -538,43 +521,66 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
     const double hidden_drop = r.probability_or("hidden_dropout", 0.0), attn_drop = r.probability_or("attention_dropout", 0.0);
     const bool tied = r.bool_or("tie_word_embeddings", true);
     const std::int64_t rep = heads / kv_heads;
+    // Tensor, sequence and pipeline parallelism (--tp, --sp, --pp), as gpt2's: query_key_value by
+    // key/value groups (each rank holds kv_groups / tp of them with their query heads; tp must
+    // divide them, as Megatron-core divides its query groups), dense and dense_4h_to_h by input rows
+    // (each all-reduced, or reduce-scattered under --sp), dense_h_to_4h by columns, the embedding
+    // and the tied LM head by vocabulary, the layernorms whole.
+    const DenseSplit ds = dense_split(r, positions, "num_attention_heads", heads, vocab, "num_hidden_layers", layers);
+    const std::int64_t t = ds.tp, seq = ds.seq, hq = ds.heads, vocab_rank = ds.vocab;
+    const std::int64_t hkv = tp_share(r,
+                                      new_arch      ? "num_kv_heads"
+                                      : multi_query ? "multi_query"
+                                                    : "num_attention_heads",
+                                      kv_heads, t, "key/value groups (Megatron-core splits the query groups)");
+    const std::int64_t ffn_rank = tp_share(r, "ffn_hidden_size", ffn, t, "MLP features");
+    const bool sp = ds.sp;
 
     DocBuilder b;
-    set_header(b, name,
+    set_header(b, stage_name(name, ds.split),
                "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
                    std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads), MLP " + std::to_string(ffn) +
                    ", vocab " + std::to_string(vocab) +
                    (new_arch   ? "; new decoder architecture"
                     : parallel ? "; parallel attention and MLP"
                                : "") +
-                   (alibi ? "; ALiBi" : "; rotary"),
-               dtype_of(r), {{"batch", 1}, {"seq", positions}});
-    b.input("input_ids", {"batch", "seq"}, "int64");
+                   (alibi ? "; ALiBi" : "; rotary") +
+                   (t > 1 ? "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "") : ""),
+               dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    TensorParallelSplit tps(b, t, sp, seq / t);
+    if (ds.stage.first) b.input("input_ids", {"batch", "seq"}, "int64");
     if (alibi) {
-        b.input("alibi", {"batch", heads, 1, "seq"});
+        b.input("alibi", {"batch", hq, 1, "seq"});
     } else {
         b.input("rope.cos", {"seq", dh});
         b.input("rope.sin", {"seq", dh});
     }
-    const std::string embed = b.param("transformer.word_embeddings.weight", {vocab, d});
-    std::string x = b.node("transformer.word_embeddings", "embedding", {embed, "input_ids"});
-    for (std::int64_t l = 0; l < layers; ++l) {
+    std::string x;
+    if (ds.stage.first) {
+        const std::string embed = b.param("transformer.word_embeddings.weight", {vocab_rank, d});
+        x = tps.row_output("transformer.word_embeddings.reduce_scatter",
+                           b.node("transformer.word_embeddings", "embedding", {embed, "input_ids"}));
+    } else {
+        x = stage_input(b, sp ? seq / t : 0, d);
+    }
+    for (std::int64_t l = ds.stage.l0; l < ds.stage.l1; ++l) {
         const std::string p = "transformer.h." + std::to_string(l) + ".";
         const std::string at = p + "self_attention.";
-        const std::string a = b.layernorm(p + (new_arch ? "ln_attn" : "input_layernorm"), x, d, eps);
-        const std::string qkv = b.linear(at + "query_key_value", a, d, (heads + 2 * kv_heads) * dh, bias);
-        b.node(at + "groups", "reshape", {qkv}, {{"shape", {"batch", "seq", kv_heads, rep + 2, dh}}});
+        const std::string a =
+            tps.column_input(p + "self_attention.all_gather", b.layernorm(p + (new_arch ? "ln_attn" : "input_layernorm"), x, d, eps));
+        const std::string qkv = b.linear(at + "query_key_value", a, d, (hq + 2 * hkv) * dh, bias);
+        b.node(at + "groups", "reshape", {qkv}, {{"shape", {"batch", "seq", hkv, rep + 2, dh}}});
         b.node(at + "split", "split", {at + "groups"}, {{"axis", 3}, {"sizes", {rep, 1, 1}}});
-        const auto heads_of = [&](const std::string& n, const std::string& t, std::int64_t count) {
-            b.node(n + ".view", "reshape", {t}, {{"shape", {"batch", "seq", count, dh}}});
+        const auto heads_of = [&](const std::string& n, const std::string& in, std::int64_t count) {
+            b.node(n + ".view", "reshape", {in}, {{"shape", {"batch", "seq", count, dh}}});
             return b.node(n + ".heads", "permute", {n + ".view"}, {{"perm", {0, 2, 1, 3}}});
         };
-        std::string q = heads_of(at + "query", at + "split:0", heads);
-        std::string k = heads_of(at + "key", at + "split:1", kv_heads);
-        std::string v = repeat_kv(b, at + "v_repeat", heads_of(at + "value", at + "split:2", kv_heads), "seq", kv_heads, rep, dh);
+        std::string q = heads_of(at + "query", at + "split:0", hq);
+        std::string k = heads_of(at + "key", at + "split:1", hkv);
+        std::string v = repeat_kv(b, at + "v_repeat", heads_of(at + "value", at + "split:2", hkv), "seq", hkv, rep, dh);
         std::string ctx;
         if (alibi) {
-            k = repeat_kv(b, at + "k_repeat", k, "seq", kv_heads, rep, dh);
+            k = repeat_kv(b, at + "k_repeat", k, "seq", hkv, rep, dh);
             b.node(at + "scores", "matmul", {q, k}, {{"transpose_b", true}});
             b.node(at + "add_alibi", "add", {at + "scores", "alibi"});
             b.node(at + "scale", "scale", {at + "add_alibi"}, {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
@@ -583,24 +589,27 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
             ctx = b.node(at + "context", "matmul", {b.dropout(at + "attention_dropout", probs, attn_drop), v});
         } else {
             q = rotary(b, at + "q_rope", q, dh);
-            k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", kv_heads, rep, dh);
+            k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", hkv, rep, dh);
             ctx = attention(b, at, q, k, v, dh, true, attn_drop);
         }
-        const std::string o = b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", d), d, d, bias);
+        const std::string o = tps.row_output(at + "reduce_scatter",
+                                             b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, bias));
         std::string m_in = a;
         if (new_arch) {
-            m_in = b.layernorm(p + "ln_mlp", x, d, eps);
+            m_in = tps.column_input(p + "mlp.all_gather", b.layernorm(p + "ln_mlp", x, d, eps));
         } else if (!parallel) {
             x = b.node(p + "attn_residual", "add", {x, b.dropout(p + "attn_dropout", o, attn_drop)});
-            m_in = b.layernorm(p + "post_attention_layernorm", x, d, eps);
+            m_in = tps.column_input(p + "mlp.all_gather", b.layernorm(p + "post_attention_layernorm", x, d, eps));
         }
-        const std::string up = b.linear(p + "mlp.dense_h_to_4h", m_in, d, ffn, bias);
-        std::string m = b.linear(p + "mlp.dense_4h_to_h", activation(b, r, "activation", act, p + "mlp.act", up), ffn, d, bias);
+        const std::string up = b.linear(p + "mlp.dense_h_to_4h", m_in, d, ffn_rank, bias);
+        std::string m =
+            tps.row_output(p + "mlp.reduce_scatter",
+                           b.linear(p + "mlp.dense_4h_to_h", activation(b, r, "activation", act, p + "mlp.act", up), ffn_rank, d, bias));
         if (new_arch || parallel) m = b.node(p + "mlp_plus_attn", "add", {m, o});
         x = b.node(p + "residual", "add", {x, b.dropout(p + "hidden_dropout", m, hidden_drop)});
     }
-    causal_lm_head(b, head, b.layernorm("transformer.ln_f", x, d, eps), tied ? embed : "", d, vocab);
-    return b.take();
+    const auto final_norm = [&] { return tps.column_input("transformer.ln_f.all_gather", b.layernorm("transformer.ln_f", x, d, eps)); };
+    return finish_decoder(b, tps, ds.split, ds.stage, head, final_norm, x, tied ? "transformer.word_embeddings.weight" : "", d, vocab_rank);
 }
 
 namespace {
@@ -693,14 +702,10 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
         const std::string m = b.dropout(p + "mlp_dropout", tps.row_output(p + "mlp.reduce_scatter", fc2), resid);
         x = b.node(p + "residual", "add", {b.node(p + "attn_plus_mlp", "add", {o, m}), x});
     }
-    if (ds.stage.last) {
-        causal_lm_head(b, head, tps.column_input("model.final_layernorm.all_gather", b.layernorm("model.final_layernorm", x, d, eps)),
-                       tied && ds.stage.first ? "model.embed_tokens.weight" : "", d, vocab_rank, true);
-        if (head.has_head) tps.vocab_parallel_loss("loss");
-    }
-    end_stage(b, ds.split, ds.stage, x, tied && head.has_head ? "model.embed_tokens.weight" : "");
-    tps.write();
-    return b.take();
+    const auto final_norm = [&] {
+        return tps.column_input("model.final_layernorm.all_gather", b.layernorm("model.final_layernorm", x, d, eps));
+    };
+    return finish_decoder(b, tps, ds.split, ds.stage, head, final_norm, x, tied ? "model.embed_tokens.weight" : "", d, vocab_rank, true);
 }
 
 }  // namespace roofline::hf

@@ -39,6 +39,14 @@ double flops_of(const Graph& g, const Analysis& a, OpKind kind) {
 
 const Shape& shape_of(const Graph& g, const std::string& tensor) { return g.tensor(g.find_tensor(tensor)).desc.shape; }
 
+// The matrix-unit FLOPs of a graph's linear nodes on `hw` (their GEMMs, not their biases).
+std::int64_t linear_matrix_flops(const Hardware& hw, const Graph& g) {
+    std::int64_t f = 0;
+    for (const OpAnalysis& op : analyze(g, hw).ops)
+        if (g.node(op.node).kind == OpKind::linear) f += op.roofline.work.matrix_flops;
+    return f;
+}
+
 // A command line that must be refused: exit 2, the message naming the flag.
 struct Bad {
     const char* args;
@@ -517,14 +525,8 @@ TEST_CASE("gpt2 from its config.json: tensor, sequence and pipeline splits by ha
     CHECK(shape_of(rank, "transformer.h.0.attn.c_proj.weight") == Shape{768, 192});
     // Every linear's GEMM is split 4 ways (columns or rows): exactly a quarter of the matrix FLOPs.
     const Hardware hw = builtin_cluster("dgx-a100").hardware;
-    const auto linear_matrix = [&](const Graph& g) {
-        std::int64_t f = 0;
-        for (const OpAnalysis& op : analyze(g, hw).ops)
-            if (g.node(op.node).kind == OpKind::linear) f += op.roofline.work.matrix_flops;
-        return f;
-    };
-    CHECK(linear_matrix(rank) * 4 == linear_matrix(full));
-    CHECK(linear_matrix(full) == 2LL * 1024 * 12 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072));
+    CHECK(linear_matrix_flops(hw, rank) * 4 == linear_matrix_flops(hw, full));
+    CHECK(linear_matrix_flops(hw, full) == 2LL * 1024 * 12 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072));
     // The all-reduces: the embedding's partial rows, then c_proj's in attention and MLP, a layer.
     REQUIRE(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 12);
     CHECK(rank.tensor_parallel.all_reduce[0] == "transformer.wte");
@@ -621,5 +623,32 @@ TEST_CASE("OPT-1.3b under tp, sp and pp, by hand", "[parallel][tp][sp][pp][hf]")
                   {
                       {"--tp 3", "/num_attention_heads: --tp 3 must divide the 32 attention heads"},
                       {"--pp 5", "/num_hidden_layers: --pp 5 must divide the 24 layers"},
+                  });
+}
+
+TEST_CASE("falcon under tp and sp: the fused query_key_value split by key/value groups, by hand", "[parallel][tp][sp][hf]") {
+    // A falcon-40b-shaped config (the falcon-7b preset with the new decoder architecture, 64 heads of
+    // 64 in 8 key/value groups, hidden 4096, MLP 16384, 2 layers, vocabulary 65024, no biases,
+    // tied). At tp 4 a rank holds 2 groups: query_key_value [(16 + 2 x 2) x 64, 4096] = [1280,
+    // 4096], dense [4096, 1024], dense_h_to_4h [4096, 4096], dense_4h_to_h [4096, 4096], the
+    // embedding 65024 / 4 = 16256 rows; every linear's matrix FLOPs exactly a quarter.
+    const std::string path = test::tmp_path("falcon-new-arch.json");
+    htmltest::spit(path, R"({"format": "roofline-model/1", "template": "falcon-7b", "config": {"new_decoder_architecture": true,
+        "num_kv_heads": 8, "num_attention_heads": 64, "hidden_size": 4096, "num_hidden_layers": 2}})");
+    const Graph full = forward(path, 1, 1024), rank = forward(path, 4, 1024);
+    CHECK(shape_of(rank, "transformer.h.0.self_attention.query_key_value.weight") == Shape{1280, 4096});
+    CHECK(shape_of(rank, "transformer.h.0.self_attention.dense.weight") == Shape{4096, 1024});
+    CHECK(shape_of(rank, "transformer.h.0.mlp.dense_4h_to_h.weight") == Shape{4096, 4096});
+    CHECK(shape_of(rank, "transformer.word_embeddings.weight") == Shape{16256, 4096});
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    CHECK(linear_matrix_flops(hw, rank) * 4 == linear_matrix_flops(hw, full));
+    CHECK(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 2);
+    const Graph seq = forward(path, 4, 1024, true);
+    CHECK(seq.tensor_parallel.all_gather.size() == 2 * 2 + 1);  // ln_attn's and ln_mlp's, and ln_f's
+    CHECK(seq.tensor_parallel.reduce_scatter.size() == 1 + 2 * 2);
+    CHECK(shape_of(seq, "transformer.h.0.ln_attn") == Shape{1, 256, 4096});
+    check_refused("analyze --mode training --seq 1024 --cluster dgx-a100 -q ",
+                  {
+                      {"falcon-7b --tp 2", "/num_attention_heads: --tp 2 must divide the 71 attention heads"},
                   });
 }
