@@ -39,40 +39,51 @@ struct ParallelArgs {
         cmd->add_option("--dp", dp, "data-parallel ranks (needs --cluster): gradients reduced in buckets overlapped with backward")
             ->check(kPositive)
             ->capture_default_str();
-        cmd->add_option("--tp", tp,
-                        "tensor-parallel ranks (needs --cluster; GPT templates): Megatron's column/row splits, an all-reduce after "
-                        "each attention and MLP block, forward and backward, inside a node")
+        cmd->add_option(
+               "--tp", tp,
+               "tensor-parallel ranks (needs --cluster; GPT templates, the Hugging Face llama family, gpt2, opt, falcon, phi): Megatron's "
+               "column/row splits, an all-reduce after "
+               "each attention and MLP block, forward and backward, inside a node")
             ->check(kPositive)
             ->capture_default_str();
-        cmd->add_option("--cp", cp,
-                        "context-parallel ranks (needs --cluster; GPT templates): each holds 1/cp of every sequence, attention "
-                        "all-gathers the keys and values (their gradients reduce-scattered); gradients reduced over dp x cp ranks")
+        cmd->add_option(
+               "--cp", cp,
+               "context-parallel ranks (needs --cluster; GPT templates and the Hugging Face llama family): each holds 1/cp of every "
+               "sequence, attention "
+               "all-gathers the keys and values (their gradients reduce-scattered); gradients reduced over dp x cp ranks")
             ->check(kPositive)
             ->capture_default_str();
         cmd->add_option("--ep", ep,
-                        "expert-parallel ranks (needs --cluster and --dp a multiple; GPT templates with \"experts\"): each holds "
+                        "expert-parallel ranks (needs --cluster and --dp a multiple; GPT templates with \"experts\", mixtral, qwen2_moe): "
+                        "each holds "
                         "experts / ep of every MoE layer, tokens sent to their experts' ranks and back by all-to-alls")
             ->check(kPositive)
             ->capture_default_str();
-        cmd->add_option("--expert-load", expert_load,
-                        "routing of a GPT template's experts instead of uniform: uniform, zipf:S (expert i gets a share "
-                        "proportional to 1 / (i + 1)^S) or one share per expert (e.g. 4,2,1,1); with --ep the busiest rank is "
-                        "modelled and MFU counts the mean rank's work");
+        cmd->add_option(
+            "--expert-load", expert_load,
+            "routing of the experts (a GPT template's, mixtral's, qwen2_moe's) instead of uniform: uniform, zipf:S (expert i gets a share "
+            "proportional to 1 / (i + 1)^S) or one share per expert (e.g. 4,2,1,1); with --ep the busiest rank is "
+            "modelled and MFU counts the mean rank's work");
         cmd->add_option("--capacity-factor", capacity_factor,
-                        "expert capacity of a GPT template's experts: each takes at most ceil(F x tokens x top_k / experts) token "
+                        "expert capacity of the experts (a GPT template's, mixtral's, qwen2_moe's): each takes at most ceil(F x tokens x "
+                        "top_k / experts) token "
                         "copies of a sequence, the rest dropped (GShard, Switch Transformer); default dropless")
             ->check(kPositive);
         cmd->add_flag("--pad-to-capacity", pad_to_capacity,
                       "with --capacity-factor: every expert runs its full capacity buffer (zeros where no token came), as GShard, "
                       "Switch and DeepSpeed-MoE dispatch; the all-to-alls carry the whole buffer");
         cmd->add_option("--pp", pp,
-                        "pipeline stages (needs --cluster; GPT templates): an equal share of the layers a stage, 1F1B over the "
+                        "pipeline stages (needs --cluster; GPT templates, the Hugging Face llama family, gpt2, opt, falcon, phi): an equal "
+                        "share of the "
+                        "layers a stage, 1F1B over the "
                         "micro-batches of --global-batch")
             ->check(kPositive)
             ->capture_default_str();
-        cmd->add_flag("--sp", sp,
-                      "sequence parallelism with --tp (GPT templates): layernorm, dropout and residual activations sharded by "
-                      "sequence, each all-reduce replaced by an all-gather and a reduce-scatter");
+        cmd->add_flag(
+            "--sp", sp,
+            "sequence parallelism with --tp (GPT templates, the Hugging Face llama family, gpt2, opt, falcon, phi): layernorm, dropout and "
+            "residual activations sharded by "
+            "sequence, each all-reduce replaced by an all-gather and a reduce-scatter");
         cmd->add_option("--interleave", interleave,
                         "virtual stages per device with --pp (interleaved 1F1B): the bubble shrinks by V, the sends grow by V")
             ->check(kPositive)

@@ -38,7 +38,7 @@ void add_search(CLI::App& app) {
     auto a = std::make_shared<Args>();
     cmd->add_option("MODEL", a->model,
                     "a model that splits for tensor and pipeline parallelism: a GPT template, or a Hugging Face preset or config.json of "
-                    "the llama family (llama, mistral, qwen2, gemma, mixtral, qwen2_moe, phi3)")
+                    "the llama family (llama, mistral, qwen2, gemma, mixtral, qwen2_moe, phi3), gpt2, opt, falcon or phi")
         ->required();
     cmd->add_option("--gpus", a->gpus, "GPUs the job uses: tp x cp x pp x dp")->required()->check(kPositive);
     cmd->add_option("--cluster", a->cluster, "the cluster (a built-in name, see `roofline hw list`, or a roofline-cluster/1 file)")
@@ -75,7 +75,9 @@ void add_search(CLI::App& app) {
         ->delimiter(',')
         ->check(kPositive)
         ->capture_default_str();
-    cmd->add_option("--ep", a->ep, "candidate expert-parallel degrees (models with experts; each divides dp and the experts), e.g. 1,8")
+    cmd->add_option("--ep", a->ep,
+                    "candidate expert-parallel degrees (models with experts: a GPT template with \"experts\", a Hugging Face mixtral or "
+                    "qwen2_moe; each divides dp and the experts), e.g. 1,8")
         ->delimiter(',')
         ->check(kPositive)
         ->capture_default_str();

@@ -133,6 +133,49 @@ private:
     std::vector<std::string> all_reduce_, gathers_, scatters_, loss_;
 };
 
+// One rank's share of context parallelism (Megatron-core's context parallelism in the all-gather
+// form Llama 3 was trained with, Dubey et al. 2024, section 3.3.2), as the GPT template
+// (model/templates.cpp) and the Hugging Face llama family (model/hf_decoders.cpp) build it: a rank
+// holds seq / degree tokens of every sequence (two chunks, i and 2 degree - 1 - i, balancing causal
+// attention's work), and attention all-gathers the keys and values of the whole sequence from the
+// group. Collects the document's context_parallel section (model/graph.hpp ContextParallel).
+class ContextParallelSplit {
+public:
+    using json = nlohmann::json;
+
+    ContextParallelSplit(DocBuilder& b, std::int64_t degree) : b_(b), c_(degree) {}
+
+    std::int64_t degree() const { return c_; }
+    // Why a sequence of `seq` tokens cannot be split over `degree` ranks (empty: it can): Megatron-core
+    // cuts it into 2 x degree chunks, two a rank.
+    static std::string seq_error(std::int64_t seq, std::int64_t degree) {
+        if (degree == 1 || seq % (2 * degree) == 0) return "";
+        return "--cp " + std::to_string(degree) + ": the sequence length " + std::to_string(seq) +
+               " must be a multiple of 2 x cp = " + std::to_string(2 * degree) + " (two chunks a rank)";
+    }
+    // Keys or values x [batch, heads, seq / degree, head_dim] gathered from the group by node
+    // `name`: a concat of the rank's shard along the sequence standing for the gathered buffer (x
+    // itself for one rank).
+    std::string gather(const std::string& name, const std::string& x) {
+        if (c_ == 1) return x;
+        gathers_.push_back(b_.node(name, "concat", json(std::vector<std::string>(static_cast<std::size_t>(c_), x)), {{"axis", 2}}));
+        return name;
+    }
+    // The document's context_parallel section and the description's note of the rank's tokens of
+    // the `seq` a sequence has (nothing for one rank).
+    void write(std::int64_t seq) const {
+        if (c_ == 1) return;
+        b_.doc()["context_parallel"] = {{"degree", c_}, {"all_gather", gathers_}};
+        b_.doc()["description"] = b_.doc()["description"].get<std::string>() + "; rank of " + std::to_string(c_) +
+                                  "-way context parallelism (" + std::to_string(seq / c_) + " of " + std::to_string(seq) + " tokens)";
+    }
+
+private:
+    DocBuilder& b_;
+    std::int64_t c_;
+    std::vector<std::string> gathers_;
+};
+
 // One rank's share of expert parallelism (GShard, Lepikhin et al. 2020, section 2.2; Megatron-core's
 // MoEAlltoAllTokenDispatcher), as the GPT template (model/templates.cpp) and the Hugging Face
 // mixture-of-experts decoders (model/hf_build.cpp top_k_experts) build it: a rank holds experts /

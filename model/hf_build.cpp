@@ -5,6 +5,8 @@
 #include <limits>
 #include <numbers>
 
+#include "ops/error.hpp"
+
 namespace roofline::hf {
 
 // transformers' ACT2FN names (activations.py) -> ops as eager PyTorch runs them. The activations
@@ -140,6 +142,11 @@ std::string gated_mlp(DocBuilder& b, const ConfigReader& r, const std::string& p
 // back. The routing weights then multiply the returned rows on the token's own rank, as
 // Megatron-core's alltoall dispatcher does (token_unpermutation: the combine all-to-all, then
 // unpermute, which applies the probabilities): the same rows multiplied as with one rank.
+// Routing other than uniform and dropless (--expert-load, --capacity-factor; m.routing's rows): as
+// the GPT template (model/moe_routing.hpp routed_experts): the k copies of each token of a sequence
+// as a [batch, seq x k, d] stream, expert e a contiguous block of rows[e] of them (with --ep the
+// busiest rank's experts, ep blocks received), the outputs in expert order multiplied by the
+// routing weights and summed over each token's k copies.
 std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::string& p, const std::string& x, std::int64_t d,
                           const TopKExperts& m) {
     const std::int64_t rows_end = std::numeric_limits<std::int64_t>::max();
@@ -151,29 +158,125 @@ std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::strin
         const std::string sum = b.node(p + "routing.sum", "reduce_sum", {top}, {{"axes", {-1}}, {"keepdim", true}});
         top = b.node(p + "routing.normalize", "div", {top, sum});
     }
-    const std::string weights = b.node(p + "routing.weights", "reshape", {top}, {{"shape", {-1, 1}}});
+    const bool routed_rows = !m.routing.rows.empty();
+    const std::int64_t copies = m.seq * m.k;  // with routed rows: a sequence's token copies
+    const std::string weights =
+        b.node(p + "routing.weights", "reshape", {top}, {{"shape", routed_rows ? json{"batch", copies, 1} : json{-1, 1}}});
     b.node(p + "dispatch.unsqueeze", "reshape", {in}, {{"shape", {"batch", "seq", 1, d}}});
     b.node(p + "dispatch.expand", "expand", {p + "dispatch.unsqueeze"}, {{"shape", {"batch", "seq", m.k, d}}});
-    std::string stream = b.node(p + "dispatch", "reshape", {p + "dispatch.expand"}, {{"shape", {-1, d}}});
     const std::int64_t ranks = m.ep ? m.ep->degree() : 1, local = m.experts / ranks;
-    if (ranks > 1) stream = m.ep->exchange(p + "dispatch.all_to_all", stream, 2);
-    json outs = json::array();
-    for (std::int64_t e = 0; e < local; ++e) {
-        const std::string ep = p + "experts." + std::to_string(e) + ".";
-        const json rows = {{"starts", {e}}, {"ends", {rows_end}}, {"axes", {0}}, {"steps", {local}}};
-        const std::string tokens = b.node(ep + "gather", "slice", {stream}, rows);
-        const std::string out = gated_mlp(b, r, ep, tokens, d, m.inter, m.act_key, m.act, false, m.names);
-        if (ranks > 1) {
+    // The expert's parameters for the expert group's gradient reduction (with --ep).
+    const auto expert_params = [&](const std::string& ep) {
+        if (ranks > 1)
             for (const char* w : {m.names.gate, m.names.up, m.names.down}) m.ep->expert_param(ep + w + ".weight");
-            outs.push_back(out);
-        } else {
-            outs.push_back(b.node(ep + "weighted", "mul", {out, b.node(ep + "routing_weight", "slice", {weights}, rows)}));
+    };
+    std::string combined;
+    if (routed_rows) {
+        RoutedExperts routed;
+        routed.prefix = p + "routed.";
+        routed.copies = copies;
+        routed.routing = &m.routing;
+        routed.busiest = m.busiest;
+        routed.expert_prefix = [&](std::int64_t j) { return p + "experts." + std::to_string(j) + "."; };
+        routed.expert = [&](std::int64_t, const std::string& ep, const std::string& tokens) {
+            std::string out;
+            if (tokens.empty()) {  // no copies routed: only its weights
+                b.param(ep + m.names.gate + ".weight", {m.inter, d});
+                b.param(ep + m.names.up + ".weight", {m.inter, d});
+                b.param(ep + m.names.down + ".weight", {d, m.inter});
+            } else {
+                out = gated_mlp(b, r, ep, tokens, d, m.inter, m.act_key, m.act, false, m.names);
+            }
+            expert_params(ep);
+            return out;
+        };
+        ExpertParallelSplit one(b, 1);
+        const std::string stream = b.node(p + "dispatch", "reshape", {p + "dispatch.expand"}, {{"shape", {"batch", copies, d}}});
+        combined = b.node(p + "combine.weighted", "mul", {routed_experts(b, m.ep ? *m.ep : one, m.experts, stream, routed), weights});
+    } else {
+        std::string stream = b.node(p + "dispatch", "reshape", {p + "dispatch.expand"}, {{"shape", {-1, d}}});
+        if (ranks > 1) stream = m.ep->exchange(p + "dispatch.all_to_all", stream, 2);
+        json outs = json::array();
+        for (std::int64_t e = 0; e < local; ++e) {
+            const std::string ep = p + "experts." + std::to_string(e) + ".";
+            const json rows = {{"starts", {e}}, {"ends", {rows_end}}, {"axes", {0}}, {"steps", {local}}};
+            const std::string tokens = b.node(ep + "gather", "slice", {stream}, rows);
+            const std::string out = gated_mlp(b, r, ep, tokens, d, m.inter, m.act_key, m.act, false, m.names);
+            expert_params(ep);
+            outs.push_back(ranks > 1 ? out
+                                     : b.node(ep + "weighted", "mul", {out, b.node(ep + "routing_weight", "slice", {weights}, rows)}));
         }
+        combined = b.node(p + "combine.concat", "concat", outs, {{"axis", 0}});
+        if (ranks > 1) combined = b.node(p + "combine.weighted", "mul", {m.ep->exchange(p + "combine.all_to_all", combined, 2), weights});
     }
-    std::string combined = b.node(p + "combine.concat", "concat", outs, {{"axis", 0}});
-    if (ranks > 1) combined = b.node(p + "combine.weighted", "mul", {m.ep->exchange(p + "combine.all_to_all", combined, 2), weights});
     b.node(p + "combine.view", "reshape", {combined}, {{"shape", {"batch", "seq", m.k, d}}});
     return b.node(p + "combine", "reduce_sum", {p + "combine.view"}, {{"axes", {2}}, {"keepdim", false}});
+}
+
+Stage pipeline_stage(const ConfigReader& r, const Split& s, const std::string& key, std::int64_t layers) {
+    if (layers % s.pp != 0) r.fail(key, "--pp " + std::to_string(s.pp) + " must divide the " + std::to_string(layers) + " layers");
+    Stage st;
+    st.layers = layers / s.pp;
+    st.l0 = s.stage * st.layers;
+    st.l1 = st.l0 + st.layers;
+    st.first = s.stage == 0;
+    st.last = s.stage == s.pp - 1;
+    return st;
+}
+
+std::string stage_name(const std::string& name, const Split& s) {
+    return s.pp == 1 ? name : name + " (stage " + std::to_string(s.stage + 1) + " of " + std::to_string(s.pp) + ")";
+}
+
+std::string stage_input(DocBuilder& b, std::int64_t shard, std::int64_t d) {
+    b.input("hidden", shard > 0 ? json{"batch", shard, d} : json{"batch", "seq", d});
+    return "hidden";
+}
+
+void end_stage(DocBuilder& b, const Split& s, const Stage& st, const std::string& x, const std::string& tied) {
+    if (!st.last) {
+        b.node("stage_loss", "reduce_mean", {x}, {{"axes", {0, 1, 2}}});
+        b.doc()["outputs"] = {"stage_loss"};
+    }
+    if (s.pp == 1) return;
+    b.doc()["pipeline"] = {{"stages", s.pp}, {"stage", s.stage}, {"layers", st.layers}};
+    if (!st.first) b.doc()["pipeline"]["input"] = "hidden";
+    if (!tied.empty() && (st.first || st.last)) b.doc()["pipeline"]["shared_embedding"] = st.first ? tied : "lm_head.weight";
+}
+
+json finish_decoder(DocBuilder& b, TensorParallelSplit& tps, const Split& split, const Stage& stage, const Head& head,
+                    const std::function<std::string()>& head_input, const std::string& x, const std::string& tied, std::int64_t d,
+                    std::int64_t vocab_rank, bool bias) {
+    if (stage.last) {
+        causal_lm_head(b, head, head_input(), stage.first ? tied : "", d, vocab_rank, bias);
+        if (head.has_head) tps.vocab_parallel_loss("loss");
+    }
+    end_stage(b, split, stage, x, head.has_head ? tied : "");
+    tps.write();
+    return b.take();
+}
+
+DenseSplit dense_split(const ConfigReader& r, std::int64_t default_seq, const std::string& heads_key, std::int64_t heads,
+                       std::int64_t vocab, const std::string& layers_key, std::int64_t layers) {
+    DenseSplit s;
+    s.split = read_split(r);
+    s.tp = s.split.tp;
+    s.seq = s.split.seq > 0 ? s.split.seq : default_seq;
+    s.heads = tp_share(r, heads_key, heads, s.tp, "attention heads");
+    s.vocab = s.tp == 1 ? vocab : rank_vocab(vocab, s.tp);
+    s.sp = s.split.sp && s.tp > 1;
+    if (s.sp && s.seq % s.tp != 0)
+        throw InputError("--sp: --tp " + std::to_string(s.tp) + " must divide the sequence length " + std::to_string(s.seq));
+    s.stage = pipeline_stage(r, s.split, layers_key, layers);
+    return s;
+}
+
+RoutingWhere routing_flags() {
+    return [](const std::string& key) {
+        if (key == "capacity_factor") return std::string("--capacity-factor: ");
+        if (key.rfind("expert_load/", 0) == 0) return "--expert-load: share " + key.substr(12) + ": ";
+        return std::string("--expert-load: ");
+    };
 }
 
 Split read_split(const ConfigReader& r) {
@@ -187,8 +290,14 @@ Split read_split(const ConfigReader& r) {
     s.pp = v.value("pp", std::int64_t{1});
     s.stage = v.value("stage", std::int64_t{0});
     s.ep = v.value("ep", std::int64_t{1});
-    if (s.tp < 1 || s.seq < 0 || s.pp < 1 || s.stage < 0 || s.stage >= s.pp || s.ep < 1)
-        r.fail(kHfSplitKey, "expected a positive tp, pp and ep, a stage below pp and a non-negative seq, got " + v.dump());
+    s.cp = v.value("cp", std::int64_t{1});
+    if (s.tp < 1 || s.seq < 0 || s.pp < 1 || s.stage < 0 || s.stage >= s.pp || s.ep < 1 || s.cp < 1)
+        r.fail(kHfSplitKey, "expected a positive tp, pp, ep and cp, a stage below pp and a non-negative seq, got " + v.dump());
+    if (v.contains("expert_load")) parse_expert_load(v.at("expert_load"), s.routing, routing_flags());
+    if (v.contains("capacity_factor")) s.routing.capacity_factor = parse_capacity_factor(v.at("capacity_factor"), routing_flags());
+    s.routing.pad_to_capacity = v.value("pad_to_capacity", false);
+    if (s.routing.pad_to_capacity && !s.routing.capacity_factor)
+        throw InputError("--pad-to-capacity: padding to capacity needs a capacity: give --capacity-factor too");
     return s;
 }
 

@@ -5,6 +5,7 @@
 // mixtral, qwen2_moe); hf_encoders.cpp bert, roberta and vit; hf_seq2seq.cpp switch_transformers, t5
 // and bart.
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "model/doc_builder.hpp"
 #include "model/hf_config.hpp"
 #include "model/json_check.hpp"
+#include "model/moe_routing.hpp"
 
 namespace roofline::hf {
 
@@ -136,10 +138,16 @@ struct TopKExperts {
     GatedMlpNames names;
     // Expert parallelism (--ep): the rank holds experts / degree of them (none: one rank).
     ExpertParallelSplit* ep = nullptr;
+    // Routing other than uniform and dropless (--expert-load, --capacity-factor; model/moe_routing.hpp):
+    // what each expert runs of a sequence of `seq` tokens (empty rows: uniform), and with --ep the
+    // busiest rank, the one the document is.
+    Routing routing;
+    BusiestRank busiest;
+    std::int64_t seq = 0;
 };
 // The routed experts of x [batch, seq, d] -> [batch, seq, d]; `p` the block prefix ("...mlp."): the
 // router p + "gate" and the experts p + "experts.<e>.". How the tokens are routed is modelled in
-// hf_build.cpp.
+// hf_build.cpp; m.routing's rows, when given, as the GPT template's (model/moe_routing.hpp routed_experts).
 std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::string& p, const std::string& x, std::int64_t d,
                           const TopKExperts& m);
 
@@ -177,9 +185,55 @@ struct Split {
     std::int64_t seq = 0;            // with sp: the sequence length (the dims' seq; 0: the model's default)
     std::int64_t pp = 1, stage = 0;  // pipeline stage `stage` (0-based) of pp
     std::int64_t ep = 1;             // expert-parallel ranks (mixtral, qwen2_moe)
+    std::int64_t cp = 1;             // context-parallel ranks (`seq` then set: the whole sequence)
+    // --expert-load, --capacity-factor, --pad-to-capacity (mixtral, qwen2_moe; `seq` then set).
+    ExpertRouting routing;
 };
 // The config's split (one rank when it has none).
 Split read_split(const ConfigReader& r);
+// Pipeline stage split.stage of split.pp (Megatron-LM, Narayanan et al. SC21), as the GPT
+// template's: an equal share of the layers (pp must divide the config key `key`'s `layers`); the
+// first stage also embeds, the last also holds the final norm, the LM head (its own copy of a
+// tied embedding) and the loss; a stage after the first receives the [batch, seq, d] activations
+// as input "hidden", one before the last ends in a stand-in loss (the mean of its output) so that
+// autodiff builds its backward.
+struct Stage {
+    std::int64_t l0 = 0, l1 = 0, layers = 0;  // the stage's layers [l0, l1), `layers` of them
+    bool first = true, last = true;
+};
+Stage pipeline_stage(const ConfigReader& r, const Split& s, const std::string& key, std::int64_t layers);
+// The document's name: `name`, or "name (stage i of p)".
+std::string stage_name(const std::string& name, const Split& s);
+// A stage after the first: the input "hidden" [batch, seq, d] ([batch, shard, d] under sequence
+// parallelism, shard > 0), returned.
+std::string stage_input(DocBuilder& b, std::int64_t shard, std::int64_t d);
+// A stage before the last ends in the stand-in loss of x; with pp > 1 the document's pipeline
+// section, with `tied`, the tied embedding's table on the first stage (the last holds its copy,
+// lm_head.weight; empty: untied or no head).
+void end_stage(DocBuilder& b, const Split& s, const Stage& st, const std::string& x, const std::string& tied);
+
+// The end of a split decoder (gpt2, opt, falcon, phi, the llama family): on the last stage the LM
+// head over head_input() (the final norm's output, all-gathered under --sp) and the loss, the
+// head tied to the embedding `tied` (empty: untied) on a single stage, else its own rows, both
+// vocabulary-parallel; then end_stage and the tensor_parallel section. Returns the document.
+json finish_decoder(DocBuilder& b, TensorParallelSplit& tps, const Split& split, const Stage& stage, const Head& head,
+                    const std::function<std::string()>& head_input, const std::string& x, const std::string& tied, std::int64_t d,
+                    std::int64_t vocab_rank, bool bias = false);
+
+// One rank of a dense decoder's tensor-, sequence- and pipeline-parallel split (gpt2, opt, phi):
+// the config's split, checked: tp divides the `heads` of config key `heads_key`, with --sp the
+// sequence (the split's, or `default_seq`), pp the layers.
+struct DenseSplit {
+    Split split;
+    std::int64_t tp = 1, seq = 0, heads = 0, vocab = 0;  // the rank's heads and vocabulary rows
+    bool sp = false;                                     // sequence parallelism (tp > 1)
+    Stage stage;
+};
+DenseSplit dense_split(const ConfigReader& r, std::int64_t default_seq, const std::string& heads_key, std::int64_t heads,
+                       std::int64_t vocab, const std::string& layers_key, std::int64_t layers);
+
+// The routing options' messages (model/moe_routing.hpp) name their flags: --expert-load, --capacity-factor.
+RoutingWhere routing_flags();
 // `count` (the config key `key`: heads, an MLP's width, ...) split over --tp ranks; fails naming
 // --tp and the key when tp does not divide it.
 std::int64_t tp_share(const ConfigReader& r, const std::string& key, std::int64_t count, std::int64_t tp, const std::string& what);

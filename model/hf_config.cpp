@@ -5,6 +5,7 @@
 
 #include "model/hf_build.hpp"
 #include "model/templates.hpp"
+#include "ops/error.hpp"
 
 namespace roofline {
 
@@ -311,6 +312,19 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
         {"t5", hf::build_switch_transformers},
         {"bart", hf::build_bart},
     };
+    // The routing options reach the llama family's builder, which checks that the model has experts.
+    if (r.has(kHfSplitKey) && cfg.at(kHfSplitKey).is_object()) {
+        const json& s = cfg.at(kHfSplitKey);
+        const char* flag = s.contains("expert_load")       ? "--expert-load"
+                           : s.contains("capacity_factor") ? "--capacity-factor"
+                           : s.contains("pad_to_capacity") ? "--pad-to-capacity"
+                                                           : nullptr;
+        bool llama = false;
+        for (const auto& [type, build] : builders) llama = llama || (model_type == type && build == hf::build_llama);
+        if (flag && !llama)
+            throw InputError(std::string(flag) + ": " + origin + " (model_type '" + model_type +
+                             "') has no experts it routes (a GPT template with \"experts\", mixtral and qwen2_moe take it)");
+    }
     std::string supported;
     for (const auto& [type, build] : builders) {
         if (model_type == type) return build(r, cfg, model_type, name);
@@ -319,13 +333,19 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
     r.fail("model_type", "unsupported model_type '" + model_type + "' (supported: " + supported + ")");
 }
 
-void add_hf_split(json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage, int ep) {
-    if (tp <= 1 && pp <= 1 && ep <= 1) return;
-    config[kHfSplitKey] = {{"tp", tp}, {"sp", sp}};
-    if (pp > 1) config[kHfSplitKey]["pp"] = pp, config[kHfSplitKey]["stage"] = stage;
-    if (ep > 1) config[kHfSplitKey]["ep"] = ep;
-    // The sequence shard's length is a number in the document: the builder sets the dims' seq.
-    if (tp > 1 && sp && seq) config[kHfSplitKey]["seq"] = *seq;
+void add_hf_split(json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage, int ep, int cp,
+                  const HfRouting& routing) {
+    if (tp <= 1 && pp <= 1 && ep <= 1 && cp <= 1 && !routing.any()) return;
+    json& s = config[kHfSplitKey] = {{"tp", tp}, {"sp", sp}};
+    if (pp > 1) s["pp"] = pp, s["stage"] = stage;
+    if (ep > 1) s["ep"] = ep;
+    if (cp > 1) s["cp"] = cp;
+    if (routing.expert_load) s["expert_load"] = *routing.expert_load;
+    if (routing.capacity_factor) s["capacity_factor"] = *routing.capacity_factor;
+    if (routing.pad_to_capacity) s["pad_to_capacity"] = true;
+    // The sequence shard's length, a context-parallel rank's share, or the sequence routing is
+    // counted over, is a number in the document: the builder sets the dims' seq.
+    if (((tp > 1 && sp) || cp > 1 || routing.any()) && seq) s["seq"] = *seq;
 }
 
 bool is_hf_preset(const std::string& name) { return presets().count(name) != 0; }

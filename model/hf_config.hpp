@@ -44,12 +44,23 @@ bool is_hf_config(const nlohmann::json& doc);
 // before every JSON path ("" for a config.json, "/config" for a template file's config).
 nlohmann::json expand_hf_config(const nlohmann::json& config, const std::string& origin, const std::string& path_prefix = "");
 
-// The config key through which roofline's --tp, --sp, --seq, --pp and --ep reach a builder that
-// splits the model (one rank's share; model/hf_build.hpp Split): an object {"tp", "sp", "seq", "pp",
-// "stage", "ep"}.
+// The config key through which roofline's --tp, --sp, --seq, --pp, --ep and --cp, and the routing options
+// --expert-load, --capacity-factor and --pad-to-capacity, reach a builder that splits the model (one
+// rank's share; model/hf_build.hpp Split): an object {"tp", "sp", "seq", "pp", "stage", "ep", "cp",
+// "expert_load", "capacity_factor", "pad_to_capacity"}.
 inline constexpr const char* kHfSplitKey = "_roofline_split";
-// Adds the split that --tp, --sp, --pp and --ep ask for to a config (nothing for one rank and stage).
-void add_hf_split(nlohmann::json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage, int ep);
+// What the routing options ask of a mixture of experts (nothing given: uniform and dropless).
+struct HfRouting {
+    const nlohmann::json* expert_load = nullptr;  // --expert-load as a config value (shares, "uniform", "zipf:S")
+    std::optional<double> capacity_factor;
+    bool pad_to_capacity = false;
+    bool any() const { return expert_load != nullptr || capacity_factor.has_value() || pad_to_capacity; }
+};
+// Adds the split that --tp, --sp, --pp, --ep and --cp ask for to a config (nothing for one rank and stage),
+// and the routing for the config's builder to check (a sequence length given then goes with it:
+// routing is counted per sequence).
+void add_hf_split(nlohmann::json& config, int tp, bool sp, const std::optional<std::int64_t>& seq, int pp, int stage, int ep, int cp = 1,
+                  const HfRouting& routing = {});
 
 // Built-in published configs usable as template names (llama-2-7b, bert-base-uncased, ...).
 bool is_hf_preset(const std::string& name);

@@ -11,6 +11,14 @@ namespace roofline::hf {
 // gpt2: transformers/models/gpt2/modeling_gpt2.py (GPT2LMHeadModel). Defaults from
 // configuration_gpt2.py: n_inner None (4 n_embd), activation_function "gelu_new", resid/embd/attn
 // pdrop 0.1, layer_norm_epsilon 1e-5; tie_word_embeddings True (PretrainedConfig).
+// Tensor parallelism (--tp; --sp; --pp; hf_build.hpp Split and Stage): one rank's share of
+// Megatron-LM's split as the GPT template builds it (model/doc_builder.hpp TensorParallelSplit):
+// c_attn's q, k and v columns and c_fc's by output columns (n_head / tp heads, n_inner / tp
+// features), attn.c_proj and mlp.c_proj by input rows, each row-parallel output all-reduced
+// (reduce-scattered under --sp, the blocks' inputs all-gathered); wte split by vocabulary (its
+// lookup's partial rows all-reduced before the position embedding, whole on every rank, is added;
+// the tied LM head and loss vocabulary-parallel); the layernorms replicated. Not modelled: each
+// rank adding the row-parallel biases (Megatron adds them once, after the all-reduce).
 json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "gpt2", {"GPT2LMHeadModel", "GPT2Model"}, "GPT2Model");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("n_embd"), layers = r.positive("n_layer");
@@ -23,40 +31,55 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
     r.reject_if(r.bool_or("add_cross_attention", false), "add_cross_attention", "cross-attention layers");
     r.require_divides("n_head", heads, "n_embd", d);
     const std::int64_t dh = d / heads;
+    const DenseSplit ds = dense_split(r, positions, "n_head", heads, vocab, "n_layer", layers);
+    const std::int64_t t = ds.tp, seq = ds.seq, h = ds.heads, dl = h * dh, vocab_rank = ds.vocab;
+    const std::int64_t inner_rank = tp_share(r, "n_inner", inner, t, "MLP features");
+    const bool sp = ds.sp;
 
     DocBuilder b;
-    set_header(b, name,
-               "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, n_embd " + std::to_string(d) + ", " +
-                   std::to_string(heads) + " heads, vocab " + std::to_string(vocab) + "; dropout as in training",
-               dtype_of(r), {{"batch", 1}, {"seq", positions}});
-    b.input("input_ids", {"batch", "seq"}, "int64");
-    b.input("position_ids", {"seq"}, "int64");
-    const std::string wte = b.param("transformer.wte.weight", {vocab, d});
-    b.node("transformer.wte", "embedding", {wte, "input_ids"});
-    b.node("transformer.wpe", "embedding", {b.param("transformer.wpe.weight", {positions, d}), "position_ids"});
-    std::string x = b.node("transformer.embed", "add", {"transformer.wte", "transformer.wpe"});
-    x = b.dropout("transformer.drop", x, embd);
-    for (std::int64_t l = 0; l < layers; ++l) {
+    std::string desc = "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, n_embd " + std::to_string(d) + ", " +
+                       std::to_string(heads) + " heads, vocab " + std::to_string(vocab) + "; dropout as in training";
+    if (t > 1) desc += "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "");
+    set_header(b, stage_name(name, ds.split), desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    TensorParallelSplit tps(b, t, sp, seq / t);
+    std::string x;
+    if (ds.stage.first) {
+        b.input("input_ids", {"batch", "seq"}, "int64");
+        b.input("position_ids", {"seq"}, "int64");
+        const std::string wte = b.param("transformer.wte.weight", {vocab_rank, d});
+        b.node("transformer.wte", "embedding", {wte, "input_ids"});
+        b.node("transformer.wpe", "embedding", {b.param("transformer.wpe.weight", {positions, d}), "position_ids"});
+        if (!sp) tps.all_reduce("transformer.wte");  // the vocabulary-parallel lookup's partial rows
+        x = b.node("transformer.embed", "add", {"transformer.wte", "transformer.wpe"});
+        if (sp) x = tps.reduce_scatter("transformer.embed.reduce_scatter", x);
+        x = b.dropout("transformer.drop", x, embd);
+    } else {
+        x = stage_input(b, sp ? seq / t : 0, d);
+    }
+    for (std::int64_t l = ds.stage.l0; l < ds.stage.l1; ++l) {
         const std::string p = "transformer.h." + std::to_string(l) + ".";
-        const std::string a = b.layernorm(p + "ln_1", x, d, eps);
+        const std::string a = tps.column_input(p + "attn.all_gather", b.layernorm(p + "ln_1", x, d, eps));
         // Conv1D stores its weight as [in, out]; the linear op takes [out, in]: same count.
-        const std::string qkv = b.linear(p + "attn.c_attn", a, d, 3 * d, true);
-        b.node(p + "attn.split", "split", {qkv}, {{"axis", -1}, {"sizes", {d, d, d}}});
-        const std::string q = to_heads(b, p + "attn.query", p + "attn.split:0", "seq", heads, dh);
-        const std::string k = to_heads(b, p + "attn.key", p + "attn.split:1", "seq", heads, dh);
-        const std::string v = to_heads(b, p + "attn.value", p + "attn.split:2", "seq", heads, dh);
+        const std::string qkv = b.linear(p + "attn.c_attn", a, d, 3 * dl, true);
+        b.node(p + "attn.split", "split", {qkv}, {{"axis", -1}, {"sizes", {dl, dl, dl}}});
+        const std::string q = to_heads(b, p + "attn.query", p + "attn.split:0", "seq", h, dh);
+        const std::string k = to_heads(b, p + "attn.key", p + "attn.split:1", "seq", h, dh);
+        const std::string v = to_heads(b, p + "attn.value", p + "attn.split:2", "seq", h, dh);
         const std::string ctx = attention(b, p + "attn.", q, k, v, dh, true, attn);
-        std::string o = b.linear(p + "attn.c_proj", merge_heads(b, p + "attn", ctx, "seq", d), d, d, true);
+        std::string o =
+            tps.row_output(p + "attn.reduce_scatter", b.linear(p + "attn.c_proj", merge_heads(b, p + "attn", ctx, "seq", dl), dl, d, true));
         o = b.dropout(p + "attn.resid_dropout", o, resid);
         x = b.node(p + "attn.residual", "add", {x, o});
-        const std::string m = b.layernorm(p + "ln_2", x, d, eps);
-        const std::string up = b.linear(p + "mlp.c_fc", m, d, inner, true);
-        std::string dn = b.linear(p + "mlp.c_proj", activation(b, r, "activation_function", act, p + "mlp.act", up), inner, d, true);
+        const std::string m = tps.column_input(p + "mlp.all_gather", b.layernorm(p + "ln_2", x, d, eps));
+        const std::string up = b.linear(p + "mlp.c_fc", m, d, inner_rank, true);
+        std::string dn = tps.row_output(
+            p + "mlp.reduce_scatter",
+            b.linear(p + "mlp.c_proj", activation(b, r, "activation_function", act, p + "mlp.act", up), inner_rank, d, true));
         dn = b.dropout(p + "mlp.dropout", dn, resid);
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
-    causal_lm_head(b, head, b.layernorm("transformer.ln_f", x, d, eps), tied ? wte : "", d, vocab);
-    return b.take();
+    const auto final_norm = [&] { return tps.column_input("transformer.ln_f.all_gather", b.layernorm("transformer.ln_f", x, d, eps)); };
+    return finish_decoder(b, tps, ds.split, ds.stage, head, final_norm, x, tied ? "transformer.wte.weight" : "", d, vocab_rank);
 }
 
 // The llama family: transformers' modeling_<type>.py of llama (LlamaForCausalLM), mistral, qwen2,
@@ -158,9 +181,13 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     const double resid = f.phi3 ? r.probability_or("resid_pdrop", 0.0) : 0.0, embd = f.phi3 ? r.probability_or("embd_pdrop", 0.0) : 0.0;
     const bool tied = r.bool_or("tie_word_embeddings", f.tied);
     const std::int64_t window = f.window ? r.positive_or("sliding_window", 0) : 0;
-    const Split split = read_split(r);
+    Split split = read_split(r);
     const std::int64_t t = split.tp;
-    const std::int64_t seq = split.seq > 0 ? split.seq : window > 0 ? std::min(positions, window) : positions;
+    const std::int64_t full_seq = split.seq > 0 ? split.seq : window > 0 ? std::min(positions, window) : positions;
+    // Context parallelism (--cp; model/doc_builder.hpp ContextParallelSplit, as the GPT template's):
+    // a rank holds seq / cp tokens of every sequence, attention all-gathers the keys and values.
+    if (const std::string e = ContextParallelSplit::seq_error(full_seq, split.cp); !e.empty()) throw InputError(e);
+    const std::int64_t seq = full_seq / split.cp;
 
     // Mixture of experts (mixtral, qwen2_moe).
     TopKExperts moe;
@@ -226,8 +253,25 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         if (split.sp && t > 1)
             throw InputError("--sp with expert parallelism (--ep) is not modelled (with --ep 1 the MoE layer's input is all-gathered)");
     }
+    // Routing other than uniform and dropless (--expert-load, --capacity-factor; model/moe_routing.hpp),
+    // as the GPT template's: what each expert runs of a sequence of seq tokens, with --ep the
+    // busiest rank's experts.
+    if (split.routing.any()) {
+        const char* flag = !split.routing.text.empty()     ? "--expert-load"
+                           : split.routing.capacity_factor ? "--capacity-factor"
+                                                           : "--pad-to-capacity";
+        if (moe.experts == 0)
+            r.fail(model_type == "qwen2_moe" ? "num_experts" : "model_type",
+                   std::string(flag) + ": " + model_type + " has no experts to route to (mixtral and qwen2_moe route their tokens)");
+        resolve_expert_load(split.routing, moe.experts, routing_flags());
+        moe.seq = seq;
+        moe.routing = route_tokens(split.routing, moe.experts, seq, moe.k);
+        moe.busiest = busiest_rank(moe.routing.rows, split.ep);
+    }
     if (split.sp && t > 1 && seq % t != 0) {
-        throw InputError("--sp: --tp " + std::to_string(t) + " must divide the sequence length " + std::to_string(seq));
+        throw InputError(
+            "--sp: --tp " + std::to_string(t) + " must divide " +
+            (split.cp > 1 ? "a context-parallel rank's " + std::to_string(seq) + " tokens" : "the sequence length " + std::to_string(seq)));
     }
 
     DocBuilder b;
@@ -237,33 +281,31 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     if (moe.experts > 0) {
         desc += ", top-" + std::to_string(moe.k) + " of " + std::to_string(moe.experts) + " experts of " + std::to_string(moe.inter);
         if (shared_inter > 0) desc += " and a shared expert of " + std::to_string(shared_inter);
-        desc += "; UNIFORM routing assumed (each expert runs batch * seq * k / experts rows, rounded)";
+        desc += split.routing.any() ? "; " + routing_text(split.routing, moe.routing, moe.experts, seq, moe.k)
+                                    : "; UNIFORM routing assumed (each expert runs batch * seq * k / experts rows, rounded)";
     } else {
         desc += ", MLP " + std::to_string(inter);
     }
     if (split.ep > 1) {
         desc += "; rank of " + std::to_string(split.ep) + "-way expert parallelism (" + std::to_string(moe.experts / split.ep) + " of " +
-                std::to_string(moe.experts) + " experts)";
+                std::to_string(moe.experts) + " experts";
+        if (!moe.routing.rows.empty()) desc += busiest_text(moe.busiest, moe.experts / split.ep, split.ep, seq * moe.k);
+        desc += ")";
     }
     if (window > 0) desc += "; sliding window " + std::to_string(window) + " not modelled (full causal attention)";
     if (t > 1) {
         desc += "; rank of " + std::to_string(t) + "-way tensor parallelism" + (split.sp ? " with sequence parallelism" : "") + " (" +
                 std::to_string(hq) + " query heads, " + std::to_string(hkv) + " key/value head" + (hkv > 1 ? "s" : "") + ")";
     }
-    // Pipeline stage split.stage of split.pp (Megatron-LM, Narayanan et al. SC21), as the GPT
-    // template's: an equal share of the layers; the first stage also embeds, the last also holds
-    // the final norm, the LM head (its own copy of a tied embedding) and the loss; a stage after
-    // the first receives the [batch, seq, d] activations as input "hidden", one before the last
-    // ends in a stand-in loss (the mean of its output) so that autodiff builds its backward.
-    if (layers % split.pp != 0)
-        r.fail("num_hidden_layers", "--pp " + std::to_string(split.pp) + " must divide the " + std::to_string(layers) + " layers");
-    const std::int64_t per_stage = layers / split.pp, l0 = split.stage * per_stage, l1 = l0 + per_stage;
-    const bool first = split.stage == 0, last = split.stage == split.pp - 1;
-    set_header(b, split.pp == 1 ? name : name + " (stage " + std::to_string(split.stage + 1) + " of " + std::to_string(split.pp) + ")",
-               desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    // Pipeline stage split.stage of split.pp (hf_build.hpp Stage).
+    const Stage stage = pipeline_stage(r, split, "num_hidden_layers", layers);
+    const bool first = stage.first;
+    set_header(b, stage_name(name, split), desc, dtype_of(r), {{"batch", 1}, {"seq", seq}});
     const bool sp = split.sp && t > 1;
     TensorParallelSplit tps(b, t, sp, seq / t);
     ExpertParallelSplit expert_split(b, split.ep);
+    ContextParallelSplit cps(b, split.cp);
+    const json kv_seq = split.cp > 1 ? json(full_seq) : json("seq");  // the gathered keys' and values' length
     moe.ep = &expert_split;
     if (first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", dh});
@@ -276,7 +318,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         if (f.gemma) x = b.node("model.embed_scale", "scale", {x}, {{"factor", std::sqrt(static_cast<double>(d))}});
         x = b.dropout("model.embed_dropout", x, embd);
     } else {
-        b.input("hidden", sp ? json{"batch", seq / t, d} : json{"batch", "seq", d});
+        x = stage_input(b, sp ? seq / t : 0, d);
     }
     // GemmaRMSNorm: normalised x times (1 + weight).
     const auto norm = [&](const std::string& n, const std::string& in) {
@@ -285,7 +327,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         return b.node(n, "rmsnorm", {in, w}, {{"eps", eps}});
     };
     const std::int64_t n_rep = hq / hkv;
-    for (std::int64_t l = l0; l < l1; ++l) {
+    for (std::int64_t l = stage.l0; l < stage.l1; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const std::string a = tps.column_input(p + "self_attn.all_gather", norm(p + "input_layernorm", x));
         const std::string at = p + "self_attn.";
@@ -302,8 +344,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
             v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, hkv * dh, qkv_bias), "seq", hkv, dh);
         }
         q = rotary(b, at + "q_rope", q, dh);
-        k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", hkv, n_rep, dh);
-        v = repeat_kv(b, at + "v_repeat", v, "seq", hkv, n_rep, dh);
+        k = repeat_kv(b, at + "k_repeat", cps.gather(at + "k_gather", rotary(b, at + "k_rope", k, dh)), kv_seq, hkv, n_rep, dh);
+        v = repeat_kv(b, at + "v_repeat", cps.gather(at + "v_gather", v), kv_seq, hkv, n_rep, dh);
         const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
         const std::string o = tps.row_output(at + "reduce_scatter",
                                              b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, o_bias));
@@ -332,23 +374,11 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         mlp = tps.row_output(p + "mlp.reduce_scatter", mlp);
         x = b.node(p + "mlp_residual", "add", {x, b.dropout(p + "resid_mlp_dropout", mlp, resid)});
     }
-    if (last) {
-        causal_lm_head(b, head, tps.column_input("model.norm.all_gather", norm("model.norm", x)), tied && first ? embed : "", d,
-                       vocab_rank);
-        if (head.has_head) tps.vocab_parallel_loss("loss");
-    } else {
-        b.node("stage_loss", "reduce_mean", {x}, {{"axes", {0, 1, 2}}});
-        b.doc()["outputs"] = {"stage_loss"};
-    }
-    if (split.pp > 1) {
-        b.doc()["pipeline"] = {{"stages", split.pp}, {"stage", split.stage}, {"layers", per_stage}};
-        if (!first) b.doc()["pipeline"]["input"] = "hidden";
-        // A tied embedding: the first stage's lookup table and the last stage's copy (lm_head.weight).
-        if (tied && head.has_head && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? embed : "lm_head.weight";
-    }
-    tps.write();
-    expert_split.write();
-    return b.take();
+    cps.write(full_seq);
+    expert_split.write(moe.routing.rows.empty() ? std::nullopt : std::optional<double>(load_factor(moe.busiest, split.ep, seq * moe.k)));
+    // A tied embedding: the first stage's lookup table and the last stage's copy (lm_head.weight).
+    const auto final_norm = [&] { return tps.column_input("model.norm.all_gather", norm("model.norm", x)); };
+    return finish_decoder(b, tps, split, stage, head, final_norm, x, tied ? "model.embed_tokens.weight" : "", d, vocab_rank);
 }
 
 // opt: transformers/models/opt/modeling_opt.py (OPTForCausalLM), eager attention as transformers
@@ -362,6 +392,11 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
 // configuration_opt.py: word_embed_proj_dim = hidden_size, do_layer_norm_before True, dropout 0.1,
 // attention_dropout 0.0, activation_function "relu", enable_bias True, layer_norm_elementwise_affine
 // True, _remove_final_layer_norm False; tie_word_embeddings True (PretrainedConfig).
+// Tensor, sequence and pipeline parallelism (--tp, --sp, --pp), as gpt2's (above): q, k, v and fc1
+// by output columns, out_proj and fc2 by input rows (all-reduced, or reduce-scattered under --sp
+// with the blocks' inputs all-gathered), embed_tokens and the tied LM head by vocabulary (the
+// lookup's partial rows all-reduced before project_in and the learned positions, whole on every
+// rank), the layernorms and project_in / project_out whole.
 json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "opt", {"OPTForCausalLM", "OPTModel"}, "OPTModel");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), layers = r.positive("num_hidden_layers");
@@ -377,39 +412,54 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*mode
     const std::string act = r.string_or("activation_function", "relu");
     const bool tied = r.bool_or("tie_word_embeddings", true);
     const double eps = 1e-5;  // nn.LayerNorm's default: OPT has no eps key
+    const DenseSplit ds = dense_split(r, positions, "num_attention_heads", heads, vocab, "num_hidden_layers", layers);
+    const std::int64_t t = ds.tp, seq = ds.seq, h = ds.heads, dl = h * dh, vocab_rank = ds.vocab;
+    const std::int64_t ffn_rank = tp_share(r, "ffn_dim", ffn, t, "MLP features");
+    const bool sp = ds.sp;
 
     DocBuilder b;
-    set_header(b, name,
+    set_header(b, stage_name(name, ds.split),
                "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
                    std::to_string(heads) + " heads, FFN " + std::to_string(ffn) + ", vocab " + std::to_string(vocab) +
-                   (before ? "; pre-LN" : "; post-LN") + "; eager attention as transformers 4.38; dropout as in training",
-               dtype_of(r), {{"batch", 1}, {"seq", positions}});
+                   (before ? "; pre-LN" : "; post-LN") + "; eager attention as transformers 4.38; dropout as in training" +
+                   (t > 1 ? "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "") : ""),
+               dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    TensorParallelSplit tps(b, t, sp, seq / t);
     auto layernorm = [&](const std::string& n, const std::string& x) {
         if (affine) return b.layernorm(n, x, d, eps);
         return b.node(n, "layernorm", {x}, {{"eps", eps}});
     };
-    b.input("input_ids", {"batch", "seq"}, "int64");
-    b.input("position_ids", {"batch", "seq"}, "int64");
+    if (ds.stage.first) {
+        b.input("input_ids", {"batch", "seq"}, "int64");
+        b.input("position_ids", {"batch", "seq"}, "int64");
+    }
     b.input("attention_floor", json::array());
     const std::string pd = "model.decoder.";
-    const std::string embed = b.param(pd + "embed_tokens.weight", {vocab, proj});
-    std::string x = b.node(pd + "embed_tokens", "embedding", {embed, "input_ids"});
-    b.node(pd + "embed_positions", "embedding", {b.param(pd + "embed_positions.weight", {positions + 2, d}), "position_ids"});
-    if (proj != d) x = b.linear(pd + "project_in", x, proj, d, false);
-    x = b.node(pd + "embed", "add", {x, pd + "embed_positions"});
-    for (std::int64_t l = 0; l < layers; ++l) {
+    std::string x;
+    if (ds.stage.first) {
+        const std::string embed = b.param(pd + "embed_tokens.weight", {vocab_rank, proj});
+        x = b.node(pd + "embed_tokens", "embedding", {embed, "input_ids"});
+        if (!sp) tps.all_reduce(x);  // the vocabulary-parallel lookup's partial rows
+        b.node(pd + "embed_positions", "embedding", {b.param(pd + "embed_positions.weight", {positions + 2, d}), "position_ids"});
+        if (proj != d) x = b.linear(pd + "project_in", x, proj, d, false);
+        x = b.node(pd + "embed", "add", {x, pd + "embed_positions"});
+        if (sp) x = tps.reduce_scatter(pd + "embed.reduce_scatter", x);
+    } else {
+        x = stage_input(b, sp ? seq / t : 0, d);
+    }
+    for (std::int64_t l = ds.stage.l0; l < ds.stage.l1; ++l) {
         const std::string p = pd + "layers." + std::to_string(l) + ".";
         const std::string at = p + "self_attn.";
-        const std::string a = before ? layernorm(p + "self_attn_layer_norm", x) : x;
-        const std::string q = b.node(at + "q_scaled", "scale", {b.linear(at + "q_proj", a, d, d, bias)},
+        const std::string a = tps.column_input(at + "all_gather", before ? layernorm(p + "self_attn_layer_norm", x) : x);
+        const std::string q = b.node(at + "q_scaled", "scale", {b.linear(at + "q_proj", a, d, dl, bias)},
                                      {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
         // _shape: view(bsz, seq, heads, head_dim).transpose(1, 2).contiguous()
-        auto shape = [&](const std::string& n, const std::string& t) {
-            b.node(n + ".view", "reshape", {t}, {{"shape", {"batch", "seq", heads, dh}}});
+        auto shape = [&](const std::string& n, const std::string& in) {
+            b.node(n + ".view", "reshape", {in}, {{"shape", {"batch", "seq", h, dh}}});
             return b.node(n + ".heads", "permute", {n + ".view"}, {{"perm", {0, 2, 1, 3}}, {"copy", true}});
         };
-        const std::string k = shape(at + "key", b.linear(at + "k_proj", a, d, d, bias));
-        const std::string v = shape(at + "value", b.linear(at + "v_proj", a, d, d, bias));
+        const std::string k = shape(at + "key", b.linear(at + "k_proj", a, d, dl, bias));
+        const std::string v = shape(at + "value", b.linear(at + "v_proj", a, d, dl, bias));
         const std::string qh = shape(at + "query", q);
         b.node(at + "scores", "matmul", {qh, k}, {{"transpose_b", true}});
         b.node(at + "causal_mask", "causal_mask", {at + "scores"});
@@ -417,21 +467,25 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*mode
         const std::string probs =
             b.dropout(at + "attn_dropout", b.node(at + "softmax", "softmax", {at + "clamp"}, {{"axis", -1}}), attn_drop);
         const std::string ctx = b.node(at + "context", "matmul", {probs, v});
-        std::string o = b.linear(at + "out_proj", merge_heads(b, at + "attn", ctx, "seq", d), d, d, bias);
+        std::string o =
+            tps.row_output(at + "reduce_scatter", b.linear(at + "out_proj", merge_heads(b, at + "attn", ctx, "seq", dl), dl, d, bias));
         o = b.dropout(p + "dropout", o, drop);
         x = b.node(p + "attn_residual", "add", {x, o});
         if (!before) x = layernorm(p + "self_attn_layer_norm", x);
-        const std::string m = before ? layernorm(p + "final_layer_norm", x) : x;
-        const std::string up = b.linear(p + "fc1", m, d, ffn, bias);
-        std::string dn = b.linear(p + "fc2", activation(b, r, "activation_function", act, p + "activation_fn", up), ffn, d, bias);
+        const std::string m = tps.column_input(p + "mlp.all_gather", before ? layernorm(p + "final_layer_norm", x) : x);
+        const std::string up = b.linear(p + "fc1", m, d, ffn_rank, bias);
+        std::string dn =
+            tps.row_output(p + "mlp.reduce_scatter",
+                           b.linear(p + "fc2", activation(b, r, "activation_function", act, p + "activation_fn", up), ffn_rank, d, bias));
         dn = b.dropout(p + "fc2_dropout", dn, drop);
         x = b.node(p + "mlp_residual", "add", {x, dn});
         if (!before) x = layernorm(p + "final_layer_norm", x);
     }
-    if (final_ln) x = layernorm(pd + "final_layer_norm", x);
-    if (proj != d) x = b.linear(pd + "project_out", x, d, proj, false);
-    causal_lm_head(b, head, x, tied ? embed : "", proj, vocab);
-    return b.take();
+    const auto final_norm = [&] {
+        std::string y = tps.column_input(pd + "final.all_gather", final_ln ? layernorm(pd + "final_layer_norm", x) : x);
+        return proj != d ? b.linear(pd + "project_out", y, d, proj, false) : y;
+    };
+    return finish_decoder(b, tps, ds.split, ds.stage, head, final_norm, x, tied ? pd + "embed_tokens.weight" : "", proj, vocab_rank);
 }
 
 // falcon: transformers/models/falcon/modeling_falcon.py (FalconForCausalLM), as transformers 4.40
@@ -467,43 +521,66 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
     const double hidden_drop = r.probability_or("hidden_dropout", 0.0), attn_drop = r.probability_or("attention_dropout", 0.0);
     const bool tied = r.bool_or("tie_word_embeddings", true);
     const std::int64_t rep = heads / kv_heads;
+    // Tensor, sequence and pipeline parallelism (--tp, --sp, --pp), as gpt2's: query_key_value by
+    // key/value groups (each rank holds kv_groups / tp of them with their query heads; tp must
+    // divide them, as Megatron-core divides its query groups), dense and dense_4h_to_h by input rows
+    // (each all-reduced, or reduce-scattered under --sp), dense_h_to_4h by columns, the embedding
+    // and the tied LM head by vocabulary, the layernorms whole.
+    const DenseSplit ds = dense_split(r, positions, "num_attention_heads", heads, vocab, "num_hidden_layers", layers);
+    const std::int64_t t = ds.tp, seq = ds.seq, hq = ds.heads, vocab_rank = ds.vocab;
+    const std::int64_t hkv = tp_share(r,
+                                      new_arch      ? "num_kv_heads"
+                                      : multi_query ? "multi_query"
+                                                    : "num_attention_heads",
+                                      kv_heads, t, "key/value groups (Megatron-core splits the query groups)");
+    const std::int64_t ffn_rank = tp_share(r, "ffn_hidden_size", ffn, t, "MLP features");
+    const bool sp = ds.sp;
 
     DocBuilder b;
-    set_header(b, name,
+    set_header(b, stage_name(name, ds.split),
                "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
                    std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads), MLP " + std::to_string(ffn) +
                    ", vocab " + std::to_string(vocab) +
                    (new_arch   ? "; new decoder architecture"
                     : parallel ? "; parallel attention and MLP"
                                : "") +
-                   (alibi ? "; ALiBi" : "; rotary"),
-               dtype_of(r), {{"batch", 1}, {"seq", positions}});
-    b.input("input_ids", {"batch", "seq"}, "int64");
+                   (alibi ? "; ALiBi" : "; rotary") +
+                   (t > 1 ? "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "") : ""),
+               dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    TensorParallelSplit tps(b, t, sp, seq / t);
+    if (ds.stage.first) b.input("input_ids", {"batch", "seq"}, "int64");
     if (alibi) {
-        b.input("alibi", {"batch", heads, 1, "seq"});
+        b.input("alibi", {"batch", hq, 1, "seq"});
     } else {
         b.input("rope.cos", {"seq", dh});
         b.input("rope.sin", {"seq", dh});
     }
-    const std::string embed = b.param("transformer.word_embeddings.weight", {vocab, d});
-    std::string x = b.node("transformer.word_embeddings", "embedding", {embed, "input_ids"});
-    for (std::int64_t l = 0; l < layers; ++l) {
+    std::string x;
+    if (ds.stage.first) {
+        const std::string embed = b.param("transformer.word_embeddings.weight", {vocab_rank, d});
+        x = tps.row_output("transformer.word_embeddings.reduce_scatter",
+                           b.node("transformer.word_embeddings", "embedding", {embed, "input_ids"}));
+    } else {
+        x = stage_input(b, sp ? seq / t : 0, d);
+    }
+    for (std::int64_t l = ds.stage.l0; l < ds.stage.l1; ++l) {
         const std::string p = "transformer.h." + std::to_string(l) + ".";
         const std::string at = p + "self_attention.";
-        const std::string a = b.layernorm(p + (new_arch ? "ln_attn" : "input_layernorm"), x, d, eps);
-        const std::string qkv = b.linear(at + "query_key_value", a, d, (heads + 2 * kv_heads) * dh, bias);
-        b.node(at + "groups", "reshape", {qkv}, {{"shape", {"batch", "seq", kv_heads, rep + 2, dh}}});
+        const std::string a =
+            tps.column_input(p + "self_attention.all_gather", b.layernorm(p + (new_arch ? "ln_attn" : "input_layernorm"), x, d, eps));
+        const std::string qkv = b.linear(at + "query_key_value", a, d, (hq + 2 * hkv) * dh, bias);
+        b.node(at + "groups", "reshape", {qkv}, {{"shape", {"batch", "seq", hkv, rep + 2, dh}}});
         b.node(at + "split", "split", {at + "groups"}, {{"axis", 3}, {"sizes", {rep, 1, 1}}});
-        const auto heads_of = [&](const std::string& n, const std::string& t, std::int64_t count) {
-            b.node(n + ".view", "reshape", {t}, {{"shape", {"batch", "seq", count, dh}}});
+        const auto heads_of = [&](const std::string& n, const std::string& in, std::int64_t count) {
+            b.node(n + ".view", "reshape", {in}, {{"shape", {"batch", "seq", count, dh}}});
             return b.node(n + ".heads", "permute", {n + ".view"}, {{"perm", {0, 2, 1, 3}}});
         };
-        std::string q = heads_of(at + "query", at + "split:0", heads);
-        std::string k = heads_of(at + "key", at + "split:1", kv_heads);
-        std::string v = repeat_kv(b, at + "v_repeat", heads_of(at + "value", at + "split:2", kv_heads), "seq", kv_heads, rep, dh);
+        std::string q = heads_of(at + "query", at + "split:0", hq);
+        std::string k = heads_of(at + "key", at + "split:1", hkv);
+        std::string v = repeat_kv(b, at + "v_repeat", heads_of(at + "value", at + "split:2", hkv), "seq", hkv, rep, dh);
         std::string ctx;
         if (alibi) {
-            k = repeat_kv(b, at + "k_repeat", k, "seq", kv_heads, rep, dh);
+            k = repeat_kv(b, at + "k_repeat", k, "seq", hkv, rep, dh);
             b.node(at + "scores", "matmul", {q, k}, {{"transpose_b", true}});
             b.node(at + "add_alibi", "add", {at + "scores", "alibi"});
             b.node(at + "scale", "scale", {at + "add_alibi"}, {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
@@ -512,24 +589,27 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
             ctx = b.node(at + "context", "matmul", {b.dropout(at + "attention_dropout", probs, attn_drop), v});
         } else {
             q = rotary(b, at + "q_rope", q, dh);
-            k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", kv_heads, rep, dh);
+            k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", hkv, rep, dh);
             ctx = attention(b, at, q, k, v, dh, true, attn_drop);
         }
-        const std::string o = b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", d), d, d, bias);
+        const std::string o = tps.row_output(at + "reduce_scatter",
+                                             b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, bias));
         std::string m_in = a;
         if (new_arch) {
-            m_in = b.layernorm(p + "ln_mlp", x, d, eps);
+            m_in = tps.column_input(p + "mlp.all_gather", b.layernorm(p + "ln_mlp", x, d, eps));
         } else if (!parallel) {
             x = b.node(p + "attn_residual", "add", {x, b.dropout(p + "attn_dropout", o, attn_drop)});
-            m_in = b.layernorm(p + "post_attention_layernorm", x, d, eps);
+            m_in = tps.column_input(p + "mlp.all_gather", b.layernorm(p + "post_attention_layernorm", x, d, eps));
         }
-        const std::string up = b.linear(p + "mlp.dense_h_to_4h", m_in, d, ffn, bias);
-        std::string m = b.linear(p + "mlp.dense_4h_to_h", activation(b, r, "activation", act, p + "mlp.act", up), ffn, d, bias);
+        const std::string up = b.linear(p + "mlp.dense_h_to_4h", m_in, d, ffn_rank, bias);
+        std::string m =
+            tps.row_output(p + "mlp.reduce_scatter",
+                           b.linear(p + "mlp.dense_4h_to_h", activation(b, r, "activation", act, p + "mlp.act", up), ffn_rank, d, bias));
         if (new_arch || parallel) m = b.node(p + "mlp_plus_attn", "add", {m, o});
         x = b.node(p + "residual", "add", {x, b.dropout(p + "hidden_dropout", m, hidden_drop)});
     }
-    causal_lm_head(b, head, b.layernorm("transformer.ln_f", x, d, eps), tied ? embed : "", d, vocab);
-    return b.take();
+    const auto final_norm = [&] { return tps.column_input("transformer.ln_f.all_gather", b.layernorm("transformer.ln_f", x, d, eps)); };
+    return finish_decoder(b, tps, ds.split, ds.stage, head, final_norm, x, tied ? "transformer.word_embeddings.weight" : "", d, vocab_rank);
 }
 
 namespace {
@@ -574,39 +654,58 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
     const double attn_drop = r.probability_or("attention_dropout", 0.0);
     const bool tied = r.bool_or("tie_word_embeddings", false);
     const std::int64_t rep = heads / kv_heads;
+    // Tensor, sequence and pipeline parallelism (--tp, --sp, --pp), as gpt2's (above): q, k, v and
+    // fc1 by output columns, dense and fc2 by input rows, each row-parallel output all-reduced
+    // (reduce-scattered under --sp, the layernorm's output all-gathered once for both branches),
+    // the embedding and the LM head (its bias too) by vocabulary, the layernorms whole.
+    const DenseSplit ds = dense_split(r, positions, "num_attention_heads", heads, vocab, "num_hidden_layers", layers);
+    const std::int64_t t = ds.tp, seq = ds.seq, hq = ds.heads, vocab_rank = ds.vocab;
+    const std::int64_t hkv = tp_share(r, "num_key_value_heads", kv_heads, t, "key/value heads");
+    const std::int64_t inter_rank = tp_share(r, "intermediate_size", inter, t, "MLP features");
+    const bool sp = ds.sp;
 
     DocBuilder b;
-    set_header(b, name,
+    set_header(b, stage_name(name, ds.split),
                "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
                    std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads), rotary on " + std::to_string(rot) +
                    " of " + std::to_string(dh) + " head features, MLP " + std::to_string(inter) + ", vocab " + std::to_string(vocab) +
-                   "; parallel attention and MLP; dropout as in training",
-               dtype_of(r), {{"batch", 1}, {"seq", positions}});
-    b.input("input_ids", {"batch", "seq"}, "int64");
+                   "; parallel attention and MLP; dropout as in training" +
+                   (t > 1 ? "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "") : ""),
+               dtype_of(r), {{"batch", 1}, {"seq", seq}});
+    TensorParallelSplit tps(b, t, sp, seq / t);
+    if (ds.stage.first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", rot});
     b.input("rope.sin", {"seq", rot});
-    const std::string embed = b.param("model.embed_tokens.weight", {vocab, d});
-    std::string x = b.dropout("model.embed_dropout", b.node("model.embed_tokens", "embedding", {embed, "input_ids"}), embd);
-    for (std::int64_t l = 0; l < layers; ++l) {
+    std::string x;
+    if (ds.stage.first) {
+        const std::string embed = b.param("model.embed_tokens.weight", {vocab_rank, d});
+        x = tps.row_output("model.embed_tokens.reduce_scatter", b.node("model.embed_tokens", "embedding", {embed, "input_ids"}));
+        x = b.dropout("model.embed_dropout", x, embd);
+    } else {
+        x = stage_input(b, sp ? seq / t : 0, d);
+    }
+    for (std::int64_t l = ds.stage.l0; l < ds.stage.l1; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const std::string at = p + "self_attn.";
-        const std::string a = b.layernorm(p + "input_layernorm", x, d, eps);
-        std::string q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, heads * dh, true), "seq", heads, dh);
-        std::string k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, kv_heads * dh, true), "seq", kv_heads, dh);
-        std::string v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, kv_heads * dh, true), "seq", kv_heads, dh);
+        const std::string a = tps.column_input(p + "all_gather", b.layernorm(p + "input_layernorm", x, d, eps));
+        std::string q = to_heads(b, at + "q", b.linear(at + "q_proj", a, d, hq * dh, true), "seq", hq, dh);
+        std::string k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, hkv * dh, true), "seq", hkv, dh);
+        std::string v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, hkv * dh, true), "seq", hkv, dh);
         q = partial_rotary(b, at + "q_rope", q, dh, rot);
-        k = repeat_kv(b, at + "k_repeat", partial_rotary(b, at + "k_rope", k, dh, rot), "seq", kv_heads, rep, dh);
-        v = repeat_kv(b, at + "v_repeat", v, "seq", kv_heads, rep, dh);
+        k = repeat_kv(b, at + "k_repeat", partial_rotary(b, at + "k_rope", k, dh, rot), "seq", hkv, rep, dh);
+        v = repeat_kv(b, at + "v_repeat", v, "seq", hkv, rep, dh);
         const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
-        const std::string o =
-            b.dropout(p + "attn_dropout", b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", d), d, d, true), resid);
-        const std::string up = b.linear(p + "mlp.fc1", a, d, inter, true);
-        const std::string m = b.dropout(
-            p + "mlp_dropout", b.linear(p + "mlp.fc2", activation(b, r, "hidden_act", act, p + "mlp.act", up), inter, d, true), resid);
+        const std::string dense = b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, true);
+        const std::string o = b.dropout(p + "attn_dropout", tps.row_output(at + "reduce_scatter", dense), resid);
+        const std::string up = b.linear(p + "mlp.fc1", a, d, inter_rank, true);
+        const std::string fc2 = b.linear(p + "mlp.fc2", activation(b, r, "hidden_act", act, p + "mlp.act", up), inter_rank, d, true);
+        const std::string m = b.dropout(p + "mlp_dropout", tps.row_output(p + "mlp.reduce_scatter", fc2), resid);
         x = b.node(p + "residual", "add", {b.node(p + "attn_plus_mlp", "add", {o, m}), x});
     }
-    causal_lm_head(b, head, b.layernorm("model.final_layernorm", x, d, eps), tied ? embed : "", d, vocab, true);
-    return b.take();
+    const auto final_norm = [&] {
+        return tps.column_input("model.final_layernorm.all_gather", b.layernorm("model.final_layernorm", x, d, eps));
+    };
+    return finish_decoder(b, tps, ds.split, ds.stage, head, final_norm, x, tied ? "model.embed_tokens.weight" : "", d, vocab_rank, true);
 }
 
 }  // namespace roofline::hf

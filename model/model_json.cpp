@@ -617,13 +617,26 @@ json expert_load_config(const std::string& text) {
 // The parallel splits a template builds (--tp, --sp, --cp, --pp) as its config; with context
 // parallelism the document's seq is a rank's share, so --seq goes to the template and not to the
 // loader's dims.
+// A Hugging Face config's split (model/hf_config.hpp add_hf_split): the builders that split
+// (model/hf_decoders.cpp) take --tp, --sp and --pp, and the mixture-of-experts families --ep and the
+// routing options (any other builder refuses those); --seq stays the dims' override unless the
+// builder needs it as a number. What the builder takes is cleared from `ov`.
+void add_hf_parallel(json& config, ModelOverrides& ov) {
+    const json load = ov.expert_load.empty() ? json() : expert_load_config(ov.expert_load);
+    HfRouting routing;
+    routing.expert_load = load.is_null() ? nullptr : &load;
+    routing.capacity_factor = ov.capacity_factor;
+    routing.pad_to_capacity = ov.pad_to_capacity;
+    add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage, ov.ep, ov.cp, routing);
+    if (config.contains(kHfSplitKey) && config[kHfSplitKey].contains("seq")) ov.seq.reset();
+    ov.expert_load.clear();
+    ov.capacity_factor.reset();
+    ov.pad_to_capacity = false;
+}
+
 void add_parallel_config(const std::string& name, json& config, ModelOverrides& ov) {
     if (is_hf_preset(name)) {
-        // A Hugging Face preset: the builders that split (model/hf_decoders.cpp) take --tp, --sp and --pp
-        // (and --ep, the mixture-of-experts families);
-        // --seq stays the dims' override unless the sequence shard needs it.
-        add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage, ov.ep);
-        if (config.contains(kHfSplitKey) && config[kHfSplitKey].contains("seq")) ov.seq.reset();
+        add_hf_parallel(config, ov);
         return;
     }
     if (!template_splits_tensor_parallel(name)) return;
@@ -668,8 +681,7 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     if (is_hf_config(doc)) {  // a Hugging Face config.json
         json config = doc;
         ModelOverrides rest = ov;
-        add_hf_split(config, ov.tp, ov.sp, ov.seq, ov.pp, ov.stage, ov.ep);
-        if (config.contains(kHfSplitKey) && config[kHfSplitKey].contains("seq")) rest.seq.reset();
+        add_hf_parallel(config, rest);
         return load_model(expand_hf_config(config, origin), origin, rest);
     }
     const std::string format = require(doc, "format", json::value_t::string, origin, "").get<std::string>();
@@ -699,8 +711,8 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
         throw InputError(std::string(flag) + " " + std::to_string(wanted) + ": " + origin +
                          (degree > 1 ? " is split for " + std::to_string(degree) + " " + what + " ranks"
                                      : " has no " + std::string(what) +
-                                           " split (the GPT templates build one, and the Hugging Face llama family's tensor and sequence "
-                                           "parallelism; a model file declares its own with \"" +
+                                           " split (the GPT templates build one, and the Hugging Face llama family's tensor, sequence and "
+                                           "context parallelism; a model file declares its own with \"" +
                                            key + "\")"));
     };
     require_split("--tp", ov.tp, g.tensor_parallel.degree, "tensor-parallel", "tensor_parallel");
@@ -708,11 +720,12 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     require_split("--ep", ov.ep, g.expert_parallel.degree, "expert-parallel", "expert_parallel");
     if (ov.capacity_factor || ov.pad_to_capacity)
         throw InputError(std::string(ov.capacity_factor ? "--capacity-factor" : "--pad-to-capacity") + ": " + origin +
-                         " is not a GPT template with experts (the template's \"experts\" config builds the routing it sets)");
+                         " is not a model with experts (a GPT template with \"experts\", or a Hugging Face mixtral or qwen2_moe, "
+                         "builds the routing it sets)");
     if (!ov.expert_load.empty())
         throw InputError("--expert-load: " + origin +
-                         " is not a GPT template with experts (the template's \"experts\" config builds the routing it sets; Hugging "
-                         "Face mixture-of-experts configs route uniformly)");
+                         " is not a model with experts (a GPT template with \"experts\", or a Hugging Face mixtral or qwen2_moe, "
+                         "builds the routing it sets)");
     if (ov.pp > 1 && g.pipeline.stages != ov.pp)
         throw InputError(
             "--pp " + std::to_string(ov.pp) + ": " + origin +

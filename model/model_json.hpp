@@ -37,7 +37,8 @@ struct ModelOverrides {
     // Expert-parallel ranks (--ep): a template with experts builds one rank's share of them.
     int ep = 1;
     // Routing of a template's experts (--expert-load): "uniform", "zipf:S" or comma-separated
-    // shares, one per expert; empty: the config's own. Only GPT templates with experts take it.
+    // shares, one per expert; empty: the config's own. GPT templates with experts and the Hugging
+    // Face mixtral and qwen2_moe take it (model/moe_routing.hpp).
     std::string expert_load{};
     // Expert capacity of a template's experts (--capacity-factor, --pad-to-capacity): the config's
     // "capacity_factor" and "pad_to_capacity"; unset: the config's own.

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "model/doc_builder.hpp"
 #include "model/hf_config.hpp"
+#include "model/moe_routing.hpp"
 #include "ops/error.hpp"
 #include "ops/text.hpp"
 
@@ -40,21 +40,10 @@ struct GptConfig {
     std::int64_t experts = 0;  // mixture-of-experts MLPs of this many experts (0: dense)
     std::int64_t top_k = 2;    // experts a token is routed to
     std::int64_t ep = 1;       // expert-parallel ranks: the document holds experts / ep of them
-    // Routing: the share of the token copies each expert receives (relative, one per expert);
-    // empty: uniform. "expert_load" in the config: an array of numbers, or "uniform", or
-    // "zipf:S" (expert i gets a share proportional to 1 / (i + 1)^S).
-    std::vector<double> expert_load;
-    std::optional<double> expert_zipf;  // "zipf:S": S, expanded into expert_load once the experts are known
-    std::string expert_load_text;       // as given, for the description
-    // Expert capacity (GShard, Lepikhin et al. 2020; Switch Transformer, Fedus et al. 2021, eq. 3;
-    // Megatron-core's moe_expert_capacity_factor): each expert takes at most
-    // ceil(capacity_factor x tokens x top_k / experts) token copies of a sequence, the rest are
-    // dropped (they skip the MLP; the residual carries them). Unset: dropless.
-    std::optional<double> capacity_factor;
-    // With a capacity: every expert runs a full [capacity, d] buffer, the unused rows zeros, as
-    // GShard, Switch and DeepSpeed-MoE dispatch (fixed shapes; Megatron-core's
-    // moe_pad_expert_input_to_capacity); the all-to-alls carry the whole buffer.
-    bool pad_to_capacity = false;
+    // Routing (model/moe_routing.hpp): "expert_load" in the config (an array of numbers, one per
+    // expert, or "uniform", or "zipf:S": expert i gets a share proportional to 1 / (i + 1)^S),
+    // "capacity_factor" and "pad_to_capacity".
+    ExpertRouting routing;
     std::int64_t pp = 1;  // pipeline stages: the document is stage `stage` (its layers only)
     std::int64_t stage = 0;
     std::int64_t stage_layers = 0;  // a probe: build this many of the stage's layers (0: n_layer / pp)
@@ -90,30 +79,9 @@ std::int64_t positive_int(const json& v, const std::string& origin, const std::s
     return v.get<std::int64_t>();
 }
 
-// "expert_load" into c: an array of non-negative shares (not all zero), "uniform" or "zipf:S" (S >= 0).
-void parse_expert_load(const json& v, const std::string& origin, GptConfig& c) {
-    const char* expected = "expected an array of one non-negative share per expert, \"uniform\" or \"zipf:S\" (S >= 0)";
-    c.expert_load.clear();
-    c.expert_zipf.reset();
-    if (v.is_string()) {
-        c.expert_load_text = v.get<std::string>();
-        if (c.expert_load_text == "uniform") return;
-        const std::optional<double> s =
-            c.expert_load_text.rfind("zipf:", 0) == 0 ? whole_number(c.expert_load_text.substr(5)) : std::nullopt;
-        if (!s || *s < 0) bad_config(origin, "expert_load", std::string(expected) + ", got " + v.dump());
-        c.expert_zipf = *s;
-        return;
-    }
-    if (!v.is_array() || v.empty()) bad_config(origin, "expert_load", std::string(expected) + ", got " + v.dump());
-    double sum = 0;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-        if (!v[i].is_number() || !(v[i].get<double>() >= 0) || !std::isfinite(v[i].get<double>()))
-            bad_config(origin, "expert_load/" + std::to_string(i), "expected a non-negative number, got " + v[i].dump());
-        c.expert_load.push_back(v[i].get<double>());
-        sum += c.expert_load.back();
-    }
-    if (!(sum > 0)) bad_config(origin, "expert_load", "the shares sum to 0: at least one expert must receive tokens");
-    c.expert_load_text = "given shares";
+// Where a routing key's bad value is, in the config.
+RoutingWhere config_key(const std::string& origin) {
+    return [origin](const std::string& key) { return origin + ": /config/" + key + ": "; };
 }
 
 GptConfig gpt_config(const std::string& preset, const json& cfg, const std::string& origin) {
@@ -170,14 +138,12 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
         } else if (k == "ep") {
             c.ep = positive_int(v, origin, k);
         } else if (k == "expert_load") {
-            parse_expert_load(v, origin, c);
+            parse_expert_load(v, c.routing, config_key(origin));
         } else if (k == "capacity_factor") {
-            if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
-                bad_config(origin, k, "expected a number > 0 (an expert's capacity over its uniform share), got " + v.dump());
-            c.capacity_factor = v.get<double>();
+            c.routing.capacity_factor = parse_capacity_factor(v, config_key(origin));
         } else if (k == "pad_to_capacity") {
             if (!v.is_boolean()) bad_config(origin, k, "expected true or false");
-            c.pad_to_capacity = v.get<bool>();
+            c.routing.pad_to_capacity = v.get<bool>();
         } else if (k == "pp") {
             c.pp = positive_int(v, origin, k);
         } else if (k == "stage_layers") {
@@ -203,19 +169,16 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
     if (c.sp && c.cp == 1 && c.seq % c.tp != 0)
         bad_config(origin, "sp", "--sp: --tp " + std::to_string(c.tp) + " must divide the sequence length " + std::to_string(c.seq));
     // Megatron-core splits each sequence into 2 x cp chunks (a rank takes chunks i and 2 cp - 1 - i).
-    if (c.cp > 1 && c.seq % (2 * c.cp) != 0)
-        bad_config(origin, "cp",
-                   "--cp " + std::to_string(c.cp) + ": the sequence length " + std::to_string(c.seq) +
-                       " must be a multiple of 2 x cp = " + std::to_string(2 * c.cp) + " (two chunks a rank)");
+    if (const std::string e = ContextParallelSplit::seq_error(c.seq, c.cp); !e.empty()) bad_config(origin, "cp", e);
     if (c.sp && c.cp > 1 && (c.seq / c.cp) % c.tp != 0)
         bad_config(
             origin, "sp",
             "--sp: --tp " + std::to_string(c.tp) + " must divide a context-parallel rank's " + std::to_string(c.seq / c.cp) + " tokens");
-    if (!c.expert_load_text.empty() && c.experts == 0)
+    if (!c.routing.text.empty() && c.experts == 0)
         bad_config(origin, "expert_load", "the model has no experts (config \"experts\") to route to");
-    if (c.capacity_factor && c.experts == 0)
+    if (c.routing.capacity_factor && c.experts == 0)
         bad_config(origin, "capacity_factor", "the model has no experts (config \"experts\") to give a capacity");
-    if (c.pad_to_capacity && !c.capacity_factor)
+    if (c.routing.pad_to_capacity && !c.routing.capacity_factor)
         bad_config(origin, "pad_to_capacity", "padding to capacity needs a capacity: give \"capacity_factor\" too");
     if (c.ep > 1 && c.experts == 0)
         bad_config(origin, "ep", "--ep " + std::to_string(c.ep) + ": the model has no experts (config \"experts\")");
@@ -224,12 +187,8 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
             bad_config(origin, "top_k", "top_k " + std::to_string(c.top_k) + " exceeds the " + std::to_string(c.experts) + " experts");
         if (c.experts % c.ep != 0)
             bad_config(origin, "ep", "--ep " + std::to_string(c.ep) + " must divide the " + std::to_string(c.experts) + " experts");
-        if (c.expert_zipf)
-            for (std::int64_t e = 0; e < c.experts; ++e) c.expert_load.push_back(std::pow(static_cast<double>(e + 1), -*c.expert_zipf));
-        if (!c.expert_load.empty() && static_cast<std::int64_t>(c.expert_load.size()) != c.experts)
-            bad_config(origin, "expert_load",
-                       "expected one share per expert (" + std::to_string(c.experts) + "), got " + std::to_string(c.expert_load.size()));
-        if (c.expert_load.empty() && !c.capacity_factor && (c.seq / c.cp) * c.top_k % c.experts != 0)
+        resolve_expert_load(c.routing, c.experts, config_key(origin));
+        if (c.routing.shares.empty() && !c.routing.capacity_factor && (c.seq / c.cp) * c.top_k % c.experts != 0)
             bad_config(origin, "experts",
                        std::to_string(c.experts) + " experts: a rank's " + std::to_string(c.seq / c.cp) + " tokens x top_k " +
                            std::to_string(c.top_k) +
@@ -244,96 +203,6 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
     if (c.stage >= c.pp)
         bad_config(origin, "stage", "stage " + std::to_string(c.stage) + " of " + std::to_string(c.pp) + " pipeline stages");
     return c;
-}
-
-// The token copies each expert runs per sequence of `tokens` tokens under the routing shares: the
-// seq x k copies split in proportion to the shares, no expert above `tokens` (a token's k copies go
-// to k distinct experts: what a capped expert cannot take goes to the others in proportion), then
-// rounded to integers by largest remainder (ties to the lower index).
-std::vector<std::int64_t> expert_rows(const std::vector<double>& shares, std::int64_t tokens, std::int64_t k) {
-    const std::size_t n = shares.size();
-    const double total = static_cast<double>(tokens * k), cap = static_cast<double>(tokens);
-    std::vector<double> target(n, 0.0);
-    std::vector<bool> capped(n, false);
-    for (bool again = true; again;) {
-        again = false;
-        double weight = 0, left = total;
-        for (std::size_t e = 0; e < n; ++e) (capped[e] ? left -= cap : weight += shares[e]);
-        const bool even = !(weight > 0);  // the experts with a share are all full: the rest share evenly
-        std::size_t open = 0;
-        for (std::size_t e = 0; e < n; ++e) open += capped[e] ? 0 : 1;
-        for (std::size_t e = 0; e < n; ++e) {
-            if (capped[e]) continue;
-            target[e] = left * (even ? 1.0 / static_cast<double>(open) : shares[e] / weight);
-            if (target[e] > cap) {
-                capped[e] = true;
-                target[e] = cap;
-                again = true;
-            }
-        }
-    }
-    std::vector<std::int64_t> rows(n);
-    std::int64_t sum = 0;
-    for (std::size_t e = 0; e < n; ++e) sum += rows[e] = static_cast<std::int64_t>(std::floor(target[e] + 1e-9));
-    std::vector<std::size_t> order(n);
-    for (std::size_t e = 0; e < n; ++e) order[e] = e;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return target[a] - static_cast<double>(rows[a]) > target[b] - static_cast<double>(rows[b]);
-    });
-    for (std::size_t i = 0; sum < tokens * k; i = (i + 1) % n)
-        if (rows[order[i]] < tokens) ++rows[order[i]], ++sum;
-    return rows;
-}
-
-// What each expert runs of a sequence of `tokens` tokens: the routed copies (expert_rows; uniform
-// shares when c.expert_load is empty), clipped to the capacity or, padded, raised to it. Empty
-// rows: uniform and dropless (the template's regrouped form).
-struct Routing {
-    std::vector<std::int64_t> rows;
-    std::int64_t capacity = 0;  // 0: dropless
-    std::int64_t dropped = 0;   // token copies over capacity
-};
-Routing routing(const GptConfig& c, std::int64_t tokens) {
-    Routing r;
-    if (c.experts == 0 || (c.expert_load.empty() && !c.capacity_factor)) return r;
-    const std::vector<double> uniform(static_cast<std::size_t>(c.experts), 1.0);
-    r.rows = expert_rows(c.expert_load.empty() ? uniform : c.expert_load, tokens, c.top_k);
-    if (!c.capacity_factor) return r;
-    r.capacity = static_cast<std::int64_t>(
-        std::ceil(*c.capacity_factor * static_cast<double>(tokens * c.top_k) / static_cast<double>(c.experts) - 1e-9));
-    for (std::int64_t& n : r.rows) {
-        r.dropped += std::max<std::int64_t>(0, n - r.capacity);
-        n = c.pad_to_capacity ? r.capacity : std::min(n, r.capacity);
-    }
-    // Uniform, dropless and unpadded after all: the regrouped form.
-    if (c.expert_load.empty() && r.dropped == 0 && !c.pad_to_capacity && tokens * c.top_k % c.experts == 0) r.rows.clear();
-    return r;
-}
-
-// "2.91x": a ratio with two decimals.
-std::string times_text(double ratio) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2fx", ratio);
-    return buf;
-}
-
-// "uniform routing", or the load given and what it makes of the busiest expert.
-std::string routing_text(const GptConfig& c, const Routing& r) {
-    const std::int64_t copies = c.seq / c.cp * c.top_k;  // a sequence's token copies
-    std::string text = c.expert_load.empty() ? "uniform routing" : "routing " + c.expert_load_text;
-    if (c.capacity_factor) {
-        char pct[32];
-        std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * static_cast<double>(r.dropped) / static_cast<double>(copies));
-        char cf[32];
-        std::snprintf(cf, sizeof cf, "%g", *c.capacity_factor);
-        text += ", capacity factor " + std::string(cf) + " (" + std::to_string(r.capacity) + " copies an expert a sequence" +
-                (c.pad_to_capacity ? ", padded" : "") + "): " + pct + " of token copies dropped";
-        if (c.pad_to_capacity) return text;
-    }
-    if (c.expert_load.empty()) return text;
-    const std::int64_t most = *std::max_element(r.rows.begin(), r.rows.end());
-    return text + ": the busiest expert runs " + times_text(static_cast<double>(most * c.experts) / static_cast<double>(copies)) +
-           " the mean";
 }
 
 // With c.tp > 1 the document is one rank of Megatron-LM's tensor-parallel split (Shoeybi et al.
@@ -355,19 +224,19 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     const bool first = c.stage == 0, last = c.stage == c.pp - 1;
     const std::int64_t per_stage = c.stage_layers > 0 ? c.stage_layers : c.n_layer / c.pp, l0 = c.stage * per_stage, l1 = l0 + per_stage;
     // What each expert runs of a rank's sequence (empty: uniform and dropless).
-    const Routing route = routing(c, c.seq / c.cp);
+    const Routing route = route_tokens(c.routing, c.experts, c.seq / c.cp, c.top_k);
     DocBuilder b(c.pp == 1 ? name : name + " (stage " + std::to_string(c.stage + 1) + " of " + std::to_string(c.pp) + ")");
-    b.doc()["description"] =
-        "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " + std::to_string(c.n_head) +
-        " heads, vocab " + std::to_string(c.vocab) +
-        (c.experts > 0 ? ", " + std::to_string(c.experts) + " experts (top-" + std::to_string(c.top_k) + ", " + routing_text(c, route) + ")"
-                       : "");
+    b.doc()["description"] = "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " +
+                             std::to_string(c.n_head) + " heads, vocab " + std::to_string(c.vocab) +
+                             (c.experts > 0 ? ", " + std::to_string(c.experts) + " experts (top-" + std::to_string(c.top_k) + ", " +
+                                                  routing_text(c.routing, route, c.experts, c.seq / c.cp, c.top_k) + ")"
+                                            : "");
     // Context parallelism: a rank holds seq / cp tokens (its "seq"); attention's keys and values are
     // gathered from the group (model/graph.hpp ContextParallel): a concat of the rank's shard
     // standing for the gathered buffer, and causal attention of the rank's queries over the whole
     // sequence, half of which the balanced chunks need (flash attention skips the masked blocks).
     const std::int64_t cp = c.cp, seq = c.seq / cp;
-    std::vector<std::string> kv_gathers;
+    ContextParallelSplit cps(b, cp);
     b.doc()["dims"] = {{"batch", c.batch}, {"seq", seq}};
     // Sequence parallelism: between the tensor-parallel blocks each rank holds 1/t of the sequence
     // (model/doc_builder.hpp TensorParallelSplit).
@@ -408,62 +277,33 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     // run the tokens x k / experts of all ep ranks.
     ExpertParallelSplit eps(b, c.ep);
     const std::int64_t local_experts = c.experts / std::max<std::int64_t>(1, c.ep);
-    // Routing by c.expert_load (not uniform): each expert runs rows[e] of a sequence's seq x k
-    // copies. With expert parallelism the document is the busiest rank's (the most copies to run:
-    // every rank waits for it at the combine's all-to-all), holding experts [first_local,
-    // first_local + local_experts); every rank sends it the copies bound for those experts, so it
-    // receives ep x their rows per sequence.
+    // Routing by c.routing (not uniform, or a capacity): each expert runs rows[e] of a sequence's
+    // seq x k copies. With expert parallelism the document is the busiest rank's (model/moe_routing.hpp
+    // busiest_rank), which receives ep x its experts' rows per sequence.
     const std::vector<std::int64_t>& rows = route.rows;
-    std::int64_t first_local = 0, busiest_rows = 0;
-    for (std::int64_t r = 0; !rows.empty() && r < c.ep; ++r) {
-        std::int64_t sum = 0;
-        for (std::int64_t e = r * local_experts; e < (r + 1) * local_experts; ++e) sum += rows[static_cast<std::size_t>(e)];
-        if (sum > busiest_rows) busiest_rows = sum, first_local = r * local_experts;
-    }
-    // Non-uniform routing as ops: the k copies of each token as one stream of seq x k rows; expert e
-    // takes a contiguous block of rows[e] of them (a slice standing for the gather by routing
-    // index), its outputs concatenated in expert order; with ep > 1 the dispatch is a concat of the
-    // ep blocks the ranks send (the receive buffer) and the combine a slice of this rank's seq x k
-    // rows out of the outputs sent back.
-    // With a capacity the experts' rows need not add up to the seq x k copies: a padded dispatch
-    // buffer longer than the stream is the stream and zero rows (pad); outputs of dropped copies are
-    // zero rows in the combine (pad), of padding rows cut off (slice).
-    auto fit_rows = [&](const std::string& node, const std::string& in, std::int64_t have, std::int64_t want) {
-        if (have == want) return in;
-        if (have > want) return b.node(node, "slice", {in}, {{"starts", {0}}, {"ends", {want}}, {"axes", {1}}});
-        return b.node(node, "pad", {in}, {{"pads", {0, 0, 0, 0, want - have, 0}}});
+    const BusiestRank busiest = busiest_rank(rows, c.ep);
+    const auto expert_params = [&](const std::string& ex) {
+        for (const auto& [w, shape] : {std::pair<std::string, json>{"up.w", {ff, d}}, {"up.b", {ff}}, {"down.w", {d, ff}}, {"down.b", {d}}})
+            eps.expert_param(b.param(ex + w, shape));
     };
+    // Non-uniform routing as ops (model/moe_routing.hpp routed_experts): the k copies of each token
+    // as one stream of seq x k rows, each expert a contiguous block of them.
     auto routed_moe = [&](const std::string& p, std::int64_t k) {
-        const std::int64_t T = seq * k;
-        std::string stream = b.node(p + "moe.stream", "reshape", {p + "moe.expand"}, {{"shape", {"batch", T, d}}});
-        std::int64_t span = c.ep > 1 ? busiest_rows : 0;  // rows the dispatch reads of the stream
-        if (c.ep == 1)
-            for (const std::int64_t n : rows) span += n;
-        stream = fit_rows(p + "moe.buffer", stream, T, std::max(T, span));
-        std::int64_t offset = 0;
-        if (c.ep > 1) {
-            const std::string part =
-                b.node(p + "moe.to_rank", "slice", {stream}, {{"starts", {0}}, {"ends", {busiest_rows}}, {"axes", {1}}});
-            stream = eps.all_to_all(
-                b.node(p + "moe.dispatch", "concat", json(std::vector<std::string>(static_cast<std::size_t>(c.ep), part)), {{"axis", 1}}));
-        }
-        json outs = json::array();
-        for (std::int64_t j = 0; j < local_experts; ++j) {
-            const std::int64_t e = first_local + j, n = c.ep * rows[static_cast<std::size_t>(e)];
-            const std::string ex = p + "moe.expert_" + std::to_string(j) + ".";
-            for (const auto& [w, shape] :
-                 {std::pair<std::string, json>{"up.w", {ff, d}}, {"up.b", {ff}}, {"down.w", {d, ff}}, {"down.b", {d}}})
-                eps.expert_param(b.param(ex + w, shape));
-            if (n == 0) continue;  // no tokens routed: its weights are held, nothing runs
-            b.node(ex + "tokens", "slice", {stream}, {{"starts", {offset}}, {"ends", {offset + n}}, {"axes", {1}}});
-            offset += n;
-            b.node(ex + "up", "linear", {ex + "tokens", ex + "up.w", ex + "up.b"});
+        RoutedExperts r;
+        r.prefix = p + "moe.";
+        r.copies = seq * k;
+        r.routing = &route;
+        r.busiest = busiest;
+        r.expert_prefix = [&](std::int64_t j) { return p + "moe.expert_" + std::to_string(j) + "."; };
+        r.expert = [&](std::int64_t, const std::string& ex, const std::string& tokens) {
+            expert_params(ex);
+            if (tokens.empty()) return std::string();
+            b.node(ex + "up", "linear", {tokens, ex + "up.w", ex + "up.b"});
             b.node(ex + "gelu", "gelu", {ex + "up"}, {{"approximate", "tanh"}});
-            outs.push_back(b.node(ex + "down", "linear", {ex + "gelu", ex + "down.w", ex + "down.b"}));
-        }
-        std::string back = b.node(p + "moe.outputs", "concat", outs, {{"axis", 1}});
-        eps.all_to_all(back);  // the busiest rank sends back all it ran
-        back = fit_rows(p + "moe.combine", back, offset, T);
+            return b.node(ex + "down", "linear", {ex + "gelu", ex + "down.w", ex + "down.b"});
+        };
+        const std::string stream = b.node(p + "moe.stream", "reshape", {p + "moe.expand"}, {{"shape", {"batch", r.copies, d}}});
+        const std::string back = routed_experts(b, eps, c.experts, stream, r);
         b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
     };
     // Uniform routing as ops: the copies regrouped [batch, seq x k / E, E, d], expert e's slice of
@@ -478,9 +318,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         json outs = json::array();
         for (std::int64_t e = 0; e < local_experts; ++e) {
             const std::string ex = p + "moe.expert_" + std::to_string(e) + ".";
-            for (const auto& [w, shape] :
-                 {std::pair<std::string, json>{"up.w", {ff, d}}, {"up.b", {ff}}, {"down.w", {d, ff}}, {"down.b", {d}}})
-                eps.expert_param(b.param(ex + w, shape));
+            expert_params(ex);
             b.node(ex + "slice", "slice", {routed}, {{"starts", {e}}, {"ends", {e + 1}}, {"axes", {2}}});
             b.node(ex + "tokens", "reshape", {ex + "slice"}, {{"shape", {"batch", per_expert, d}}});
             b.node(ex + "up", "linear", {ex + "tokens", ex + "up.w", ex + "up.b"});
@@ -534,15 +372,7 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
             b.node(p + "attn." + part + ".view", "reshape", {p + "attn.split:" + std::to_string(idx)}, {{"shape", heads_shape}});
             b.node(p + "attn." + part, "permute", {p + "attn." + part + ".view"}, to_heads);
         }
-        std::string keys = p + "attn.k", values = p + "attn.v";
-        if (cp > 1) {
-            for (std::string* kv : {&keys, &values}) {
-                const std::string node = *kv + ".gather";
-                kv_gathers.push_back(
-                    b.node(node, "concat", json(std::vector<std::string>(static_cast<std::size_t>(cp), *kv)), {{"axis", 2}}));
-                *kv = node;
-            }
-        }
+        const std::string keys = cps.gather(p + "attn.k.gather", p + "attn.k"), values = cps.gather(p + "attn.v.gather", p + "attn.v");
         b.node(p + "attn.scores", "matmul", {p + "attn.q", keys}, {{"transpose_b", true}});
         b.node(p + "attn.scale", "scale", {p + "attn.scores"}, {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
         b.node(p + "attn.mask", "causal_mask", {p + "attn.scale"});
@@ -595,24 +425,13 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
         if (c.tied_embeddings && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? "wte" : "lm_head.w";
     }
     if (c.ep > 1) {
-        eps.write(rows.empty() ? std::nullopt
-                               : std::optional<double>(
-                                     std::max(1.0, static_cast<double>(busiest_rows * c.ep) / static_cast<double>(seq * c.top_k))));
-        b.doc()["description"] =
-            b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(c.ep) + "-way expert parallelism (" +
-            std::to_string(local_experts) + " of " + std::to_string(c.experts) + " experts" +
-            (rows.empty()
-                 ? std::string()
-                 : "; the busiest rank: experts " + std::to_string(first_local) + "-" + std::to_string(first_local + local_experts - 1) +
-                       ", " + times_text(static_cast<double>(busiest_rows * c.ep) / static_cast<double>(seq * c.top_k)) +
-                       " the mean copies") +
-            ")";
+        eps.write(rows.empty() ? std::nullopt : std::optional<double>(load_factor(busiest, c.ep, seq * c.top_k)));
+        b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(c.ep) +
+                                 "-way expert parallelism (" + std::to_string(local_experts) + " of " + std::to_string(c.experts) +
+                                 " experts" + (rows.empty() ? std::string() : busiest_text(busiest, local_experts, c.ep, seq * c.top_k)) +
+                                 ")";
     }
-    if (cp > 1) {
-        b.doc()["context_parallel"] = {{"degree", cp}, {"all_gather", kv_gathers}};
-        b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(cp) +
-                                 "-way context parallelism (" + std::to_string(seq) + " of " + std::to_string(c.seq) + " tokens)";
-    }
+    cps.write(c.seq);
     tps.write();
     if (t > 1) {
         b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(t) + "-way tensor parallelism";

@@ -3,7 +3,9 @@
 // published configs (model/hf_config.cpp presets).
 #include <catch2/catch.hpp>
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "html_support.hpp"
 #include "model/autodiff.hpp"
@@ -16,11 +18,14 @@ using namespace roofline;
 
 namespace {
 
-Graph forward(const std::string& model, int tp, std::int64_t seq, bool sp = false) {
+// Stage `stage` of `pp` of a model split over `tp` ranks (with sequence parallelism when sp).
+Graph forward(const std::string& model, int tp, std::int64_t seq, bool sp = false, int pp = 1, int stage = 0) {
     ModelOverrides ov;
     ov.seq = seq;
     ov.tp = tp;
     ov.sp = sp;
+    ov.pp = pp;
+    ov.stage = stage;
     return load_model_arg(model, ov);
 }
 
@@ -33,6 +38,29 @@ double flops_of(const Graph& g, const Analysis& a, OpKind kind) {
 }
 
 const Shape& shape_of(const Graph& g, const std::string& tensor) { return g.tensor(g.find_tensor(tensor)).desc.shape; }
+
+// The matrix-unit FLOPs of a graph's linear nodes on `hw` (their GEMMs, not their biases).
+std::int64_t linear_matrix_flops(const Hardware& hw, const Graph& g) {
+    std::int64_t f = 0;
+    for (const OpAnalysis& op : analyze(g, hw).ops)
+        if (g.node(op.node).kind == OpKind::linear) f += op.roofline->work.matrix_flops;
+    return f;
+}
+
+// A command line that must be refused: exit 2, the message naming the flag.
+struct Bad {
+    const char* args;
+    const char* message;
+};
+// Each `prefix` + args exits 2 with its message.
+void check_refused(const std::string& prefix, std::initializer_list<Bad> bad) {
+    for (const Bad& b : bad) {
+        INFO(b.args);
+        const auto e = test::run_cli(prefix + b.args);
+        CHECK(e.code == 2);
+        CHECK_THAT(e.out, Catch::Contains(b.message));
+    }
+}
 
 }  // namespace
 
@@ -162,22 +190,13 @@ TEST_CASE("sequence parallelism on a Hugging Face decoder", "[parallel][tp][sp][
 }
 
 TEST_CASE("tensor-parallel errors name --tp and the config key", "[parallel][tp][hf][errors]") {
-    struct Bad {
-        const char* args;
-        const char* message;
-    };
-    const Bad bad[] = {
-        {"llama-2-7b --tp 3", "/config/num_attention_heads: --tp 3 must divide the 32 attention heads"},
-        {"bert-base-uncased --tp 2", "has no tensor-parallel split"},
-        {"bert-base-uncased --dp 2 --ep 2", "has no expert-parallel split"},
-        {"bert-base-uncased --pp 2", "has no pipeline split"},
-    };
-    for (const Bad& b : bad) {
-        INFO(b.args);
-        const auto e = test::run_cli(std::string("analyze --mode training --cluster dgx-a100 -q ") + b.args);
-        CHECK(e.code == 2);
-        CHECK_THAT(e.out, Catch::Contains(b.message));
-    }
+    check_refused("analyze --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"llama-2-7b --tp 3", "/config/num_attention_heads: --tp 3 must divide the 32 attention heads"},
+                      {"bert-base-uncased --tp 2", "has no tensor-parallel split"},
+                      {"bert-base-uncased --dp 2 --ep 2", "has no expert-parallel split"},
+                      {"bert-base-uncased --pp 2", "has no pipeline split"},
+                  });
     // Llama-2-7b's 11008 MLP features split by every tp that splits its 32 heads: a config with
     // 11004 (4 x 2751) does not split 8 ways.
     const std::string path = test::tmp_path("llama-mlp.json");
@@ -223,18 +242,27 @@ TEST_CASE("pipeline stages of a Hugging Face decoder: layers, embedding and head
 
 namespace {
 
-Graph expert_parallel(const std::string& model, int ep, std::int64_t seq) {
+// A Hugging Face mixture of experts at batch 1 on `ep` expert-parallel ranks, with routing options
+// (--expert-load, --capacity-factor, --pad-to-capacity) when given.
+Graph routed(const std::string& model, int ep, std::int64_t seq, const std::string& load, std::optional<double> capacity = std::nullopt,
+             bool pad = false) {
     ModelOverrides ov;
     ov.seq = seq;
     ov.ep = ep;
+    ov.expert_load = load;
+    ov.capacity_factor = capacity;
+    ov.pad_to_capacity = pad;
     return load_model_arg(model, ov);
 }
 
-// FLOPs of the nodes whose name holds `part`.
-double flops_named(const Graph& g, const Analysis& a, const std::string& part) {
+Graph expert_parallel(const std::string& model, int ep, std::int64_t seq) { return routed(model, ep, seq, ""); }
+
+// FLOPs of the nodes (of one kind, when given) whose name holds `part`.
+double flops_named(const Graph& g, const Analysis& a, const std::string& part, std::optional<OpKind> kind = std::nullopt) {
     double f = 0;
     for (const OpAnalysis& op : a.ops)
-        if (g.node(op.node).name.find(part) != std::string::npos) f += static_cast<double>(op.roofline->work.flops());
+        if ((!kind || g.node(op.node).kind == *kind) && g.node(op.node).name.find(part) != std::string::npos)
+            f += static_cast<double>(op.roofline->work.flops());
     return f;
 }
 
@@ -299,21 +327,328 @@ TEST_CASE("qwen1.5-moe-a2.7b at ep 4: 15 of 60 experts a rank, the shared expert
 }
 
 TEST_CASE("expert-parallel errors name --ep and the config key", "[parallel][ep][hf][errors]") {
-    struct Bad {
-        const char* args;
-        const char* message;
-    };
-    const Bad bad[] = {
-        {"mixtral-8x7b --dp 6 --ep 3", "/config/num_local_experts: --ep 3 must divide the 8 experts"},
-        {"qwen1.5-moe-a2.7b --dp 8 --ep 8", "/config/num_experts: --ep 8 must divide the 60 experts"},
-        {"mixtral-8x7b --dp 4 --ep 8", "--ep 8: the expert-parallel ranks are data-parallel ranks; it must divide --dp 4"},
-        {"llama-2-7b --dp 2 --ep 2", "/config/model_type: --ep 2: llama has no experts"},
-    };
-    for (const Bad& b : bad) {
-        INFO(b.args);
-        const auto e = test::run_cli(std::string("analyze --mode training --seq 256 --cluster dgx-a100 -q ") + b.args);
-        CHECK(e.code == 2);
-        CHECK_THAT(e.out, Catch::Contains(b.message));
-    }
+    check_refused("analyze --mode training --seq 256 --cluster dgx-a100 -q ",
+                  {
+                      {"mixtral-8x7b --dp 6 --ep 3", "/config/num_local_experts: --ep 3 must divide the 8 experts"},
+                      {"qwen1.5-moe-a2.7b --dp 8 --ep 8", "/config/num_experts: --ep 8 must divide the 60 experts"},
+                      {"mixtral-8x7b --dp 4 --ep 8", "--ep 8: the expert-parallel ranks are data-parallel ranks; it must divide --dp 4"},
+                      {"llama-2-7b --dp 2 --ep 2", "/config/model_type: --ep 2: llama has no experts"},
+                  });
     CHECK(test::run_cli("analyze mixtral-8x7b --mode training --seq 256 --cluster dgx-a100 --dp 8 --ep 8 -q").code == 0);
+}
+
+TEST_CASE("mixtral's experts under --expert-load and --capacity-factor, by hand", "[parallel][ep][moe][hf]") {
+    // tests/data/hf/tiny-mixtral: d 512, 8 SwiGLU experts of 1024 (w1, w3 [1024, 512], w2 [512,
+    // 1024]), top-2, bf16; a sequence of 64 tokens makes 128 token copies a layer. An expert running
+    // n copies does 2 n x 3 x 512 x 1024 GEMM FLOPs (no biases), exactly (integer counts, no
+    // tolerance). --expert-load 4,1,1,1,1,1,1,1 splits the 128 copies 128 x 4/11 = 46.5 and
+    // 128/11 = 11.6: floors 46 and 11 (123), the 5 left to the largest remainders (0.64 > 0.55),
+    // experts 1-5: rows 46, 12, 12, 12, 12, 12, 11, 11, as the GPT template's routing
+    // (model/moe_routing.hpp expert_rows, shared).
+    const std::string model = test::source_path("tests/data/hf/tiny-mixtral/config.json");
+    const double d = 512, inter = 1024, per_copy = 2.0 * 3 * d * inter;
+    const std::string layer0 = "layers.0.block_sparse_moe.experts.";
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    const auto expert_flops = [&](const Graph& g) { return flops_named(g, analyze(g, hw), layer0, OpKind::linear); };
+
+    // One rank: the same 128 copies, only split differently: the experts' FLOPs are uniform's.
+    const Graph uniform = expert_parallel(model, 1, 64), skewed = routed(model, 1, 64, "4,1,1,1,1,1,1,1");
+    CHECK(expert_flops(uniform) == 128 * per_copy);
+    CHECK(expert_flops(skewed) == 128 * per_copy);
+    CHECK(shape_of(skewed, "model.layers.0.block_sparse_moe.experts.0.tokens") == Shape{1, 46, 512});
+    CHECK(shape_of(skewed, "model.layers.0.block_sparse_moe.experts.7.tokens") == Shape{1, 11, 512});
+
+    // --ep 2: rank 0 holds experts 0-3 (46 + 3 x 12 = 82 copies of a sequence), rank 1 experts
+    // 4-7 (12 + 12 + 11 + 11 = 46). The document is the busiest rank, rank 0: every rank sends it 82
+    // copies, so it runs 2 x 82 = 164 (uniform: 128), load factor 164 / 128 = 1.28125, and each
+    // all-to-all carries its 164 x 512 bf16 receive buffer, 167,936 bytes.
+    const Graph busy = routed(model, 2, 64, "4,1,1,1,1,1,1,1");
+    CHECK(expert_flops(busy) == 164 * per_copy);
+    CHECK(expert_flops(expert_parallel(model, 2, 64)) == 128 * per_copy);
+    CHECK(busy.expert_parallel.load_factor == Approx(164.0 / 128).epsilon(1e-12));
+    REQUIRE(busy.expert_parallel.all_to_all.size() == 2 * 4);  // dispatch and combine, 4 layers
+    for (const std::string& n : busy.expert_parallel.all_to_all) CHECK(busy.tensor(busy.find_tensor(n)).desc.bytes() == 164 * 512 * 2);
+    CHECK(busy.expert_parallel.parameters.size() == 4 * 4 * 3);  // 4 experts a rank, 3 weights, 4 layers
+
+    // --capacity-factor 1 with that load: each expert takes at most ceil(1 x 128 / 8) = 16 copies;
+    // expert 0 drops 46 - 16 = 30: 16 + 5 x 12 + 2 x 11 = 98 copies run.
+    CHECK(expert_flops(routed(model, 1, 64, "4,1,1,1,1,1,1,1", 1.0)) == 98 * per_copy);
+    // --capacity-factor 1.25 --pad-to-capacity, uniform: every expert runs its whole buffer of
+    // ceil(1.25 x 128 / 8) = 20 rows, 160 in all: 1.25x uniform's GEMMs.
+    CHECK(expert_flops(routed(model, 1, 64, "", 1.25, true)) == 160 * per_copy);
+    // The GPT template's experts under the same options run the same rows (one routing for both).
+    CHECK(shape_of(routed(model, 1, 64, "", 1.25, true), "model.layers.0.block_sparse_moe.experts.3.tokens") == Shape{1, 20, 512});
+    const nlohmann::json gpt = {{"format", "roofline-model/1"},
+                                {"template", "gpt"},
+                                {"config",
+                                 {{"preset", "gpt2-small"},
+                                  {"experts", 8},
+                                  {"top_k", 2},
+                                  {"seq", 64},
+                                  {"batch", 1},
+                                  {"capacity_factor", 1.25},
+                                  {"pad_to_capacity", true}}}};
+    CHECK(shape_of(load_model(gpt, "gpt-moe", {}), "h0.moe.expert_3.tokens") == Shape{1, 20, 768});
+
+    // A training step builds and the command line takes the flags.
+    ModelOverrides ov;
+    ov.seq = 64;
+    ov.ep = 2;
+    ov.expert_load = "zipf:1.0";
+    CHECK(build_training_step(load_model_arg(model, ov), TrainingOptions{}).nodes().size() > 0);
+    CHECK(
+        test::run_cli("analyze '" + model + "' --mode training --seq 64 --cluster dgx-a100 --dp 2 --ep 2 --expert-load zipf:1.0 -q").code ==
+        0);
+}
+
+TEST_CASE("qwen1.5-moe-a2.7b padded to capacity: the routed experts grow, the shared expert does not", "[parallel][moe][hf]") {
+    // Qwen1.5-MoE-A2.7B: 60 experts of 1408 (top-4) and a shared expert of 5632, d 2048. A sequence
+    // of 90 tokens makes 360 copies; --capacity-factor 1.5 --pad-to-capacity gives every expert
+    // ceil(1.5 x 360 / 60) = 9 rows, 540 in all (uniform: 360), each 2 x 3 x 2048 x 1408 FLOPs: exact.
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    const Graph uniform = expert_parallel("qwen1.5-moe-a2.7b", 1, 90), padded = routed("qwen1.5-moe-a2.7b", 1, 90, "", 1.5, true);
+    const Analysis au = analyze(uniform, hw), ap = analyze(padded, hw);
+    const double per_copy = 2.0 * 3 * 2048 * 1408;
+    CHECK(flops_named(uniform, au, "layers.0.mlp.experts.", OpKind::linear) == 360 * per_copy);
+    CHECK(flops_named(padded, ap, "layers.0.mlp.experts.", OpKind::linear) == 540 * per_copy);
+    CHECK(flops_named(padded, ap, "layers.0.mlp.shared_expert.", OpKind::linear) ==
+          flops_named(uniform, au, "layers.0.mlp.shared_expert.", OpKind::linear));
+    CHECK_THAT(padded.description, Catch::Contains("capacity factor 1.5 (9 copies an expert a sequence, padded)"));
+}
+
+TEST_CASE("routing option errors name the flag", "[parallel][moe][hf][errors]") {
+    check_refused("analyze --mode training --seq 64 -q ",
+                  {
+                      {"llama-2-7b --expert-load zipf:1", "--expert-load: llama has no experts to route to"},
+                      {"mixtral-8x7b --expert-load 1,2", "--expert-load: expected one share per expert (8), got 2"},
+                      {"mixtral-8x7b --expert-load 1,-1,1,1,1,1,1,1", "--expert-load: share 1: expected a non-negative number"},
+                      {"mixtral-8x7b --expert-load zipf:x", "--expert-load: expected an array of one non-negative share per expert"},
+                      {"mixtral-8x7b --pad-to-capacity", "--pad-to-capacity: padding to capacity needs a capacity"},
+                      {"falcon-7b --capacity-factor 1.25", "(model_type 'falcon') has no experts it routes"},
+                  });
+}
+
+TEST_CASE("context parallelism on a Hugging Face decoder: a rank's tokens, the gathered keys and values, by hand", "[parallel][cp][hf]") {
+    // Llama-3-8B cut to 2 layers (d 4096, 32 query heads and 8 key/value heads of 128, bf16) at
+    // batch 1 x 8192 on 4 context-parallel ranks (the GPT template's all-gather form, one
+    // ContextParallelSplit): a rank holds 8192 / 4 = 2048 tokens (dims' seq, every token-wise op);
+    // each layer all-gathers K and V before they are repeated to the query heads, so a gathered
+    // tensor is the whole sequence's 8 key/value heads, [1, 8, 8192, 128], 16 MiB in bf16. A ring
+    // all-gather sends (C - 1) / C of it from each rank (its 2048-token shard, 4 MiB, passed on 3
+    // hops): 12 MiB for K and 12 for V, 24 MiB a rank a layer forward. Attention's work (scores,
+    // mask, softmax, P V: all proportional to Sq x Sk) is 2048 x 8192 against 8192 x 8192: exactly 1/4.
+    const std::string path = test::tmp_path("llama3-2-layers.json");
+    htmltest::spit(path, R"({"format": "roofline-model/1", "template": "llama-3-8b", "config": {"num_hidden_layers": 2}})");
+    const auto build = [&](int cp) {
+        ModelOverrides ov;
+        ov.seq = 8192;
+        ov.cp = cp;
+        return load_model_arg(path, ov);
+    };
+    const Graph one = build(1), four = build(4);
+    REQUIRE(four.context_parallel.degree == 4);
+    CHECK(four.dims.at("seq") == 2048);
+    CHECK(shape_of(four, "model.layers.0.input_layernorm") == Shape{1, 2048, 4096});
+    REQUIRE(four.context_parallel.all_gather.size() == 2 * 2);  // K and V, 2 layers
+    CHECK(four.context_parallel.all_gather[0] == "model.layers.0.self_attn.k_gather");
+    CHECK(four.context_parallel.all_gather[1] == "model.layers.0.self_attn.v_gather");
+    const double gathered = 8.0 * 8192 * 128 * 2;
+    for (const std::string& n : four.context_parallel.all_gather) {
+        const TensorDesc& t = four.tensor(four.find_tensor(n)).desc;
+        CHECK(t.shape == Shape{1, 8, 8192, 128});
+        CHECK(static_cast<double>(t.bytes()) == gathered);
+    }
+    CHECK(2 * gathered * bus_factor(Collective::all_gather, 4) == 24.0 * 1024 * 1024);
+    CHECK(shape_of(four, "model.layers.0.self_attn.k_repeat") == Shape{1, 32, 8192, 128});
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    CHECK(flops_of(four, analyze(four, hw), OpKind::attention) == flops_of(one, analyze(one, hw), OpKind::attention) / 4);
+
+    // A training step on a DGX A100 (tp 1, cp 4, dp 1): the 4 all-gathers forward and the 4
+    // reduce-scatters of their gradients backward, each of the gathered 16 MiB on 4 ranks of a node.
+    const Cluster c = builtin_cluster("dgx-a100");
+    ModelOverrides ov;
+    ov.seq = 8192;
+    ov.cp = 4;
+    const Graph step = build_training_step(load_model_arg(path, ov), TrainingOptions{});
+    const Analysis as = analyze(step, c.hardware);
+    const ParallelAnalysis p = analyze_parallel(step, as, c, ParallelOptions{});
+    CHECK(p.cp == 4);
+    CHECK(p.cp_collectives == 8);
+    const CommGroup group{4, 4};
+    CHECK(p.cp_comm_s == Approx(4 * (collective_cost(c, Collective::all_gather, gathered, group).time_s +
+                                     collective_cost(c, Collective::reduce_scatter, gathered, group).time_s))
+                             .epsilon(1e-12));
+
+    // With --tp 2 --sp the rank's 2048 tokens are sharded again between the norms: 1024.
+    ov.tp = 2;
+    ov.sp = true;
+    const Graph both = load_model_arg(path, ov);
+    CHECK(shape_of(both, "model.layers.0.input_layernorm") == Shape{1, 1024, 4096});
+    CHECK(shape_of(both, "model.layers.0.self_attn.k_gather") == Shape{1, 4, 8192, 128});
+
+    // search weighs --cp candidates for the llama family too.
+    const std::string out = test::tmp_path("search-hf-cp.json");
+    const auto s = test::run_cli("search '" + test::source_path("tests/data/hf/tiny-mixtral/config.json") +
+                                 "' --gpus 4 --cluster dgx-a100 --global-batch 8 --seq 512 --cp 1,2 --micro-batches 1 --recompute none "
+                                 "--zero 0 --interleave 1 --sp off -q -o '" +
+                                 out + "'");
+    REQUIRE(s.code == 0);
+    int with_cp = 0;
+    const nlohmann::json found = nlohmann::json::parse(htmltest::slurp(out));
+    for (const auto& k : found["candidates"]) with_cp += k["cp"].get<int>() == 2 ? 1 : 0;
+    CHECK(with_cp > 0);
+
+    // Bad input names --cp: a sequence that does not split into 2 x cp chunks, --sp's tp not
+    // dividing a rank's tokens, a Hugging Face family without the split.
+    check_refused("analyze --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"llama-2-7b --seq 1000 --cp 16", "--cp 16: the sequence length 1000 must be a multiple of 2 x cp = 32"},
+                      {"llama-2-7b --seq 1032 --cp 4 --tp 8 --sp", "--sp: --tp 8 must divide a context-parallel rank's 258 tokens"},
+                      {"falcon-7b --seq 1024 --cp 2", "has no context-parallel split"},
+                  });
+}
+
+TEST_CASE("gpt2 from its config.json: tensor, sequence and pipeline splits by hand", "[parallel][tp][sp][pp][hf]") {
+    // GPT-2 (124M): d 768, 12 layers, 12 heads of 64, MLP 3072, vocabulary 50257, n_positions 1024,
+    // biases everywhere, LM head tied. At tp 4 a rank holds 3 heads: c_attn [576, 768] + 576 (the
+    // rank's q, k, v columns), attn.c_proj [768, 192] + 768 (rows), c_fc [768, 768] + 768, mlp.c_proj
+    // [768, 768] + 768; wte 50257 / 4 = 12565 rows (rounded up); wpe [1024, 768] and the
+    // layernorms whole: 12565 x 768 + 1024 x 768 + 12 x (4 x 768 + 442944 + 148224 + 2 x 590592)
+    // + 2 x 768 = 31,742,976 parameters.
+    const std::string gpt2 = test::source_path("tests/data/hf/gpt2/config.json");
+    const auto split = [&](int tp, bool sp, int pp = 1, int stage = 0) { return forward(gpt2, tp, 1024, sp, pp, stage); };
+    const Graph full = split(1, false), rank = split(4, false);
+    CHECK(test::parameter_count(full) == 124439808);  // GPT-2's num_parameters()
+    CHECK(test::parameter_count(rank) == 12565 * 768 + 1024 * 768 + 12 * (4 * 768 + 442944 + 148224 + 2 * 590592) + 2 * 768);
+    CHECK(test::parameter_count(rank) == 31742976);
+    CHECK(shape_of(rank, "transformer.h.0.attn.c_attn.weight") == Shape{576, 768});
+    CHECK(shape_of(rank, "transformer.h.0.attn.c_proj.weight") == Shape{768, 192});
+    // Every linear's GEMM is split 4 ways (columns or rows): exactly a quarter of the matrix FLOPs.
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    CHECK(linear_matrix_flops(hw, rank) * 4 == linear_matrix_flops(hw, full));
+    CHECK(linear_matrix_flops(hw, full) == 2LL * 1024 * 12 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072));
+    // The all-reduces: the embedding's partial rows, then c_proj's in attention and MLP, a layer.
+    REQUIRE(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 12);
+    CHECK(rank.tensor_parallel.all_reduce[0] == "transformer.wte");
+    CHECK(rank.tensor_parallel.vocab_parallel_loss == std::vector<std::string>{"loss"});
+    // --sp: 256 tokens a rank between the blocks; 25 all-gathers (2 a layer and the final norm's)
+    // and 25 reduce-scatters (the embedding's and 2 a layer).
+    const Graph seq = split(4, true);
+    CHECK(shape_of(seq, "transformer.h.0.ln_1") == Shape{1, 256, 768});
+    CHECK(seq.tensor_parallel.all_gather.size() == 25);
+    CHECK(seq.tensor_parallel.reduce_scatter.size() == 25);
+    // --pp 2: 6 layers a stage; the first embeds, the last holds a copy of the tied embedding
+    // (lm_head.weight, reduced with the first's) and the loss.
+    const Graph s0 = split(4, false, 2, 0), s1 = split(4, false, 2, 1);
+    CHECK(s0.pipeline.layers == 6);
+    CHECK(s0.pipeline.shared_embedding == "transformer.wte.weight");
+    CHECK(s1.pipeline.shared_embedding == "lm_head.weight");
+    CHECK(s1.pipeline.input == "hidden");
+    CHECK(shape_of(s1, "lm_head.weight") == Shape{12565, 768});
+    CHECK(s1.find_node("transformer.h.6.mlp.c_fc") >= 0);
+    CHECK(s1.find_node("transformer.h.5.mlp.c_fc") < 0);
+    CHECK(
+        test::run_cli("analyze '" + gpt2 + "' --mode training --seq 1024 --cluster dgx-a100 --tp 4 --sp --pp 2 --dp 1 --global-batch 8 -q")
+            .code == 0);
+    check_refused("analyze '" + gpt2 + "' --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"--tp 5", "/n_head: --tp 5 must divide the 12 attention heads"},
+                      {"--pp 5", "/n_layer: --pp 5 must divide the 12 layers"},
+                      {"--seq 1022 --tp 4 --sp", "--sp: --tp 4 must divide the sequence length 1022"},
+                      {"--cp 2", "has no context-parallel split"},
+                  });
+}
+
+TEST_CASE("phi-2's parallel block under tp, sp and pp, by hand", "[parallel][tp][sp][pp][hf]") {
+    // Phi-2: d 2560, 32 layers, 32 heads of 80, MLP 10240, vocabulary 51200, biases everywhere, an
+    // untied LM head with a bias. At tp 4 a rank holds 8 heads: q, k, v [640, 2560] + 640 each,
+    // dense [2560, 640] + 2560, fc1 [2560, 2560] + 2560, fc2 [2560, 2560] + 2560, the embedding
+    // and the LM head (and its bias) 12800 rows, the layernorms whole: 695,170,560 parameters.
+    const std::int64_t d = 2560;
+    const auto split = [&](int tp, bool sp, int pp = 1, int stage = 0) { return forward("phi-2", tp, 2048, sp, pp, stage); };
+    const Graph full = split(1, false), rank = split(4, false);
+    CHECK(test::parameter_count(full) == 2779683840);  // phi-2's num_parameters()
+    const std::int64_t layer = 2 * d + 3 * (640 * d + 640) + (d * 640 + d) + 2 * (d * d + d);
+    CHECK(test::parameter_count(rank) == 12800 * d + 32 * layer + 2 * d + 12800 * d + 12800);
+    CHECK(test::parameter_count(rank) == 695170560);
+    // Both branches' row-parallel outputs (dense and fc2) are all-reduced, and the embedding's rows.
+    REQUIRE(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 32);
+    CHECK(rank.tensor_parallel.all_reduce[1] == "model.layers.0.self_attn.dense");
+    CHECK(rank.tensor_parallel.all_reduce[2] == "model.layers.0.mlp.fc2");
+    // --sp: the layernorm's 512 tokens a rank are all-gathered once for both branches.
+    const Graph seq = split(4, true);
+    CHECK(shape_of(seq, "model.layers.0.input_layernorm") == Shape{1, 512, d});
+    CHECK(seq.tensor_parallel.all_gather.size() == 32 + 1);
+    CHECK(seq.tensor_parallel.reduce_scatter.size() == 1 + 2 * 32);
+    // --pp 4: 8 layers a stage; the embedding on the first, the LM head on the last.
+    const Graph s3 = split(4, false, 4, 3);
+    CHECK(s3.pipeline.layers == 8);
+    CHECK(s3.find_node("model.embed_tokens") < 0);
+    CHECK(shape_of(s3, "lm_head.weight") == Shape{12800, d});
+    check_refused("analyze phi-2 --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"--tp 3", "/num_attention_heads: --tp 3 must divide the 32 attention heads"},
+                      {"--pp 3", "/num_hidden_layers: --pp 3 must divide the 32 layers"},
+                  });
+}
+
+TEST_CASE("OPT-1.3b under tp, sp and pp, by hand", "[parallel][tp][sp][pp][hf]") {
+    // OPT-1.3b (NeuSight's opt_13 config): d 2048, 24 layers, 32 heads of 64, FFN 8192, vocabulary
+    // 50272, 2050 learned positions, biases everywhere, LM head tied. At tp 4 a rank holds 8 heads:
+    // q, k, v [512, 2048] + 512 each, out_proj [2048, 512] + 2048, fc1 [2048, 2048] + 2048, fc2
+    // [2048, 2048] + 2048; embed_tokens 12568 rows; the positions and the layernorms whole:
+    // 12568 x 2048 + 2050 x 2048 + 24 x 12,598,784 + 2 x 2048 = 332,312,576 parameters.
+    const std::string opt = test::source_path("tests/data/public/neusight/configs/opt_13.json");
+    const std::int64_t d = 2048;
+    const Graph rank = forward(opt, 4, 2048);
+    const std::int64_t layer = 4 * d + 3 * (512 * d + 512) + (d * 512 + d) + 2 * (d * d + d);
+    CHECK(layer == 12598784);
+    CHECK(test::parameter_count(rank) == 12568 * d + 2050 * d + 24 * layer + 2 * d);
+    CHECK(test::parameter_count(rank) == 332312576);
+    REQUIRE(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 24);
+    CHECK(rank.tensor_parallel.all_reduce[0] == "model.decoder.embed_tokens");
+    CHECK(rank.tensor_parallel.all_reduce[1] == "model.decoder.layers.0.self_attn.out_proj");
+    const Graph seq = forward(opt, 4, 2048, true);
+    CHECK(shape_of(seq, "model.decoder.layers.0.self_attn_layer_norm") == Shape{1, 512, d});
+    CHECK(seq.tensor_parallel.all_gather.size() == 2 * 24 + 1);
+    CHECK(seq.tensor_parallel.reduce_scatter.size() == 1 + 2 * 24);
+    // --pp 2: the last stage holds a copy of the tied embedding, reduced with the first's.
+    const Graph s1 = forward(opt, 4, 2048, false, 2, 1);
+    CHECK(s1.pipeline.layers == 12);
+    CHECK(s1.pipeline.shared_embedding == "lm_head.weight");
+    CHECK(shape_of(s1, "lm_head.weight") == Shape{12568, d});
+    CHECK(test::run_cli("analyze '" + opt + "' --mode training --seq 2048 --cluster dgx-a100 --tp 4 --sp --pp 2 --dp 1 --global-batch 4 -q")
+              .code == 0);
+    check_refused("analyze '" + opt + "' --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"--tp 3", "/num_attention_heads: --tp 3 must divide the 32 attention heads"},
+                      {"--pp 5", "/num_hidden_layers: --pp 5 must divide the 24 layers"},
+                  });
+}
+
+TEST_CASE("falcon under tp and sp: the fused query_key_value split by key/value groups, by hand", "[parallel][tp][sp][hf]") {
+    // A falcon-40b-shaped config (the falcon-7b preset with the new decoder architecture, 64 heads of
+    // 64 in 8 key/value groups, hidden 4096, MLP 16384, 2 layers, vocabulary 65024, no biases,
+    // tied). At tp 4 a rank holds 2 groups: query_key_value [(16 + 2 x 2) x 64, 4096] = [1280,
+    // 4096], dense [4096, 1024], dense_h_to_4h [4096, 4096], dense_4h_to_h [4096, 4096], the
+    // embedding 65024 / 4 = 16256 rows; every linear's matrix FLOPs exactly a quarter.
+    const std::string path = test::tmp_path("falcon-new-arch.json");
+    htmltest::spit(path, R"({"format": "roofline-model/1", "template": "falcon-7b", "config": {"new_decoder_architecture": true,
+        "num_kv_heads": 8, "num_attention_heads": 64, "hidden_size": 4096, "num_hidden_layers": 2}})");
+    const Graph full = forward(path, 1, 1024), rank = forward(path, 4, 1024);
+    CHECK(shape_of(rank, "transformer.h.0.self_attention.query_key_value.weight") == Shape{1280, 4096});
+    CHECK(shape_of(rank, "transformer.h.0.self_attention.dense.weight") == Shape{4096, 1024});
+    CHECK(shape_of(rank, "transformer.h.0.mlp.dense_4h_to_h.weight") == Shape{4096, 4096});
+    CHECK(shape_of(rank, "transformer.word_embeddings.weight") == Shape{16256, 4096});
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    CHECK(linear_matrix_flops(hw, rank) * 4 == linear_matrix_flops(hw, full));
+    CHECK(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 2);
+    const Graph seq = forward(path, 4, 1024, true);
+    CHECK(seq.tensor_parallel.all_gather.size() == 2 * 2 + 1);  // ln_attn's and ln_mlp's, and ln_f's
+    CHECK(seq.tensor_parallel.reduce_scatter.size() == 1 + 2 * 2);
+    CHECK(shape_of(seq, "transformer.h.0.ln_attn") == Shape{1, 256, 4096});
+    check_refused("analyze --mode training --seq 1024 --cluster dgx-a100 -q ",
+                  {
+                      {"falcon-7b --tp 2", "/num_attention_heads: --tp 2 must divide the 71 attention heads"},
+                  });
 }

@@ -2,6 +2,9 @@
 // configuration's figures are exactly what building every stage and running analyze_pipeline gives.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <set>
 #include <tuple>
 
@@ -224,6 +227,59 @@ TEST_CASE("search over expert-parallel degrees", "[search][ep]") {
     REQUIRE(one != nullptr);
     REQUIRE(eight != nullptr);
     CHECK(eight->peak_bytes < one->peak_bytes);
+}
+
+TEST_CASE("search over expert-parallel degrees of a Hugging Face mixture of experts", "[search][ep][hf]") {
+    using namespace roofline;
+    // tests/data/hf/tiny-mixtral: a Mixtral-shaped config of 4 layers, 8 experts, top-2. On 8 GPUs
+    // with --ep 1,2,4,8 (sequence parallelism off: with tp > 1 it is not modelled beside --ep) every
+    // configuration's ep divides its dp and the 8 experts, and configurations with ep > 1 are
+    // analysed and ranked. The best one with ep > 1 is exactly what `analyze --cluster` gives for
+    // its layout (same iteration time and peak memory), and at tp 1, pp 1, dp 8 holding one expert a
+    // rank (ep 8) takes less memory than holding all eight (ep 1).
+    const Cluster c = builtin_cluster("dgx-a100");
+    SearchSpace space = eight_gpus(32, 4);
+    space.sequence_parallel = {false};
+    space.expert_parallel = {1, 2, 4, 8};
+    const std::string model = test::source_path("tests/data/hf/tiny-mixtral/config.json");
+    ModelOverrides ov;
+    ov.seq = 512;
+    const SearchResult r = search_parallel(c, space, template_stage_builder(model, ov, TrainingOptions{}, c.hardware, AnalysisOptions{}));
+    const SearchCandidate* best_ep = nullptr;
+    const SearchCandidate* one = nullptr;
+    const SearchCandidate* eight = nullptr;
+    std::set<int> eps;
+    for (const SearchCandidate& k : r.candidates) {
+        CHECK(k.tp * k.cp * k.pp * k.dp == 8);
+        CHECK(k.dp % k.ep == 0);
+        CHECK(8 % k.ep == 0);
+        eps.insert(k.ep);
+        if (k.ep > 1 && k.fits && best_ep == nullptr) best_ep = &k;  // candidates are ranked: the first is the best
+        if (k.tp == 1 && k.pp == 1 && k.dp == 8 && k.ep == 1) one = &k;
+        if (k.tp == 1 && k.pp == 1 && k.dp == 8 && k.ep == 8) eight = &k;
+    }
+    CHECK(eps == std::set<int>{1, 2, 4, 8});
+    REQUIRE(best_ep != nullptr);
+    REQUIRE(one != nullptr);
+    REQUIRE(eight != nullptr);
+    CHECK(eight->peak_bytes < one->peak_bytes);
+    const std::string out = test::tmp_path("search-ep-check.json");
+    const auto a = test::run_cli(fmt::format(
+        "analyze '{}' --mode training --seq 512 --batch {} --cluster dgx-a100 --tp {} --pp {} --dp {} --ep {} --global-batch 32 "
+        "--optimizer adamw -q -o '{}'",
+        model, best_ep->micro_batch, best_ep->tp, best_ep->pp, best_ep->dp, best_ep->ep, out));
+    REQUIRE(a.code == 0);
+    const auto p = nlohmann::json::parse(test::slurp(out))["parallel"];
+    CHECK(p["ep"].get<int>() == best_ep->ep);
+    CHECK(p["step_time_s"].get<double>() == Approx(best_ep->step_time_s).epsilon(1e-9));
+    CHECK(p["peak_bytes_per_rank"].get<std::int64_t>() == best_ep->peak_bytes);
+
+    // An expert-parallel degree that does not divide the experts is an invalid configuration that
+    // names --ep and the key; with no other candidate the command exits 2 with it.
+    const auto bad = test::run_cli("search '" + model +
+                                   "' --gpus 12 --cluster dgx-a100 --global-batch 12 --seq 512 --tp 1 --pp 1 --micro-batches 1 --ep 3 -q");
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.out, Catch::Contains("num_local_experts: --ep 3 must divide the 8 experts"));
 }
 
 TEST_CASE("search with fixed tensor- and pipeline-parallel degrees ranks the rest for that layout", "[search]") {
