@@ -107,20 +107,20 @@ NodeId Graph::add_node(const std::string& n, OpKind kind, const std::vector<Tens
                        const std::vector<std::string>& given_names) {
     if (find_node(n) != kNoNode) throw InputError("node name '" + n + "' is used twice");
     std::vector<TensorDesc> in;
+    in.reserve(inputs.size());
     for (TensorId t : inputs) in.push_back(tensor(t).desc);
     std::vector<TensorDesc> out = infer_outputs(kind, in, attrs);
-    std::vector<std::string> output_names = given_names;
-    if (output_names.empty()) {
-        for (std::size_t i = 0; i < out.size(); ++i) output_names.push_back(out.size() == 1 ? n : n + ":" + std::to_string(i));
-    }
-    if (out.size() != output_names.size()) {
+    if (!given_names.empty() && out.size() != given_names.size()) {
         throw InputError(std::string(op_name(kind)) + " produces " + std::to_string(out.size()) + " outputs, " +
-                         std::to_string(output_names.size()) + " names given");
+                         std::to_string(given_names.size()) + " names given");
     }
     const auto id = static_cast<NodeId>(nodes_.size());
     Node node{n, kind, std::move(attrs), inputs, {}};
+    node.outputs.reserve(out.size());
     for (std::size_t i = 0; i < out.size(); ++i) {
-        node.outputs.push_back(add_tensor(Tensor{output_names[i], out[i], TensorRole::activation, id, static_cast<int>(i)}));
+        // Given names, else the node's name for one output and "<name>:<i>" for several.
+        std::string name = !given_names.empty() ? given_names[i] : out.size() == 1 ? n : n + ":" + std::to_string(i);
+        node.outputs.push_back(add_tensor(Tensor{std::move(name), std::move(out[i]), TensorRole::activation, id, static_cast<int>(i)}));
     }
     node_by_name_.insert(n, id);
     nodes_.push_back(std::move(node));
