@@ -204,13 +204,15 @@ std::size_t output_count(const NodeDecl& d) {
 
 // Orders nodes so that producers come first, keeping file order where it already is one.
 // A cycle is reported with the names of the nodes on it (Boost strong_components).
-// The names of a model file's inputs and parameters, looked up as its nodes are read.
-struct SourceNames {
-    std::vector<std::string_view> names;  // views of the declarations, kept while the graph is built
+// Names viewed where their owner keeps them (the file's declarations, kept while the graph is
+// built), indexed: a large file's names are hashed once each, never copied.
+struct NameViews {
+    std::vector<std::string_view> names;
     NameTable index;
-    bool contains(std::string_view n) const {
-        return index.find(n, [this](std::int32_t i) { return names[static_cast<std::size_t>(i)]; }) >= 0;
+    std::int32_t find(std::string_view n) const {
+        return index.find(n, [this](std::int32_t i) { return names[static_cast<std::size_t>(i)]; });
     }
+    bool contains(std::string_view n) const { return find(n) >= 0; }
     bool add(std::string_view n) {
         if (contains(n)) return false;
         index.insert(n, static_cast<std::int32_t>(names.size()));
@@ -219,15 +221,11 @@ struct SourceNames {
     }
 };
 
-std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const SourceNames& sources, const Context& c) {
-    // Keyed by views of the names the declarations hold (the generated "<name>:<i>" ones kept
-    // here): a large file's names are hashed once each, never copied.
-    std::deque<std::string> generated;
-    std::vector<std::string_view> outputs;  // every node output's name, in order
-    std::vector<std::size_t> producer;      // the node of outputs[i]
-    NameTable index;
-    index.reserve(nodes.size() + nodes.size() / 4);
-    const auto name_of = [&](std::int32_t i) { return outputs[static_cast<std::size_t>(i)]; };
+std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const NameViews& sources, const Context& c) {
+    std::deque<std::string> generated;  // the default "<name>:<i>" output names
+    NameViews outputs;                  // every node output's name, in order
+    std::vector<std::size_t> producer;  // the node of outputs.names[i]
+    outputs.index.reserve(nodes.size() + nodes.size() / 4);
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         std::size_t count = 0;
         try {
@@ -236,11 +234,8 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const S
             fail(c.origin, nodes[i].path, "node '" + nodes[i].name + "': " + e.what());
         }
         const auto define = [&](std::string_view o) {
-            if (sources.contains(o) || index.find(o, name_of) >= 0) {
+            if (sources.contains(o) || !outputs.add(o))
                 fail(c.origin, nodes[i].path, "tensor name '" + std::string(o) + "' is defined twice");
-            }
-            index.insert(o, static_cast<std::int32_t>(outputs.size()));
-            outputs.push_back(o);
             producer.push_back(i);
         };
         if (!nodes[i].outputs.empty()) {
@@ -259,7 +254,7 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const S
         for (std::size_t k = 0; k < nodes[i].inputs.size(); ++k) {
             const std::string& in = nodes[i].inputs[k];
             if (sources.contains(in)) continue;
-            const std::int32_t out = index.find(in, name_of);
+            const std::int32_t out = outputs.find(in);
             if (out < 0) {
                 fail(c.origin, nodes[i].path + "/inputs/" + std::to_string(k),
                      "node '" + nodes[i].name + "' uses tensor '" + in + "', which no input, parameter or node output defines");
@@ -377,7 +372,7 @@ Graph build_graph(const json& doc, Context& c) {
     const std::set<std::string> fp8_stored = fp8_stored_parameters(doc, nodes, c);
     // The inputs and parameters, kept while the nodes are ordered: `sources` views their names.
     std::vector<TensorDecl> declared[2] = {read_tensors(doc, "inputs", false, c), read_tensors(doc, "parameters", true, c)};
-    SourceNames sources;
+    NameViews sources;
     g.reserve(nodes.size(), nodes.size() + nodes.size() / 4);
     for (bool params : {false, true}) {
         for (TensorDecl& t : declared[params ? 1 : 0]) {

@@ -29,13 +29,17 @@ Graph forward(const std::string& model, int tp, std::int64_t seq, bool sp = fals
     return load_model_arg(model, ov);
 }
 
-// FLOPs of the nodes of one kind.
-double flops_of(const Graph& g, const Analysis& a, OpKind kind) {
+// FLOPs of the nodes (of one kind, when given) whose name holds `part`.
+double flops_named(const Graph& g, const Analysis& a, const std::string& part, std::optional<OpKind> kind = std::nullopt) {
     double f = 0;
     for (const OpAnalysis& op : a.ops)
-        if (g.node(op.node).kind == kind) f += static_cast<double>(op.roofline->work.flops());
+        if ((!kind || g.node(op.node).kind == *kind) && g.node(op.node).name.find(part) != std::string::npos)
+            f += static_cast<double>(op.roofline->work.flops());
     return f;
 }
+
+// FLOPs of the nodes of one kind.
+double flops_of(const Graph& g, const Analysis& a, OpKind kind) { return flops_named(g, a, "", kind); }
 
 const Shape& shape_of(const Graph& g, const std::string& tensor) { return g.tensor(g.find_tensor(tensor)).desc.shape; }
 
@@ -256,15 +260,6 @@ Graph routed(const std::string& model, int ep, std::int64_t seq, const std::stri
 }
 
 Graph expert_parallel(const std::string& model, int ep, std::int64_t seq) { return routed(model, ep, seq, ""); }
-
-// FLOPs of the nodes (of one kind, when given) whose name holds `part`.
-double flops_named(const Graph& g, const Analysis& a, const std::string& part, std::optional<OpKind> kind = std::nullopt) {
-    double f = 0;
-    for (const OpAnalysis& op : a.ops)
-        if ((!kind || g.node(op.node).kind == *kind) && g.node(op.node).name.find(part) != std::string::npos)
-            f += static_cast<double>(op.roofline->work.flops());
-    return f;
-}
 
 }  // namespace
 
