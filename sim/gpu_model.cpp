@@ -296,27 +296,99 @@ Kernel attention_kernels(const Graph& g, NodeId n, const Hardware& hw, const Gpu
     return all;
 }
 
-// Winograd F(m x m, 3 x 3) convolution (Lavin & Gray 2016, "Fast Algorithms for Convolutional
-// Neural Networks"), which cuDNN runs for 3x3 stride-1 fp32 convolutions on CUDA cores. Each m x m
-// output tile comes from an a x a input tile (a = m + 2), so the multiplications become a^2 batched
-// GEMMs of [N x tiles, C_in] x [C_in, C_out] (9 m^2 / a^2 times fewer MACs than direct: 2.25x for
-// m = 2, 4x for m = 4), between an input transform (writes a^2 / m^2 x the input), a filter
-// transform (a^2 x C_in x C_out, every call) and an output transform (reads a^2 / m^2 x the
-// output). The public NeuSight measurements list both: the fused *_scudnn_winograd_128x128_*
-// kernels (F(2x2, 3x3)) and cuDNN's non-fused winogradforwarddata4x4 / winogradforwardfilter4x4 /
-// sgemm / winogradforwardoutput4x4 sequence (F(4x4, 3x3)), on every GPU. cuDNN's heuristics pick
-// the fastest algorithm, as the model does.
-std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt, DType d, std::int64_t m) {
+// cuDNN's Winograd algorithms take 3x3, stride-1, undilated, ungrouped 2-D convolutions.
+bool winograd_eligible(const Node& node, const Shape& x, const Shape& wt, const Shape& out) {
+    return x.size() == 4 && wt.size() == 4 && out.size() == 4 && wt[2] == 3 && wt[3] == 3 && node.attrs.get_int("groups", 1) == 1 &&
+           node.attrs.get_ints("stride", {1, 1}) == std::vector<std::int64_t>{1, 1} &&
+           node.attrs.get_ints("dilation", {1, 1}) == std::vector<std::int64_t>{1, 1};
+}
+
+}  // namespace
+
+// cuDNN's fused Winograd F(2x2, 3x3) forward kernel (*_scudnn_winograd_128x128_*_tile<n><h><w>*),
+// the F(2x2) algorithm cuDNN runs: its launch, read off every public row that ran it (3,442 of
+// 3,442 on the P100, P4, T4 and V100, tests/data/public/neusight), is a grid of
+// ceil(N/n) x ceil(T_h/h) x ceil(T_w/w) x ceil(C_out/32) blocks of 256 threads (T = ceil(output
+// side / 2) Winograd tiles a side). Each block computes 32 output channels of n x h x w = 32
+// output tiles of n images: the 16 Winograd components of a 32 x 32 product each, the
+// accumulators of a 128 x 128 SGEMM tile, over the input channels, with the input and output
+// transforms in its main loop and epilogue (the input transform's 32 adds a tile and channel,
+// against the 16 x 32 = 512 FFMAs a tile and channel: 1/16, not counted). The filter's transform runs first, in
+// its own kernel (generatewinogradtileskernel in the same rows). So tiles are padded per image and
+// channels to 32, a waste the batched-GEMM form of the algorithm does not have: 8 x 8 output
+// pixels of a 5 x 5 image in a 128-pixel block. cuDNN's Maxwell-generation kernels (sm_5x/6x,
+// the P100's and P4's rows) come in six tile shapes (n, h, w) and the one with the least padding
+// is taken here (the rows' own choice matches it in 977 of 2,057 rows, the rest spread over the
+// shapes with no rule the shape alone shows); the Volta-generation ones (T4, V100: 1,385 of
+// 1,385 rows) in one, 1 x 4 x 8.
+std::optional<Kernel> fused_winograd_conv(const Graph& g, NodeId n, const Hardware& hw, DType d) {
     const Node& node = g.node(n);
     const Shape& x = g.tensor(node.inputs[0]).desc.shape;
     const Shape& wt = g.tensor(node.inputs[1]).desc.shape;
     const Shape& out = g.tensor(node.outputs[0]).desc.shape;
-    if (x.size() != 4 || wt.size() != 4 || out.size() != 4 || wt[2] != 3 || wt[3] != 3) return std::nullopt;
-    if (node.attrs.get_int("groups", 1) != 1 || node.attrs.get_ints("stride", {1, 1}) != std::vector<std::int64_t>{1, 1} ||
-        node.attrs.get_ints("dilation", {1, 1}) != std::vector<std::int64_t>{1, 1}) {
-        return std::nullopt;
+    if (!winograd_eligible(node, x, wt, out)) return std::nullopt;
+    struct TileShape {
+        std::int64_t images, rows, cols;
+    };
+    static constexpr TileShape kMaxwell[] = {{1, 4, 8}, {2, 4, 4}, {2, 2, 8}, {4, 1, 8}, {4, 2, 4}, {4, 4, 2}};
+    const std::span<const TileShape> shapes =
+        hw.gpu->compute_capability.major < 7 ? std::span<const TileShape>(kMaxwell) : std::span<const TileShape>(kMaxwell, 1);
+    const std::int64_t th = ceil_div(out[2], 2), tw = ceil_div(out[3], 2);
+    const std::int64_t cin = x[1], cout = out[1], elt = dtype_bytes(d);
+    std::int64_t blocks = 0;
+    for (const TileShape& t : shapes) {
+        const std::int64_t b = ceil_div(out[0], t.images) * ceil_div(th, t.rows) * ceil_div(tw, t.cols) * ceil_div(cout, 32);
+        if (blocks == 0 || b < blocks) blocks = b;
     }
-    const std::int64_t a = m + 2, a2 = a * a;
+    const std::int64_t tiles = out[0] * th * tw;
+    Kernel all;
+    all.work = g.work(n);
+    all.dtype = d;
+    Work f;  // G g G^T of every filter
+    f.bytes_read = g.tensor(node.inputs[1]).desc.bytes();
+    f.bytes_written = 16 * cin * cout * elt;
+    f.vector_flops = 2 * 3 * 16 * cin * cout;
+    all.parts.push_back(streaming_part(node.name + ".winograd_filter", f, d, 16 * cin * cout));
+    Work mm;
+    mm.matrix_flops = 2 * 16 * tiles * cin * cout;
+    mm.bytes_read = g.tensor(node.inputs[0]).desc.bytes() + f.bytes_written;
+    mm.bytes_written = g.tensor(node.outputs[0]).desc.bytes();
+    Kernel gemm;
+    gemm.name = node.name + ".winograd_fused";
+    gemm.work = mm;
+    gemm.dtype = d;
+    // As a 128 x 128-tiled SGEMM of [4 x tiles, C_in] x [C_in, 4 x C_out] (the same products and
+    // padding: a block's 32 tiles x 32 channels x 16 components), one block per launched block.
+    GemmShape s{1, 4 * tiles, 4 * cout, cin, kConvSimtTiles[0], blocks, 1};
+    s.conv = GemmShape::Conv::forward;
+    s.library_internal = true;
+    gemm.gemm = s;
+    gemm.launch = gemm_launch(s.tile, d, hw);
+    gemm.blocks = blocks;
+    all.parts.push_back(gemm);
+    all.launch = gemm.launch;
+    all.blocks = blocks;
+    all.transformed = true;  // fewer MACs than the op's work: capped at the op's bound (Kernel::transformed)
+    return all;
+}
+
+namespace {
+
+// cuDNN's non-fused Winograd F(4x4, 3x3) convolution (Lavin & Gray 2016, "Fast Algorithms for
+// Convolutional Neural Networks"; the public rows' winogradforwarddata4x4 / winogradforwardfilter4x4
+// / sgemm / winogradforwardoutput4x4 sequence, on every GPU). Each m x m output tile comes from an
+// a x a input tile (m = 4, a = m + 2), so the multiplications become a^2 batched GEMMs of
+// [N x tiles, C_in] x [C_in, C_out] (9 m^2 / a^2 = 4x fewer MACs than direct), between an input
+// transform (writes a^2 / m^2 x the input), a filter transform (a^2 x C_in x C_out, every call)
+// and an output transform (reads a^2 / m^2 x the output). cuDNN's heuristics pick among it, the
+// fused F(2x2) kernel (fused_winograd_conv) and implicit GEMM; the model takes the fastest.
+std::optional<Kernel> nonfused_winograd_conv(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt, DType d) {
+    const Node& node = g.node(n);
+    const Shape& x = g.tensor(node.inputs[0]).desc.shape;
+    const Shape& wt = g.tensor(node.inputs[1]).desc.shape;
+    const Shape& out = g.tensor(node.outputs[0]).desc.shape;
+    if (!winograd_eligible(node, x, wt, out)) return std::nullopt;
+    constexpr std::int64_t m = 4, a = m + 2, a2 = a * a;
     const std::int64_t tiles = out[0] * ceil_div(out[2], m) * ceil_div(out[3], m);
     const std::int64_t cin = x[1], cout = out[1], elt = dtype_bytes(d);
     const Work total = g.work(n);
@@ -328,13 +400,11 @@ std::optional<Kernel> winograd_conv(const Graph& g, NodeId n, const Hardware& hw
     in.bytes_written = a2 * tiles * cin * elt;
     in.vector_flops = 2 * a * a2 * tiles * cin;  // B^T d B as dense a x a products (an upper bound; the transforms stream)
     all.parts.push_back(streaming_part(node.name + ".winograd_in", in, d, a2 * tiles * cin));
-    if (m > 2) {  // the non-fused algorithm transforms the filter in its own kernel on every call
-        Work f;
-        f.bytes_read = g.tensor(node.inputs[1]).desc.bytes();
-        f.bytes_written = a2 * cin * cout * elt;
-        f.vector_flops = 2 * 3 * a2 * cin * cout;  // G g G^T
-        all.parts.push_back(streaming_part(node.name + ".winograd_filter", f, d, a2 * cin * cout));
-    }
+    Work f;  // G g G^T of every filter, on every call
+    f.bytes_read = g.tensor(node.inputs[1]).desc.bytes();
+    f.bytes_written = a2 * cin * cout * elt;
+    f.vector_flops = 2 * 3 * a2 * cin * cout;
+    all.parts.push_back(streaming_part(node.name + ".winograd_filter", f, d, a2 * cin * cout));
     Work mm;
     mm.matrix_flops = 2 * a2 * tiles * cin * cout;
     mm.bytes_read = in.bytes_written + a2 * cin * cout * elt;
@@ -670,13 +740,16 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
             k = best_gemm(s, w, d, hw, opt, false, al.output);
         }
         // cuDNN's fp32 forward Winograd kernels: chosen up to the A100 (the public rows' kernel
-        // names), not on sm_90 (GpuModelOptions::sm90_fp32_winograd_forward).
-        const bool winograd = !hw.gpu->compute_capability.at_least(9) || opt.sm90_fp32_winograd_forward;
+        // names), not on sm_90 (GpuModelOptions::sm90_fp32_winograd_forward),
+        // and only from 32 input channels: below that cuDNN 8.9 ran implicit GEMM in 1,139 of the
+        // 1,294 public rows (P100 237 of 320, P4 304 of 328, T4 313 of 325, V100 285 of 321), the
+        // Winograd kernels in 129.
+        const bool winograd = (!hw.gpu->compute_capability.at_least(9) || opt.sm90_fp32_winograd_forward) &&
+                              g.tensor(node.inputs[0]).desc.shape.size() == 4 && g.tensor(node.inputs[0]).desc.shape[1] >= 32;
         if (traits.kernel == KernelForm::conv_forward && !k.tensor_cores && winograd) {
             double best = gpu_kernel_cost(k, hw, opt).time_s;  // costed once, each candidate once
-            for (const std::int64_t m : {2, 4}) {
-                auto wino = winograd_conv(g, n, hw, opt, d, m);
-                if (!wino) break;  // the same shape rules for every tile size
+            for (auto wino : {fused_winograd_conv(g, n, hw, d), nonfused_winograd_conv(g, n, hw, opt, d)}) {
+                if (!wino) break;  // the same shape rules for both
                 if (const double t = gpu_kernel_cost(*wino, hw, opt).time_s; t < best) {
                     best = t;
                     k = std::move(*wino);

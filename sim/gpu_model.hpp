@@ -319,6 +319,10 @@ struct KernelCost {
 bool is_depthwise_conv(const Graph& g, NodeId n);
 // Lowers one node to its kernel (views and other no-work ops lower to nothing).
 std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& hw, const GpuModelOptions& opt = {});
+// cuDNN's fused Winograd F(2x2, 3x3) forward kernel for node n (a 3x3, stride-1, ungrouped
+// convolution; nullopt otherwise): the filter-transform kernel, then the fused kernel, whose
+// `blocks` is the grid cuDNN launches (sim/gpu_model.cpp).
+std::optional<Kernel> fused_winograd_conv(const Graph& g, NodeId n, const Hardware& hw, DType d);
 // Does this chip issue its FP32 FFMAs one warp instruction per cycle over 32-lane sub-partitions
 // (GpuModelOptions::simt_wide_issue_efficiency)?
 bool wide_issue_fp32(const Hardware& hw);

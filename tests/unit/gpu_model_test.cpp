@@ -245,6 +245,52 @@ TEST_CASE("convolutions lower to implicit GEMMs", "[gpu-model][gemm]") {
     CHECK(c.time_s >= c.lower_bound_s);
 }
 
+TEST_CASE("cuDNN's fused Winograd kernel launches the grid the public rows show", "[gpu-model][conv]") {
+    // Three rows of the NeuSight conv measurements (3x3, stride 1, padding 1, fp32; the launch
+    // columns of the study's conv.csv, dropped from tests/data/public/neusight): grid x y z of the
+    // *_scudnn_winograd_128x128_* kernel. Exact: a grid is an integer.
+    struct Case {
+        const char* chip;
+        std::int64_t batch, cin, cout, side, blocks;
+    };
+    const Case cases[] = {
+        // V100 (Volta kernels: 1 image x 4 x 8 tiles): 44 x ceil(5/32) = 44, ceil(76/4) = 19, ceil(76/8) = 10
+        {"v100-pcie-32gb", 44, 452, 5, 152, 44 * 19 * 10},
+        // T4, the same kernel: 5 x 1, ceil(28/4) = 7, ceil(28/8) = 4
+        {"t4", 5, 565, 19, 55, 5 * 7 * 4},
+        // P100 (Maxwell kernels, six tile shapes): tile244n, ceil(4/2) x ceil(589/32) = 38 blocks, one
+        // in each of y and z; 1 x 4 x 8 would launch 76
+        {"p100-pcie-16gb", 4, 2015, 589, 5, 38},
+    };
+    for (const Case& c : cases) {
+        Graph g;
+        const TensorId x = g.add_input("x", {{c.batch, c.cin, c.side, c.side}, DType::f32});
+        const TensorId w = g.add_parameter("w", {{c.cout, c.cin, 3, 3}, DType::f32});
+        Attrs pad;
+        pad.set("padding", std::vector<std::int64_t>{1, 1});
+        g.add_node("conv", OpKind::conv2d, {x, w}, pad, {});
+        const Hardware hw = builtin_hardware(c.chip);
+        const auto k = fused_winograd_conv(g, 0, hw, DType::f32);
+        REQUIRE(k.has_value());
+        REQUIRE(k->parts.size() == 2);
+        INFO(c.chip);
+        CHECK(k->parts[1].blocks == c.blocks);
+        // The products are the Winograd ones: 16 per 2 x 2 output tile, channel pair.
+        const std::int64_t tiles = c.batch * ((c.side + 1) / 2) * ((c.side + 1) / 2);
+        CHECK(k->parts[1].work.matrix_flops == 2 * 16 * tiles * c.cin * c.cout);
+        const KernelCost cost = gpu_kernel_cost(*k, hw);
+        CHECK(cost.time_s >= cost.lower_bound_s);
+    }
+    // Strided convolutions have no Winograd form.
+    Graph g;
+    const TensorId x = g.add_input("x", {{1, 8, 16, 16}, DType::f32});
+    const TensorId w = g.add_parameter("w", {{8, 8, 3, 3}, DType::f32});
+    Attrs strided;
+    strided.set("stride", std::vector<std::int64_t>{2, 2});
+    g.add_node("conv", OpKind::conv2d, {x, w}, strided, {});
+    CHECK_FALSE(fused_winograd_conv(g, 0, builtin_hardware("v100-pcie-32gb"), DType::f32).has_value());
+}
+
 TEST_CASE("row-wise kernels launch a warp per short row and a block per long row", "[gpu-model]") {
     const Hardware hw = builtin_hardware("h100-sxm");
     Graph g;
