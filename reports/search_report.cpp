@@ -57,8 +57,12 @@ nlohmann::ordered_json search_json(const SearchResult& r, const SearchSettings& 
                        {"context_parallel", s.space.context_parallel.empty() ? std::vector<int>{1} : s.space.context_parallel},
                        {"expert_parallel", s.space.expert_parallel.empty() ? std::vector<int>{1} : s.space.expert_parallel},
                        {"memory_budget_bytes", r.budget_bytes},
+                       {"cp_comm", cp_comm_name(s.space.cp_comm)},
                        {"bucket_bytes", s.space.bucket_bytes},
-                       {"not_searched", "non-uniform expert routing"}};
+                       {"expert_load", s.expert_load.empty() ? "the model's own" : s.expert_load},
+                       {"capacity_factor", s.capacity_factor},
+                       {"pad_to_capacity", s.pad_to_capacity},
+                       {"not_searched", "expert routing (every configuration is built with the one given)"}};
     std::size_t fitting = 0;
     for (const SearchCandidate& c : r.candidates) fitting += c.fits ? 1 : 0;
     doc["summary"] = {{"enumerated", r.enumerated},           {"invalid", r.invalid},
