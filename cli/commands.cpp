@@ -85,9 +85,7 @@ void add_analyze(CLI::App& app) {
         args->pp = parallel->pp;
         args->cp = parallel->cp;
         args->ep = parallel->ep;
-        args->expert_load = parallel->expert_load;
-        args->capacity_factor = parallel->capacity_factor;
-        args->pad_to_capacity = parallel->pad_to_capacity;
+        args->routing = parallel->routing;
         args->stage = 0;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;

@@ -78,9 +78,7 @@ Graph GraphArgs::build(TrainingOptions* t) const {
     ov.sp = sp;
     ov.cp = cp;
     ov.ep = ep;
-    ov.expert_load = expert_load;
-    if (capacity_factor > 0) ov.capacity_factor = capacity_factor;
-    ov.pad_to_capacity = pad_to_capacity;
+    routing.apply(ov);
     ov.pp = pp;
     ov.stage = stage;
     if (phase.empty() && context >= 0) throw InputError("--context is the cached tokens of --phase decode");

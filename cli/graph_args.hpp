@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/routing_args.hpp"
 #include "model/autodiff.hpp"
 #include "model/graph.hpp"
 #include "model/inference.hpp"
@@ -30,13 +31,11 @@ struct GraphArgs {
     bool sp = false;             // sequence parallelism with tp (analyze --sp)
     int cp = 1;                  // context-parallel ranks (analyze --cp): one rank's share of each sequence
     int ep = 1;                  // expert-parallel ranks (analyze --ep): one rank's share of the experts
-    std::string expert_load;     // --expert-load: the GPT templates' routing ("" : the model's own)
-    double capacity_factor = 0;  // --capacity-factor (0: the model's own)
-    bool pad_to_capacity = false;
-    std::string phase;          // prefill or decode: one inference step of a decoder-only LLM
-    std::int64_t context = -1;  // decode: tokens already in the KV cache
-    std::int64_t source = -1;   // encoder-decoder decode: encoder tokens whose cross-attention K and V are cached
-    Quantization quant;         // --phase: quantized weights, activations, KV cache
+    RoutingArgs routing;         // --expert-load, --capacity-factor, --pad-to-capacity (analyze, plan)
+    std::string phase;           // prefill or decode: one inference step of a decoder-only LLM
+    std::int64_t context = -1;   // decode: tokens already in the KV cache
+    std::int64_t source = -1;    // encoder-decoder decode: encoder tokens whose cross-attention K and V are cached
+    Quantization quant;          // --phase: quantized weights, activations, KV cache
 
     void add_to(CLI::App* cmd);
     // Loads the model, applies the overrides and, in training mode, builds the training step

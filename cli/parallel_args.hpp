@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/routing_args.hpp"
 #include "cli/validators.hpp"
 #include "ops/error.hpp"
 #include "sim/cluster.hpp"
@@ -11,15 +12,25 @@
 
 namespace roofline::cli {
 
+// --cp-comm (analyze, plan, search): how context-parallel ranks exchange keys and values (sim/parallel.hpp CpComm).
+inline void add_cp_comm_option(CLI::App* cmd, std::string& value) {
+    cmd->add_option("--cp-comm", value,
+                    "with --cp: ring (ring attention: key/value blocks passed around the ranks in cp - 1 send/recv steps, each "
+                    "overlapped with the attention of the block in hand; Megatron-LM's default) or allgather (the keys and values "
+                    "all-gathered before attention, their gradients reduce-scattered after it, not overlapped)")
+        ->check(CLI::IsMember({"ring", "allgather"}))
+        ->capture_default_str();
+}
+inline CpComm parse_cp_comm(const std::string& value) { return value == "allgather" ? CpComm::all_gather : CpComm::ring; }
+
 struct ParallelArgs {
     std::string cluster;
     int dp = 1;
     int tp = 1;
     int cp = 1;
+    std::string cp_comm = "ring";
     int ep = 1;
-    std::string expert_load;     // --expert-load: routing of the GPT templates' experts ("" : the model's own)
-    double capacity_factor = 0;  // --capacity-factor (0: the model's own, dropless unless it sets one)
-    bool pad_to_capacity = false;
+    RoutingArgs routing;  // --expert-load, --capacity-factor, --pad-to-capacity
     int pp = 1;
     int zero = 0;
     int interleave = 1;
@@ -46,32 +57,20 @@ struct ParallelArgs {
                "each attention and MLP block, forward and backward, inside a node")
             ->check(kPositive)
             ->capture_default_str();
-        cmd->add_option(
-               "--cp", cp,
-               "context-parallel ranks (needs --cluster; GPT templates and the Hugging Face llama family): each holds 1/cp of every "
-               "sequence, attention "
-               "all-gathers the keys and values (their gradients reduce-scattered); gradients reduced over dp x cp ranks")
+        cmd->add_option("--cp", cp,
+                        "context-parallel ranks (needs --cluster; GPT templates, the Hugging Face llama family, gpt2, opt, falcon, phi, "
+                        "bert, roberta): each holds 1/cp of every sequence, attention reads the keys and values of the whole sequence "
+                        "(--cp-comm); gradients reduced over dp x cp ranks")
             ->check(kPositive)
             ->capture_default_str();
+        add_cp_comm_option(cmd, cp_comm);
         cmd->add_option("--ep", ep,
                         "expert-parallel ranks (needs --cluster and --dp a multiple; GPT templates with \"experts\", mixtral, qwen2_moe): "
                         "each holds "
                         "experts / ep of every MoE layer, tokens sent to their experts' ranks and back by all-to-alls")
             ->check(kPositive)
             ->capture_default_str();
-        cmd->add_option(
-            "--expert-load", expert_load,
-            "routing of the experts (a GPT template's, mixtral's, qwen2_moe's) instead of uniform: uniform, zipf:S (expert i gets a share "
-            "proportional to 1 / (i + 1)^S) or one share per expert (e.g. 4,2,1,1); with --ep the busiest rank is "
-            "modelled and MFU counts the mean rank's work");
-        cmd->add_option("--capacity-factor", capacity_factor,
-                        "expert capacity of the experts (a GPT template's, mixtral's, qwen2_moe's): each takes at most ceil(F x tokens x "
-                        "top_k / experts) token "
-                        "copies of a sequence, the rest dropped (GShard, Switch Transformer); default dropless")
-            ->check(kPositive);
-        cmd->add_flag("--pad-to-capacity", pad_to_capacity,
-                      "with --capacity-factor: every expert runs its full capacity buffer (zeros where no token came), as GShard, "
-                      "Switch and DeepSpeed-MoE dispatch; the all-to-alls carry the whole buffer");
+        routing.add_to(cmd);
         cmd->add_option("--pp", pp,
                         "pipeline stages (needs --cluster; GPT templates, the Hugging Face llama family, gpt2, opt, falcon, phi): an equal "
                         "share of the "
@@ -140,6 +139,7 @@ struct ParallelArgs {
         o.interleave = interleave;
         o.persistent_gradients = grad_buffer == "persistent";
         o.overlap_grad_reduce = overlap_grad_reduce == "on";
+        o.cp_comm = parse_cp_comm(cp_comm);
         return o;
     }
 };

@@ -114,9 +114,7 @@ void add_plan(CLI::App& app) {
         args->sp = parallel->sp;
         args->cp = parallel->cp;
         args->ep = parallel->ep;
-        args->expert_load = parallel->expert_load;
-        args->capacity_factor = parallel->capacity_factor;
-        args->pad_to_capacity = parallel->pad_to_capacity;
+        args->routing = parallel->routing;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
         Graph g = args->build(&t);

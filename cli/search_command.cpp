@@ -9,6 +9,7 @@
 #include "cli/validators.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_args.hpp"
+#include "cli/parallel_args.hpp"
 #include "cli/plan_args.hpp"
 #include "model/autodiff.hpp"
 #include "ops/dtype.hpp"
@@ -32,6 +33,8 @@ void add_search(CLI::App& app) {
         std::vector<int> micro_batches{1, 2, 4, 8}, zero{0, 1, 2, 3}, interleave{1, 2}, cp{1}, ep{1}, tp, pp;
         std::vector<std::string> recompute{"none", "selective", "full"};
         std::vector<std::string> sp{"on"};
+        std::string cp_comm = "ring";
+        RoutingArgs routing;
         std::string top = "25";
         bool quiet = false;
     };
@@ -75,12 +78,14 @@ void add_search(CLI::App& app) {
         ->delimiter(',')
         ->check(kPositive)
         ->capture_default_str();
+    add_cp_comm_option(cmd, a->cp_comm);
     cmd->add_option("--ep", a->ep,
                     "candidate expert-parallel degrees (models with experts: a GPT template with \"experts\", a Hugging Face mixtral or "
                     "qwen2_moe; each divides dp and the experts), e.g. 1,8")
         ->delimiter(',')
         ->check(kPositive)
         ->capture_default_str();
+    a->routing.add_to(cmd);
     cmd->add_option("--memory-budget", a->budget, "peak memory per rank, e.g. 70GiB (default: the chip's memory)");
     cmd->add_option("--jobs", a->jobs, "threads analysing stages (default: the machine's cores)")->check(kPositive);
     add_top_option(cmd, a->top, "rows of the table: the N best configurations, or 'all'", "configurations");
@@ -103,6 +108,10 @@ void add_search(CLI::App& app) {
         s.space.interleave = a->interleave;
         for (const std::string& v : a->sp) s.space.sequence_parallel.push_back(v == "on");
         s.space.context_parallel = a->cp;
+        s.space.cp_comm = parse_cp_comm(a->cp_comm);
+        s.expert_load = a->routing.expert_load;
+        s.capacity_factor = a->routing.capacity_factor;
+        s.pad_to_capacity = a->routing.pad_to_capacity;
         s.space.expert_parallel = a->ep;
         s.space.tensor_parallel = a->tp;
         s.space.pipeline_parallel = a->pp;
@@ -111,6 +120,7 @@ void add_search(CLI::App& app) {
         const std::size_t top = top_rows(a->top);
         ModelOverrides ov;
         if (a->seq > 0) ov.seq = a->seq;
+        a->routing.apply(ov);  // every configuration's experts routed as asked (as analyze --expert-load)
         if (!a->dtype.empty()) {
             const auto d = parse_dtype(a->dtype);
             if (!d || !is_floating(*d)) throw InputError("--dtype: expected a floating-point dtype, got '" + a->dtype + "'");

@@ -155,12 +155,16 @@ public:
     }
     // Keys or values x [batch, heads, seq / degree, head_dim] gathered from the group by node
     // `name`: a concat of the rank's shard along the sequence standing for the gathered buffer (x
-    // itself for one rank).
+    // itself for one rank). An attention gathers its keys, then its values: sim/parallel.cpp pairs
+    // them as one ring exchange.
     std::string gather(const std::string& name, const std::string& x) {
         if (c_ == 1) return x;
         gathers_.push_back(b_.node(name, "concat", json(std::vector<std::string>(static_cast<std::size_t>(c_), x)), {{"axis", 2}}));
         return name;
     }
+    // The length of the keys and values attention reads: the whole sequence's `seq` tokens once
+    // gathered, the dims' "seq" for one rank.
+    json kv_seq(std::int64_t seq) const { return c_ > 1 ? json(seq) : json("seq"); }
     // The document's context_parallel section and the description's note of the rank's tokens of
     // the `seq` a sequence has (nothing for one rank).
     void write(std::int64_t seq) const {

@@ -256,6 +256,16 @@ json finish_decoder(DocBuilder& b, TensorParallelSplit& tps, const Split& split,
     return b.take();
 }
 
+std::int64_t rank_tokens(const Split& s, std::int64_t full_seq) {
+    if (const std::string e = ContextParallelSplit::seq_error(full_seq, s.cp); !e.empty()) throw InputError(e);
+    const std::int64_t seq = full_seq / s.cp;
+    if (s.sp && s.tp > 1 && seq % s.tp != 0)
+        throw InputError(
+            "--sp: --tp " + std::to_string(s.tp) + " must divide " +
+            (s.cp > 1 ? "a context-parallel rank's " + std::to_string(seq) + " tokens" : "the sequence length " + std::to_string(seq)));
+    return seq;
+}
+
 DenseSplit dense_split(const ConfigReader& r, std::int64_t default_seq, const std::string& heads_key, std::int64_t heads,
                        std::int64_t vocab, const std::string& layers_key, std::int64_t layers) {
     DenseSplit s;
@@ -265,8 +275,8 @@ DenseSplit dense_split(const ConfigReader& r, std::int64_t default_seq, const st
     s.heads = tp_share(r, heads_key, heads, s.tp, "attention heads");
     s.vocab = s.tp == 1 ? vocab : rank_vocab(vocab, s.tp);
     s.sp = s.split.sp && s.tp > 1;
-    if (s.sp && s.seq % s.tp != 0)
-        throw InputError("--sp: --tp " + std::to_string(s.tp) + " must divide the sequence length " + std::to_string(s.seq));
+    s.full_seq = s.seq;
+    s.seq = rank_tokens(s.split, s.full_seq);
     s.stage = pipeline_stage(r, s.split, layers_key, layers);
     return s;
 }

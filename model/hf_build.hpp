@@ -220,12 +220,20 @@ json finish_decoder(DocBuilder& b, TensorParallelSplit& tps, const Split& split,
                     const std::function<std::string()>& head_input, const std::string& x, const std::string& tied, std::int64_t d,
                     std::int64_t vocab_rank, bool bias = false);
 
-// One rank of a dense decoder's tensor-, sequence- and pipeline-parallel split (gpt2, opt, phi):
-// the config's split, checked: tp divides the `heads` of config key `heads_key`, with --sp the
-// sequence (the split's, or `default_seq`), pp the layers.
+// The tokens of a sequence of `full_seq` one rank holds under the split's context parallelism
+// (--cp; model/doc_builder.hpp ContextParallelSplit): full_seq / cp. InputError naming the flag when
+// the sequence does not split into 2 x cp chunks, or, with --sp, when --tp does not divide the
+// rank's tokens.
+std::int64_t rank_tokens(const Split& s, std::int64_t full_seq);
+
+// One rank of a dense decoder's tensor-, sequence-, context- and pipeline-parallel split (gpt2,
+// opt, falcon, phi): the config's split, checked: tp divides the `heads` of config key
+// `heads_key`, the sequence (the split's, or `default_seq`) splits over cp ranks (rank_tokens) and,
+// with --sp, over tp; pp the layers.
 struct DenseSplit {
     Split split;
-    std::int64_t tp = 1, seq = 0, heads = 0, vocab = 0;  // the rank's heads and vocabulary rows
+    std::int64_t tp = 1, seq = 0, heads = 0, vocab = 0;  // the rank's tokens, heads and vocabulary rows
+    std::int64_t full_seq = 0;                           // the whole sequence (seq x cp)
     bool sp = false;                                     // sequence parallelism (tp > 1)
     Stage stage;
 };

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "model/hf_build.hpp"
 #include "model/templates.hpp"
@@ -319,11 +320,22 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
                            : s.contains("capacity_factor") ? "--capacity-factor"
                            : s.contains("pad_to_capacity") ? "--pad-to-capacity"
                                                            : nullptr;
-        bool llama = false;
-        for (const auto& [type, build] : builders) llama = llama || (model_type == type && build == hf::build_llama);
-        if (flag && !llama)
+        Builder build = nullptr;
+        for (const auto& [type, b] : builders)
+            if (model_type == type) build = b;
+        if (flag && build != hf::build_llama)
             throw InputError(std::string(flag) + ": " + origin + " (model_type '" + model_type +
                              "') has no experts it routes (a GPT template with \"experts\", mixtral and qwen2_moe take it)");
+        // Context parallelism: the decoders and the bert-style encoders split the sequence
+        // (model/doc_builder.hpp ContextParallelSplit); the others are not split by sequence.
+        const std::int64_t cp = s.value("cp", std::int64_t{1});
+        static const std::set<Builder> by_sequence = {hf::build_gpt2, hf::build_llama, hf::build_falcon,
+                                                      hf::build_phi,  hf::build_opt,   hf::build_bert};
+        if (cp > 1 && build != nullptr && by_sequence.count(build) == 0)
+            throw InputError("--cp " + std::to_string(cp) + ": " + origin + " (model_type '" + model_type +
+                             "') has no context-parallel split: gpt2, opt, falcon, phi, the llama family, bert and roberta split the "
+                             "sequence; an encoder-decoder (t5, switch_transformers, bart: cross-attention, relative position bias), "
+                             "deberta-v2 (relative-position attention) and vit are not split by sequence");
     }
     std::string supported;
     for (const auto& [type, build] : builders) {

@@ -19,6 +19,9 @@ namespace roofline::hf {
 // lookup's partial rows all-reduced before the position embedding, whole on every rank, is added;
 // the tied LM head and loss vocabulary-parallel); the layernorms replicated. Not modelled: each
 // rank adding the row-parallel biases (Megatron adds them once, after the all-reduce).
+// Context parallelism (--cp; model/doc_builder.hpp ContextParallelSplit), as the llama family's
+// below: a rank holds seq / cp tokens of every sequence (its positions' rows of wpe), and each
+// layer's attention gathers the keys and values of the whole sequence.
 json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "gpt2", {"GPT2LMHeadModel", "GPT2Model"}, "GPT2Model");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("n_embd"), layers = r.positive("n_layer");
@@ -37,6 +40,7 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
     const bool sp = ds.sp;
 
     DocBuilder b;
+    ContextParallelSplit cps(b, ds.split.cp);
     std::string desc = "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, n_embd " + std::to_string(d) + ", " +
                        std::to_string(heads) + " heads, vocab " + std::to_string(vocab) + "; dropout as in training";
     if (t > 1) desc += "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "");
@@ -63,8 +67,8 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
         const std::string qkv = b.linear(p + "attn.c_attn", a, d, 3 * dl, true);
         b.node(p + "attn.split", "split", {qkv}, {{"axis", -1}, {"sizes", {dl, dl, dl}}});
         const std::string q = to_heads(b, p + "attn.query", p + "attn.split:0", "seq", h, dh);
-        const std::string k = to_heads(b, p + "attn.key", p + "attn.split:1", "seq", h, dh);
-        const std::string v = to_heads(b, p + "attn.value", p + "attn.split:2", "seq", h, dh);
+        const std::string k = cps.gather(p + "attn.key_gather", to_heads(b, p + "attn.key", p + "attn.split:1", "seq", h, dh));
+        const std::string v = cps.gather(p + "attn.value_gather", to_heads(b, p + "attn.value", p + "attn.split:2", "seq", h, dh));
         const std::string ctx = attention(b, p + "attn.", q, k, v, dh, true, attn);
         std::string o =
             tps.row_output(p + "attn.reduce_scatter", b.linear(p + "attn.c_proj", merge_heads(b, p + "attn", ctx, "seq", dl), dl, d, true));
@@ -78,6 +82,7 @@ json build_gpt2(const ConfigReader& r, const json& cfg, const std::string& /*mod
         dn = b.dropout(p + "mlp.dropout", dn, resid);
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
+    cps.write(ds.full_seq);
     const auto final_norm = [&] { return tps.column_input("transformer.ln_f.all_gather", b.layernorm("transformer.ln_f", x, d, eps)); };
     return finish_decoder(b, tps, ds.split, ds.stage, head, final_norm, x, tied ? "transformer.wte.weight" : "", d, vocab_rank);
 }
@@ -185,9 +190,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     const std::int64_t t = split.tp;
     const std::int64_t full_seq = split.seq > 0 ? split.seq : window > 0 ? std::min(positions, window) : positions;
     // Context parallelism (--cp; model/doc_builder.hpp ContextParallelSplit, as the GPT template's):
-    // a rank holds seq / cp tokens of every sequence, attention all-gathers the keys and values.
-    if (const std::string e = ContextParallelSplit::seq_error(full_seq, split.cp); !e.empty()) throw InputError(e);
-    const std::int64_t seq = full_seq / split.cp;
+    // a rank holds seq / cp tokens of every sequence, attention gathers the keys and values.
+    const std::int64_t seq = rank_tokens(split, full_seq);
 
     // Mixture of experts (mixtral, qwen2_moe).
     TopKExperts moe;
@@ -268,11 +272,6 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         moe.routing = route_tokens(split.routing, moe.experts, seq, moe.k);
         moe.busiest = busiest_rank(moe.routing.rows, split.ep);
     }
-    if (split.sp && t > 1 && seq % t != 0) {
-        throw InputError(
-            "--sp: --tp " + std::to_string(t) + " must divide " +
-            (split.cp > 1 ? "a context-parallel rank's " + std::to_string(seq) + " tokens" : "the sequence length " + std::to_string(seq)));
-    }
 
     DocBuilder b;
     std::string desc = "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
@@ -305,7 +304,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     TensorParallelSplit tps(b, t, sp, seq / t);
     ExpertParallelSplit expert_split(b, split.ep);
     ContextParallelSplit cps(b, split.cp);
-    const json kv_seq = split.cp > 1 ? json(full_seq) : json("seq");  // the gathered keys' and values' length
+    const json kv_seq = cps.kv_seq(full_seq);
     moe.ep = &expert_split;
     if (first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", dh});
@@ -396,7 +395,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
 // by output columns, out_proj and fc2 by input rows (all-reduced, or reduce-scattered under --sp
 // with the blocks' inputs all-gathered), embed_tokens and the tied LM head by vocabulary (the
 // lookup's partial rows all-reduced before project_in and the learned positions, whole on every
-// rank), the layernorms and project_in / project_out whole.
+// rank), the layernorms and project_in / project_out whole. Context parallelism (--cp) as gpt2's:
+// the keys and values gathered after _shape.
 json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "opt", {"OPTForCausalLM", "OPTModel"}, "OPTModel");
     const std::int64_t vocab = r.positive("vocab_size"), d = r.positive("hidden_size"), layers = r.positive("num_hidden_layers");
@@ -418,6 +418,7 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*mode
     const bool sp = ds.sp;
 
     DocBuilder b;
+    ContextParallelSplit cps(b, ds.split.cp);
     set_header(b, stage_name(name, ds.split),
                "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
                    std::to_string(heads) + " heads, FFN " + std::to_string(ffn) + ", vocab " + std::to_string(vocab) +
@@ -458,8 +459,8 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*mode
             b.node(n + ".view", "reshape", {in}, {{"shape", {"batch", "seq", h, dh}}});
             return b.node(n + ".heads", "permute", {n + ".view"}, {{"perm", {0, 2, 1, 3}}, {"copy", true}});
         };
-        const std::string k = shape(at + "key", b.linear(at + "k_proj", a, d, dl, bias));
-        const std::string v = shape(at + "value", b.linear(at + "v_proj", a, d, dl, bias));
+        const std::string k = cps.gather(at + "key_gather", shape(at + "key", b.linear(at + "k_proj", a, d, dl, bias)));
+        const std::string v = cps.gather(at + "value_gather", shape(at + "value", b.linear(at + "v_proj", a, d, dl, bias)));
         const std::string qh = shape(at + "query", q);
         b.node(at + "scores", "matmul", {qh, k}, {{"transpose_b", true}});
         b.node(at + "causal_mask", "causal_mask", {at + "scores"});
@@ -481,6 +482,7 @@ json build_opt(const ConfigReader& r, const json& cfg, const std::string& /*mode
         x = b.node(p + "mlp_residual", "add", {x, dn});
         if (!before) x = layernorm(p + "final_layer_norm", x);
     }
+    cps.write(ds.full_seq);
     const auto final_norm = [&] {
         std::string y = tps.column_input(pd + "final.all_gather", final_ln ? layernorm(pd + "final_layer_norm", x) : x);
         return proj != d ? b.linear(pd + "project_out", y, d, proj, false) : y;
@@ -525,7 +527,9 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
     // key/value groups (each rank holds kv_groups / tp of them with their query heads; tp must
     // divide them, as Megatron-core divides its query groups), dense and dense_4h_to_h by input rows
     // (each all-reduced, or reduce-scattered under --sp), dense_h_to_4h by columns, the embedding
-    // and the tied LM head by vocabulary, the layernorms whole.
+    // and the tied LM head by vocabulary, the layernorms whole. Context parallelism (--cp) as the
+    // llama family's: a group's key (after its rotary embedding) and value gathered before they
+    // are broadcast to the group's queries; with ALiBi the bias covers the whole sequence's keys.
     const DenseSplit ds = dense_split(r, positions, "num_attention_heads", heads, vocab, "num_hidden_layers", layers);
     const std::int64_t t = ds.tp, seq = ds.seq, hq = ds.heads, vocab_rank = ds.vocab;
     const std::int64_t hkv = tp_share(r,
@@ -548,9 +552,11 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
                    (t > 1 ? "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "") : ""),
                dtype_of(r), {{"batch", 1}, {"seq", seq}});
     TensorParallelSplit tps(b, t, sp, seq / t);
+    ContextParallelSplit cps(b, ds.split.cp);
+    const json kv_seq = cps.kv_seq(ds.full_seq);
     if (ds.stage.first) b.input("input_ids", {"batch", "seq"}, "int64");
     if (alibi) {
-        b.input("alibi", {"batch", hq, 1, "seq"});
+        b.input("alibi", {"batch", hq, 1, kv_seq});
     } else {
         b.input("rope.cos", {"seq", dh});
         b.input("rope.sin", {"seq", dh});
@@ -577,10 +583,15 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
         };
         std::string q = heads_of(at + "query", at + "split:0", hq);
         std::string k = heads_of(at + "key", at + "split:1", hkv);
-        std::string v = repeat_kv(b, at + "v_repeat", heads_of(at + "value", at + "split:2", hkv), "seq", hkv, rep, dh);
+        if (!alibi) {
+            q = rotary(b, at + "q_rope", q, dh);
+            k = rotary(b, at + "k_rope", k, dh);
+        }
+        k = repeat_kv(b, at + "k_repeat", cps.gather(at + "key_gather", k), kv_seq, hkv, rep, dh);
+        const std::string v = repeat_kv(b, at + "v_repeat", cps.gather(at + "value_gather", heads_of(at + "value", at + "split:2", hkv)),
+                                        kv_seq, hkv, rep, dh);
         std::string ctx;
         if (alibi) {
-            k = repeat_kv(b, at + "k_repeat", k, "seq", hkv, rep, dh);
             b.node(at + "scores", "matmul", {q, k}, {{"transpose_b", true}});
             b.node(at + "add_alibi", "add", {at + "scores", "alibi"});
             b.node(at + "scale", "scale", {at + "add_alibi"}, {{"factor", 1.0 / std::sqrt(static_cast<double>(dh))}});
@@ -588,8 +599,6 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
             const std::string probs = b.node(at + "softmax", "softmax", {at + "causal_mask"}, {{"axis", -1}});
             ctx = b.node(at + "context", "matmul", {b.dropout(at + "attention_dropout", probs, attn_drop), v});
         } else {
-            q = rotary(b, at + "q_rope", q, dh);
-            k = repeat_kv(b, at + "k_repeat", rotary(b, at + "k_rope", k, dh), "seq", hkv, rep, dh);
             ctx = attention(b, at, q, k, v, dh, true, attn_drop);
         }
         const std::string o = tps.row_output(at + "reduce_scatter",
@@ -608,6 +617,7 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
         if (new_arch || parallel) m = b.node(p + "mlp_plus_attn", "add", {m, o});
         x = b.node(p + "residual", "add", {x, b.dropout(p + "hidden_dropout", m, hidden_drop)});
     }
+    cps.write(ds.full_seq);
     const auto final_norm = [&] { return tps.column_input("transformer.ln_f.all_gather", b.layernorm("transformer.ln_f", x, d, eps)); };
     return finish_decoder(b, tps, ds.split, ds.stage, head, final_norm, x, tied ? "transformer.word_embeddings.weight" : "", d, vocab_rank);
 }
@@ -657,7 +667,9 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
     // Tensor, sequence and pipeline parallelism (--tp, --sp, --pp), as gpt2's (above): q, k, v and
     // fc1 by output columns, dense and fc2 by input rows, each row-parallel output all-reduced
     // (reduce-scattered under --sp, the layernorm's output all-gathered once for both branches),
-    // the embedding and the LM head (its bias too) by vocabulary, the layernorms whole.
+    // the embedding and the LM head (its bias too) by vocabulary, the layernorms whole. Context
+    // parallelism (--cp) as the llama family's: the keys (after their partial rotary embedding) and
+    // the values gathered before they are repeated to the query heads.
     const DenseSplit ds = dense_split(r, positions, "num_attention_heads", heads, vocab, "num_hidden_layers", layers);
     const std::int64_t t = ds.tp, seq = ds.seq, hq = ds.heads, vocab_rank = ds.vocab;
     const std::int64_t hkv = tp_share(r, "num_key_value_heads", kv_heads, t, "key/value heads");
@@ -673,6 +685,8 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
                    (t > 1 ? "; rank of " + std::to_string(t) + "-way tensor parallelism" + (sp ? " with sequence parallelism" : "") : ""),
                dtype_of(r), {{"batch", 1}, {"seq", seq}});
     TensorParallelSplit tps(b, t, sp, seq / t);
+    ContextParallelSplit cps(b, ds.split.cp);
+    const json kv_seq = cps.kv_seq(ds.full_seq);
     if (ds.stage.first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", rot});
     b.input("rope.sin", {"seq", rot});
@@ -692,8 +706,8 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
         std::string k = to_heads(b, at + "k", b.linear(at + "k_proj", a, d, hkv * dh, true), "seq", hkv, dh);
         std::string v = to_heads(b, at + "v", b.linear(at + "v_proj", a, d, hkv * dh, true), "seq", hkv, dh);
         q = partial_rotary(b, at + "q_rope", q, dh, rot);
-        k = repeat_kv(b, at + "k_repeat", partial_rotary(b, at + "k_rope", k, dh, rot), "seq", hkv, rep, dh);
-        v = repeat_kv(b, at + "v_repeat", v, "seq", hkv, rep, dh);
+        k = repeat_kv(b, at + "k_repeat", cps.gather(at + "k_gather", partial_rotary(b, at + "k_rope", k, dh, rot)), kv_seq, hkv, rep, dh);
+        v = repeat_kv(b, at + "v_repeat", cps.gather(at + "v_gather", v), kv_seq, hkv, rep, dh);
         const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
         const std::string dense = b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, true);
         const std::string o = b.dropout(p + "attn_dropout", tps.row_output(at + "reduce_scatter", dense), resid);
@@ -702,6 +716,7 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
         const std::string m = b.dropout(p + "mlp_dropout", tps.row_output(p + "mlp.reduce_scatter", fc2), resid);
         x = b.node(p + "residual", "add", {b.node(p + "attn_plus_mlp", "add", {o, m}), x});
     }
+    cps.write(ds.full_seq);
     const auto final_norm = [&] {
         return tps.column_input("model.final_layernorm.all_gather", b.layernorm("model.final_layernorm", x, d, eps));
     };

@@ -17,13 +17,18 @@ struct EncoderDims {
     bool causal = false;  // bert with is_decoder: causal self-attention
     std::string act;
     json seq;  // "seq", or the token count when fixed (vit)
+    // Context parallelism (bert, roberta): the rank's keys and values gathered from the group (none: one rank).
+    ContextParallelSplit* cp = nullptr;
 };
 
 std::string self_attention(DocBuilder& b, const std::string& p, const std::string& x, const EncoderDims& e) {
     const std::int64_t dh = e.d / e.heads;
+    const auto gathered = [&](const std::string& n, const std::string& t) { return e.cp != nullptr ? e.cp->gather(n, t) : t; };
     const std::string q = to_heads(b, p + "query", b.linear(p + "query", x, e.d, e.d, e.qkv_bias), e.seq, e.heads, dh);
-    const std::string k = to_heads(b, p + "key", b.linear(p + "key", x, e.d, e.d, e.qkv_bias), e.seq, e.heads, dh);
-    const std::string v = to_heads(b, p + "value", b.linear(p + "value", x, e.d, e.d, e.qkv_bias), e.seq, e.heads, dh);
+    const std::string k =
+        gathered(p + "key_gather", to_heads(b, p + "key", b.linear(p + "key", x, e.d, e.d, e.qkv_bias), e.seq, e.heads, dh));
+    const std::string v =
+        gathered(p + "value_gather", to_heads(b, p + "value", b.linear(p + "value", x, e.d, e.d, e.qkv_bias), e.seq, e.heads, dh));
     return merge_heads(b, p + "context", attention(b, p, q, k, v, dh, e.causal, e.attn_drop), e.seq, e.d);
 }
 
@@ -97,6 +102,12 @@ EncoderDims encoder_dims(const ConfigReader& r, double drop_default, bool qkv_bi
 // layer_norm, decoder tied to the word embeddings, bias) and no pooler;
 // RobertaForSequenceClassification has no pooler but classifier (RobertaClassificationHead: the
 // first token, dropout, dense, tanh, dropout, out_proj); RobertaModel has the pooler.
+//
+// Context parallelism (--cp; model/doc_builder.hpp ContextParallelSplit), as the decoders': a rank
+// holds seq / cp tokens of every sequence (two chunks, as Megatron-core cuts them; bidirectional
+// attention needs no balancing but takes the same cut), and each layer's self-attention gathers
+// the keys and values of the whole sequence. The document is rank 0's, which holds the first
+// token: the pooler, the next-sentence and the classification heads run there.
 json build_bert(const ConfigReader& r, const json& cfg, const std::string& model_type, const std::string& name) {
     const bool roberta = model_type == "roberta";
     const std::string cls = roberta ? "Roberta" : "Bert";
@@ -128,14 +139,19 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& model
     const std::int64_t labels = classify ? num_labels(r, cfg) : 0;
     const double classifier_drop = r.probability_or("classifier_dropout", e.hidden_drop);
     const std::string base = roberta ? "roberta." : "bert.";
+    const Split split = read_split(r);
+    const std::int64_t full_seq = split.seq > 0 ? split.seq : roberta ? positions - pad - 1 : positions;
+    const std::int64_t seq = rank_tokens(split, full_seq);
 
     DocBuilder b;
+    ContextParallelSplit cps(b, split.cp);
+    e.cp = &cps;
     set_header(b, name,
                "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(e.d) + ", " +
                    std::to_string(e.heads) + " heads, vocab " + std::to_string(vocab) +
                    (e.causal ? "; causal self-attention (is_decoder)" : "; bidirectional self-attention") +
                    "; no padding mask; dropout as in training",
-               dtype_of(r), {{"batch", 1}, {"seq", roberta ? positions - pad - 1 : positions}});
+               dtype_of(r), {{"batch", 1}, {"seq", seq}});
     b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("token_type_ids", {"batch", "seq"}, "int64");
     b.input("position_ids", roberta ? json{"batch", "seq"} : json{"seq"}, "int64");
@@ -148,6 +164,7 @@ json build_bert(const ConfigReader& r, const json& cfg, const std::string& model
     b.node(pe + "add_position", "add", {pe + "add_token_type", pe + "position_embeddings"});
     std::string x = b.dropout(pe + "dropout", b.layernorm(pe + "LayerNorm", pe + "add_position", e.d, e.eps), e.hidden_drop);
     for (std::int64_t l = 0; l < layers; ++l) x = bert_layer(b, r, base + "encoder.layer." + std::to_string(l) + ".", x, e);
+    cps.write(full_seq);
     // The MLM head: BertLMPredictionHead (cls.predictions) or RobertaLMHead (lm_head).
     const auto predictions = [&]() {
         const std::string p = roberta ? "lm_head." : "cls.predictions.";

@@ -706,7 +706,7 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
         throw InputError(std::string(flag) + " " + std::to_string(wanted) + ": " + origin +
                          (degree > 1 ? " is split for " + std::to_string(degree) + " " + what + " ranks"
                                      : " has no " + std::string(what) +
-                                           " split (the GPT templates build one, and the Hugging Face llama family's tensor, sequence and "
+                                           " split (the GPT templates and the Hugging Face decoders build one, bert and roberta their "
                                            "context parallelism; a model file declares its own with \"" +
                                            key + "\")"));
     };

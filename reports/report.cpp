@@ -358,7 +358,9 @@ ojson parallel_json(const ParallelAnalysis& p) {
     j["micro_batches"] = p.micro_batches;
     if (p.cp > 1) {
         j["cp"] = p.cp;
+        j["cp_comm"] = cp_comm_name(p.options.cp_comm);
         j["cp_comm_s"] = p.cp_comm_s;
+        j["cp_exposed_s"] = p.cp_exposed_s;
         j["cp_collectives"] = p.cp_collectives;
     }
     if (p.ep > 1) {
@@ -616,9 +618,14 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                                    human_time(p.tp_example.time_s), human_bytes(p.tp_example.bytes), human_time(p.tp_comm_s))
                      : "";
         const std::string cp =
-            p.cp > 1 ? fmt::format(" (and {} context-parallel key/value gathers and their gradients' reduce-scatters, {} in all)",
-                                   p.cp_collectives, human_time(p.cp_comm_s))
-                     : "";
+            p.cp <= 1 ? ""
+            : p.options.cp_comm == CpComm::ring
+                ? fmt::format(
+                      " (and {} context-parallel ring send/recv steps of keys, values and their gradients, {} in all, {} not "
+                      "hidden by attention)",
+                      p.cp_collectives, human_time(p.cp_comm_s), human_time(p.cp_exposed_s))
+                : fmt::format(" (and {} context-parallel key/value all-gathers and their gradients' reduce-scatters, {} in all)",
+                              p.cp_collectives, human_time(p.cp_comm_s));
         const std::string ep = p.ep > 1 ? fmt::format(" (and {} expert-parallel all-to-alls over {} ranks, {} in all)", p.ep_collectives,
                                                       p.ep, human_time(p.ep_comm_s))
                                         : "";

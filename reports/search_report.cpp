@@ -57,8 +57,12 @@ nlohmann::ordered_json search_json(const SearchResult& r, const SearchSettings& 
                        {"context_parallel", s.space.context_parallel.empty() ? std::vector<int>{1} : s.space.context_parallel},
                        {"expert_parallel", s.space.expert_parallel.empty() ? std::vector<int>{1} : s.space.expert_parallel},
                        {"memory_budget_bytes", r.budget_bytes},
+                       {"cp_comm", cp_comm_name(s.space.cp_comm)},
                        {"bucket_bytes", s.space.bucket_bytes},
-                       {"not_searched", "non-uniform expert routing"}};
+                       {"expert_load", s.expert_load.empty() ? "the model's own" : s.expert_load},
+                       {"capacity_factor", s.capacity_factor},
+                       {"pad_to_capacity", s.pad_to_capacity},
+                       {"not_searched", "expert routing (every configuration is built with the one given)"}};
     std::size_t fitting = 0;
     for (const SearchCandidate& c : r.candidates) fitting += c.fits ? 1 : 0;
     doc["summary"] = {{"enumerated", r.enumerated},           {"invalid", r.invalid},
@@ -101,6 +105,13 @@ std::string render_search(const SearchResult& r, const SearchSettings& s, std::s
         join(s.space.expert_parallel.empty() ? std::vector<int>{1} : s.space.expert_parallel), join(s.space.micro_batches),
         join(s.space.zero), join(s.space.interleave), r.invalid, r.candidates.size(), r.stages_analysed, r.pruned, fitting,
         human_bytes(static_cast<double>(r.budget_bytes)));
+    if (!s.expert_load.empty() || s.capacity_factor > 0)
+        o += fmt::format("  every configuration's experts routed {}{}{}\n",
+                         s.expert_load.empty() ? "as the model routes them" : s.expert_load,
+                         s.capacity_factor > 0 ? fmt::format(", capacity factor {}", s.capacity_factor) : "",
+                         s.pad_to_capacity ? ", padded to capacity" : "");
+    if (std::any_of(s.space.context_parallel.begin(), s.space.context_parallel.end(), [](int c) { return c > 1; }))
+        o += fmt::format("  context parallelism exchanges keys and values by {}\n", cp_comm_name(s.space.cp_comm));
     for (const std::string& why : r.invalid_reasons) o += "  invalid, e.g. " + why + "\n";
     o += "\n";
     o += fmt::format(

@@ -12,6 +12,11 @@ namespace roofline {
 struct SearchSettings {
     std::string model, cluster;
     std::int64_t seq = 0;  // 0: the model's own
+    // The routing of the model's experts every configuration is built with (--expert-load,
+    // --capacity-factor, --pad-to-capacity): not searched; "" / 0 / false: the model's own.
+    std::string expert_load;
+    double capacity_factor = 0;
+    bool pad_to_capacity = false;
     SearchSpace space;
 };
 

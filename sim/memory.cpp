@@ -4,6 +4,7 @@
 
 #include "ops/checked.hpp"
 #include "ops/op_rule.hpp"
+#include "sim/views.hpp"
 
 namespace roofline {
 
@@ -25,8 +26,6 @@ std::int64_t MemoryStep::total() const {
     return t;
 }
 
-namespace {
-
 bool is_view(const Node& n) {
     switch (traits_of(n.kind).view) {
         case ViewKind::always:
@@ -36,6 +35,8 @@ bool is_view(const Node& n) {
     }
     return false;
 }
+
+namespace {
 
 // For an in-place optimizer output: which input's storage it overwrites (OpTraits::in_place).
 int in_place_input(const Node& n, std::size_t output) {

@@ -12,6 +12,7 @@
 #include "ops/error.hpp"
 #include "ops/op_rule.hpp"
 #include "sim/roofline.hpp"
+#include "sim/views.hpp"
 
 namespace roofline {
 
@@ -119,7 +120,120 @@ std::vector<StageProfile::Op> replayable_ops(const StageProfile& p) {
     return ops;
 }
 
+// The node that reads x's output in forward, through views (the keys' Q K^T, the values' P V, or a
+// composite attention op); kNoNode when none does.
+NodeId reader_of(const Graph& g, NodeId x) {
+    std::vector<NodeId> todo{x};
+    while (!todo.empty()) {
+        const NodeId at = todo.back();
+        todo.pop_back();
+        for (const TensorId t : g.node(at).outputs)
+            for (const NodeId c : g.consumers(t)) {
+                if (g.node(c).phase != Phase::forward) continue;
+                if (!is_view(g.node(c))) return c;
+                todo.push_back(c);
+            }
+    }
+    return kNoNode;
+}
+
+// The forward nodes on the paths from `from` to `to` (both included; node ids are in topological
+// order): an attention's Q K^T, scale, mask, softmax, dropout and P V. Empty when `to` is not
+// reached.
+std::vector<NodeId> nodes_between(const Graph& g, NodeId from, NodeId to) {
+    std::set<NodeId> reached{from};
+    std::vector<NodeId> todo{from};
+    while (!todo.empty()) {
+        const NodeId at = todo.back();
+        todo.pop_back();
+        for (const TensorId t : g.node(at).outputs)
+            for (const NodeId c : g.consumers(t))
+                if (c <= to && g.node(c).phase == Phase::forward && reached.insert(c).second) todo.push_back(c);
+    }
+    if (reached.count(to) == 0) return {};
+    std::set<NodeId> on_path{to};
+    for (auto it = reached.rbegin(); it != reached.rend(); ++it)
+        for (const TensorId t : g.node(*it).outputs)
+            for (const NodeId c : g.consumers(t))
+                if (on_path.count(c) != 0) on_path.insert(*it);
+    return {on_path.begin(), on_path.end()};
+}
+
+// Context parallelism's ring exchanges (StageProfile::Ring) of a step: the gathered tensors paired
+// as an attention's keys and values (ContextParallelSplit gathers the keys, then the values: a
+// pair when the keys' reader reaches the values'), each pair's attention the nodes between their
+// readers; a gathered tensor without a partner is an exchange of its own, its attention its reader.
+// Forward at the later gather, again where a recomputed copy of the attention runs; backward at the
+// last op of the attention's gradient.
+void add_rings(const Graph& g, const Analysis& a, StageProfile& p, const std::vector<std::vector<const ScheduledOp*>>& gradient_ops) {
+    std::vector<NodeId> gathers;
+    for (const std::string& name : g.context_parallel.all_gather)
+        if (const NodeId node = g.find_node(name); node != kNoNode) gathers.push_back(node);
+    std::map<NodeId, std::size_t> forward_of;  // an attention's first node -> its forward exchange
+    for (std::size_t i = 0; i < gathers.size();) {
+        std::vector<NodeId> pair{gathers[i]}, attention;
+        const NodeId first = reader_of(g, gathers[i]);
+        if (i + 1 < gathers.size()) {
+            const NodeId second = reader_of(g, gathers[i + 1]);
+            if (first != kNoNode && second != kNoNode && first <= second) attention = nodes_between(g, first, second);
+            if (!attention.empty()) pair.push_back(gathers[i + 1]);
+        }
+        if (attention.empty() && first != kNoNode) attention = {first};
+        i += pair.size();
+        double kv_bytes = 0;
+        int at = pair.front();
+        for (const NodeId n : pair) {
+            kv_bytes += static_cast<double>(g.tensor(g.node(n).outputs.front()).desc.bytes());
+            if (p.ops[static_cast<std::size_t>(n)].end_s > p.ops[static_cast<std::size_t>(at)].end_s) at = n;
+        }
+        double forward = 0, backward = 0;
+        int last = -1;  // the last op of the attention's gradient
+        for (const NodeId n : attention) {
+            forward += p.ops[static_cast<std::size_t>(n)].kernel_s;
+            for (const ScheduledOp* s : gradient_ops[static_cast<std::size_t>(n)]) {
+                backward += s->kernel_s;
+                if (last < 0 || s->end_s >= p.ops[static_cast<std::size_t>(last)].end_s) last = s->node;
+            }
+        }
+        if (!attention.empty()) forward_of[attention.front()] = p.rings.size();
+        p.rings.push_back({p.ops[static_cast<std::size_t>(at)].end_s, at, false, kv_bytes, forward});
+        if (last >= 0) p.rings.push_back({p.ops[static_cast<std::size_t>(last)].end_s, last, true, kv_bytes, backward});
+    }
+    // A recomputed attention (selective or full recomputation) passes the blocks around again.
+    for (const ScheduledOp& s : a.schedule.ops)
+        if (const auto f = forward_of.find(g.node(s.node).recomputes); f != forward_of.end()) {
+            StageProfile::Ring again = p.rings[f->second];
+            again.at_s = p.ops[static_cast<std::size_t>(s.node)].end_s;
+            again.op = s.node;
+            p.rings.push_back(again);
+        }
+}
+
 }  // namespace
+
+std::string_view cp_comm_name(CpComm c) { return c == CpComm::ring ? "ring" : "allgather"; }
+
+RingExchange ring_exchange(const Cluster& cluster, CommGroup group, double kv_bytes, double attention_s, bool backward) {
+    RingExchange e;
+    const int cp = group.ranks;
+    if (cp < 2) return e;
+    const double block = kv_bytes / cp, share = attention_s / cp;
+    const auto step = [&](double bytes) {
+        const double t = collective_cost(cluster, Collective::send_recv, bytes, group).time_s;
+        ++e.steps;
+        e.bytes_sent += bytes;
+        e.comm_s += t;
+        e.exposed_s += std::max(0.0, t - share);
+    };
+    if (!backward) {
+        for (int i = 0; i + 1 < cp; ++i) step(block);
+        return e;
+    }
+    // TransformerEngine's backward loop: step 0 sends the keys and values, steps 1 .. cp - 2 them
+    // and the gradients so far, step cp - 1 the gradients alone.
+    for (int i = 0; i < cp; ++i) step(i == 0 || i == cp - 1 ? block : 2 * block);
+    return e;
+}
 
 StageProfile stage_profile(const Graph& g, const Analysis& a) {
     StageProfile p;
@@ -301,6 +415,7 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
         p.blocking.push_back({p.ops[static_cast<std::size_t>(s.node)].end_s, f.collective, f.bytes, f.group, s.node,
                               hide_gather[static_cast<std::size_t>(again)]});
     }
+    if (p.cp > 1) add_rings(g, a, p, gradient_ops);
 
     // The gradients of the experts' weights (expert parallelism): what each optimizer update of an
     // expert parameter consumes (input 1), or the tensor an fp32 cast of it read.
@@ -533,6 +648,7 @@ StageProfile compose_layers(const StageProfile& one, const StageProfile& two, in
             }
     };
     at_copies(two.blocking, p.blocking, &StageProfile::Blocking::at_s);
+    at_copies(two.rings, p.rings, &StageProfile::Ring::at_s);
     at_copies(two.gradients, p.gradients, &StageProfile::Gradient::ready_s);
 
     const double n = layers - 2;  // layers added to the two-layer probe
@@ -621,10 +737,11 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
     // Blocking collectives (tensor-, context- and expert-parallel) on the compute stream's critical
     // path: every later op moves by their time; `shifted` maps a single-device time to it.
     std::vector<std::pair<double, double>> events;  // (single-device time, duration)
-    events.reserve(g.blocking.size());
+    events.reserve(g.blocking.size() + g.rings.size());
+    const bool ring = opt.cp_comm == CpComm::ring;
     for (const StageProfile::Blocking& b : g.blocking) {
         const CommGroup among = b.group == StageProfile::Group::tp ? tp_group : b.group == StageProfile::Group::cp ? cp_group : ep_group;
-        if (among.ranks < 2) continue;
+        if (among.ranks < 2 || (ring && b.group == StageProfile::Group::cp)) continue;
         const CollectiveCost& cost = cost_of(b.collective, b.bytes, among);
         events.push_back({b.at_s, std::max(0.0, cost.time_s - b.hide_s)});
         switch (b.group) {
@@ -635,6 +752,7 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
                 break;
             case StageProfile::Group::cp:
                 r.cp_comm_s += cost.time_s;
+                r.cp_exposed_s += events.back().second;
                 ++r.cp_collectives;
                 break;
             case StageProfile::Group::ep:
@@ -642,6 +760,15 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
                 ++r.ep_collectives;
                 break;
         }
+    }
+    // Ring attention: each exchange's send/recv steps beside the attention they overlap.
+    for (const StageProfile::Ring& x : g.rings) {
+        if (!ring || cp_group.ranks < 2) break;
+        const RingExchange e = ring_exchange(cluster, cp_group, x.kv_bytes, x.attention_s, x.backward);
+        events.push_back({x.at_s, e.exposed_s});
+        r.cp_comm_s += e.comm_s;
+        r.cp_exposed_s += e.exposed_s;
+        r.cp_collectives += e.steps;
     }
     std::sort(events.begin(), events.end());
     // delay[i]: the time of the first i events, so that a time moves by the events up to it.
@@ -659,6 +786,7 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
     r.tp_comm_s *= K;
     r.tp_collectives *= K;
     r.cp_comm_s *= K;
+    r.cp_exposed_s *= K;
     r.cp_collectives *= K;
     r.ep_comm_s *= K;
     r.ep_collectives *= K;

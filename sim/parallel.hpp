@@ -9,10 +9,12 @@
 // (Graph::tensor_parallel, Megatron's splits); its all-reduces run on the compute stream's critical
 // path, as Megatron-LM issues them, inside a node. Pipeline parallelism: analyze_pipeline below;
 // sim/search.hpp searches the configurations. Sequence parallelism: the graph's own split
-// (TensorParallel::all_gather / reduce_scatter). Context parallelism: the keys' and values'
+// (TensorParallel::all_gather / reduce_scatter). Context parallelism: ring attention's key/value
+// send/recv steps, overlapped with attention (ParallelOptions::cp_comm), or the keys' and values'
 // all-gathers; expert parallelism: the tokens' all-to-alls (both blocking, Graph's own splits).
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/graph.hpp"
@@ -22,6 +24,38 @@
 #include "sim/collectives.hpp"
 
 namespace roofline {
+
+// How context-parallel ranks exchange the keys and values attention reads (--cp-comm).
+enum class CpComm {
+    // Ring attention (Liu et al. 2023, "Ring Attention with Blockwise Transformers for Near-Infinite
+    // Context"): each rank's key/value block passes around the ring of cp ranks in cp - 1 send/recv
+    // steps, each overlapped with the attention of the block in hand; backward passes the blocks
+    // again and returns the key/value gradients the same way (TransformerEngine's
+    // AttnFuncWithCPAndKVP2P, what Megatron-LM's --cp-comm-type p2p runs).
+    ring,
+    // All-gathers of the keys and values before attention and reduce-scatters of their gradients
+    // after it, not overlapped (Megatron-LM's --cp-comm-type all_gather, as Llama 3 was trained,
+    // Dubey et al. 2024 section 3.3.2).
+    all_gather,
+};
+std::string_view cp_comm_name(CpComm c);
+
+// One context-parallel ring exchange (CpComm::ring) of one attention, forward or backward, on `group`:
+// `kv_bytes` the keys and values of the whole sequence (both gathered tensors), `attention_s` the
+// kernel time of the rank's attention in that direction. Forward: cp - 1 steps, each sending the
+// block in hand (kv_bytes / cp) to the next rank while the attention of that block (attention_s /
+// cp) runs. Backward (TransformerEngine's loop): cp steps, the first sending a key/value block, the
+// middle ones a key/value block and the key/value gradients accumulated so far (one message of
+// both), the last the gradients alone: (cp - 1) blocks of each. Each step is a send/recv costed by
+// sim/collectives (alpha-beta; across nodes when the group spans them), exposed by what it takes
+// beyond the block's attention: max(0, step - attention_s / cp).
+struct RingExchange {
+    int steps = 0;
+    double bytes_sent = 0;  // by each rank
+    double comm_s = 0;      // the steps' send/recv time
+    double exposed_s = 0;   // what the compute stream waits for
+};
+RingExchange ring_exchange(const Cluster& cluster, CommGroup group, double kv_bytes, double attention_s, bool backward);
 
 struct ParallelOptions {
     int dp = 1;    // data-parallel ranks
@@ -49,6 +83,11 @@ struct ParallelOptions {
     // Megatron-LM runs of Korthikanti et al. did ("we do not use any overlapping of gradient
     // all-reduces with back-propagation", section 6.3).
     bool overlap_grad_reduce = true;
+    // Context parallelism's key/value exchange. Ring by default: it is Megatron-LM's default
+    // (--cp-comm-type p2p, TransformerEngine's ring attention), and at the long sequences context
+    // parallelism is for, a block's attention (quadratic in its tokens) hides most of its send
+    // (linear), as Liu et al. 2023 (section 3) argue.
+    CpComm cp_comm = CpComm::ring;
 };
 
 struct CommOp {
@@ -84,7 +123,9 @@ struct ParallelAnalysis {
     int devices = 1, nodes = 1;
     double tp_comm_s = 0;  // tensor-parallel all-reduces, forward and backward (blocking)
     int tp_collectives = 0;
-    double cp_comm_s = 0;  // context-parallel key/value all-gathers and their gradients' reduce-scatters (blocking)
+    // Context parallelism: ring send/recv steps (CpComm::ring) or key/value all-gathers and their
+    // gradients' reduce-scatters (blocking), their time and what of it the step waits for.
+    double cp_comm_s = 0, cp_exposed_s = 0;
     int cp_collectives = 0;
     double ep_comm_s = 0;  // expert-parallel all-to-alls, forward and backward (blocking)
     int ep_collectives = 0;
@@ -149,6 +190,18 @@ struct StageProfile {
         double hide_s = 0;
     };
     std::vector<Blocking> blocking;
+    // Context parallelism's ring form (ParallelOptions::cp_comm, ring_exchange): one exchange an
+    // attention (its keys and values) and direction, at the end of op `op` (forward: the later of
+    // its gathers, or a recomputed copy of its attention; backward: the last op of its attention's
+    // gradient). The Blocking entries of Group::cp are the all-gather form of the same.
+    struct Ring {
+        double at_s = 0;
+        int op = -1;
+        bool backward = false;
+        double kv_bytes = 0;     // the keys and values of the whole sequence
+        double attention_s = 0;  // the rank's attention (forward; backward: its gradient), the kernels' time
+    };
+    std::vector<Ring> rings;
     struct Gradient {
         double ready_s = 0;
         std::int64_t bytes = 0;

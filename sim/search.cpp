@@ -239,6 +239,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                 o.bucket_bytes = space.bucket_bytes;
                 o.global_batch = space.global_batch;
                 o.interleave = v;
+                o.cp_comm = space.cp_comm;
                 try {
                     const ParallelAnalysis p = t.pp > 1 ? analyze_pipeline(stages, cluster, o) : analyze_parallel(*stages[0], cluster, o);
                     SearchCandidate c;

@@ -39,6 +39,7 @@ struct SearchSpace {
     // tensor parallelism for large models); with tp = 1 it is off.
     std::vector<bool> sequence_parallel;
     std::vector<int> context_parallel;  // candidate context-parallel degrees (default 1: not split)
+    CpComm cp_comm = CpComm::ring;      // how context-parallel ranks exchange keys and values (ParallelOptions::cp_comm)
     std::vector<int> expert_parallel;   // candidate expert-parallel degrees (default 1; each divides dp and the experts)
     // Candidate tensor- and pipeline-parallel degrees (default: every divisor of the GPUs, tensor
     // parallelism up to a node): a user who has fixed them ranks the rest (micro-batch, recompute,

@@ -71,6 +71,7 @@ TEST_CASE("a stage composed from probes of one and two layers is the whole stage
             CHECK(composed.layers == layers);
             CHECK(composed.gradients.size() == whole.gradients.size());
             CHECK(composed.blocking.size() == whole.blocking.size());
+            CHECK(composed.rings.size() == whole.rings.size());  // context parallelism's ring exchanges, one a layer and direction
             CHECK(composed.parameter_bytes == whole.parameter_bytes);
             CHECK(composed.flops == Approx(whole.flops).epsilon(1e-9));
             for (const int zero : {0, 1, 2, 3}) {
@@ -89,6 +90,8 @@ TEST_CASE("a stage composed from probes of one and two layers is the whole stage
                 CHECK(p.cp_collectives == w.cp_collectives);
                 CHECK(p.ep_collectives == w.ep_collectives);
                 CHECK(p.tp_comm_s == Approx(w.tp_comm_s).epsilon(1e-9));
+                CHECK(p.cp_comm_s == Approx(w.cp_comm_s).epsilon(1e-9));
+                CHECK(p.cp_exposed_s == Approx(w.cp_exposed_s).epsilon(1e-9).margin(1e-12));
                 CHECK(p.peak_bytes == Approx(static_cast<double>(w.peak_bytes)).epsilon(1e-9));
                 for (std::size_t cat = 0; cat < kMemoryCategories; ++cat)
                     CHECK(p.peak_bytes_by_category[cat] == Approx(static_cast<double>(w.peak_bytes_by_category[cat])).epsilon(1e-9));

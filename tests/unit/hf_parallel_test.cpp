@@ -468,11 +468,21 @@ TEST_CASE("context parallelism on a Hugging Face decoder: a rank's tokens, the g
     const Analysis as = analyze(step, c.hardware);
     const ParallelAnalysis p = analyze_parallel(step, as, c, ParallelOptions{});
     CHECK(p.cp == 4);
-    CHECK(p.cp_collectives == 8);
+    ParallelOptions gather;
+    gather.cp_comm = CpComm::all_gather;
+    const ParallelAnalysis pg = analyze_parallel(step, as, c, gather);
+    CHECK(pg.cp_collectives == 8);
     const CommGroup group{4, 4};
-    CHECK(p.cp_comm_s == Approx(4 * (collective_cost(c, Collective::all_gather, gathered, group).time_s +
-                                     collective_cost(c, Collective::reduce_scatter, gathered, group).time_s))
-                             .epsilon(1e-12));
+    CHECK(pg.cp_comm_s == Approx(4 * (collective_cost(c, Collective::all_gather, gathered, group).time_s +
+                                      collective_cost(c, Collective::reduce_scatter, gathered, group).time_s))
+                              .epsilon(1e-12));
+    // The ring form (the default): each layer's keys and values, 2 x 16 MiB, pass around the 4
+    // ranks in 3 send/recv steps of a quarter forward and in 4 steps backward (the keys and values,
+    // then both with their gradients, then the gradients): 2 x 3 = 6 blocks of 8 MiB, 48 MiB.
+    CHECK(p.cp_collectives == 2 * (3 + 4));
+    const RingExchange back = ring_exchange(c, group, 2 * gathered, 0, true);
+    CHECK(back.bytes_sent == 48.0 * 1024 * 1024);
+    CHECK(p.cp_comm_s == Approx(2 * (ring_exchange(c, group, 2 * gathered, 0, false).comm_s + back.comm_s)).epsilon(1e-12));
 
     // With --tp 2 --sp the rank's 2048 tokens are sharded again between the norms: 1024.
     ov.tp = 2;
@@ -499,7 +509,105 @@ TEST_CASE("context parallelism on a Hugging Face decoder: a rank's tokens, the g
                   {
                       {"llama-2-7b --seq 1000 --cp 16", "--cp 16: the sequence length 1000 must be a multiple of 2 x cp = 32"},
                       {"llama-2-7b --seq 1032 --cp 4 --tp 8 --sp", "--sp: --tp 8 must divide a context-parallel rank's 258 tokens"},
-                      {"falcon-7b --seq 1024 --cp 2", "has no context-parallel split"},
+                      {"t5-small --seq 512 --cp 2", "--cp 2: template 't5-small' (model_type 't5') has no context-parallel split"},
+                  });
+}
+
+TEST_CASE("context parallelism on gpt2, opt, falcon, phi and bert: a rank's tokens and the gathered keys and values, by hand",
+          "[parallel][cp][hf]") {
+    // Each family as the llama family (one ContextParallelSplit): with cp ranks a rank holds
+    // seq / cp tokens (the dims' seq, every token-wise op), and every layer gathers its keys and
+    // values of the whole sequence, [batch, key/value heads, seq, head_dim] (before they are
+    // repeated to the query heads), 2 bytes an element (bf16 or f16 checkpoints; gpt2, opt and bert
+    // name none: bf16). The score GEMM (or the composite attention op) of the rank's seq / cp
+    // queries against all seq keys does exactly 1/cp of the single rank's work.
+    struct Family {
+        std::string model, first_key, norm;
+        std::int64_t seq;
+        int cp, layers;
+        Shape gathered;  // [1, key/value heads, seq, head_dim]
+        std::int64_t d;
+    };
+    const std::string gpt2 = test::source_path("tests/data/hf/gpt2/config.json");
+    const std::string opt = test::source_path("tests/data/public/neusight/configs/opt_13.json");
+    const std::string bert = test::source_path("tests/data/hf/bert-base-uncased/config.json");
+    const std::vector<Family> families = {
+        // GPT-2: 12 layers, 12 heads of 64.
+        {gpt2, "transformer.h.0.attn.key_gather", "transformer.h.0.ln_1", 1024, 4, 12, {1, 12, 1024, 64}, 768},
+        // OPT-1.3b: 24 layers, 32 heads of 64.
+        {opt,
+         "model.decoder.layers.0.self_attn.key_gather",
+         "model.decoder.layers.0.self_attn_layer_norm",
+         2048,
+         2,
+         24,
+         {1, 32, 2048, 64},
+         2048},
+        // Falcon-7B: 32 layers, 71 query heads of 64 sharing one key/value head (multi_query).
+        {"falcon-7b", "transformer.h.0.self_attention.key_gather", "transformer.h.0.input_layernorm", 2048, 2, 32, {1, 1, 2048, 64}, 4544},
+        // Phi-2: 32 layers, 32 heads of 80.
+        {"phi-2", "model.layers.0.self_attn.k_gather", "model.layers.0.input_layernorm", 2048, 4, 32, {1, 32, 2048, 80}, 2560},
+        // BERT-base: 12 layers, 12 heads of 64, bidirectional.
+        {bert,
+         "bert.encoder.layer.0.attention.self.key_gather",
+         "bert.encoder.layer.0.attention.output.LayerNorm",
+         512,
+         2,
+         12,
+         {1, 12, 512, 64},
+         768},
+    };
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    for (const Family& f : families) {
+        INFO(f.model);
+        ModelOverrides ov;
+        ov.seq = f.seq;
+        const Graph one = load_model_arg(f.model, ov);
+        ov.cp = f.cp;
+        const Graph rank = load_model_arg(f.model, ov);
+        REQUIRE(rank.context_parallel.degree == f.cp);
+        CHECK(rank.dims.at("seq") == f.seq / f.cp);
+        CHECK(shape_of(rank, f.norm) == Shape{1, f.seq / f.cp, f.d});
+        REQUIRE(rank.context_parallel.all_gather.size() == static_cast<std::size_t>(2 * f.layers));  // keys, then values, a layer
+        CHECK(rank.context_parallel.all_gather[0] == f.first_key);
+        for (const std::string& n : rank.context_parallel.all_gather) {
+            const TensorDesc& t = rank.tensor(rank.find_tensor(n)).desc;
+            CHECK(t.shape == f.gathered);
+            CHECK(t.bytes() == 2 * f.gathered[1] * f.gathered[2] * f.gathered[3]);
+        }
+        const Analysis a1 = analyze(one, hw), ar = analyze(rank, hw);
+        const double scores = flops_named(one, a1, ".scores", OpKind::matmul) + flops_of(one, a1, OpKind::attention);
+        CHECK(scores > 0);
+        CHECK(flops_named(rank, ar, ".scores", OpKind::matmul) + flops_of(rank, ar, OpKind::attention) == scores / f.cp);
+    }
+    // Falcon with ALiBi: the bias covers the whole sequence's keys.
+    const std::string alibi = test::tmp_path("falcon-alibi.json");
+    htmltest::spit(alibi, R"({"format": "roofline-model/1", "template": "falcon-7b", "config": {"alibi": true, "num_hidden_layers": 2}})");
+    ModelOverrides ov;
+    ov.seq = 1024;
+    ov.cp = 4;
+    CHECK(shape_of(load_model_arg(alibi, ov), "alibi") == Shape{1, 71, 1, 1024});
+
+    // The command line: a training step of gpt2 on 4 context-parallel ranks of a DGX A100, with
+    // tensor and sequence parallelism (1024 / 4 = 256 tokens a rank, 128 between the blocks).
+    const std::string out = test::tmp_path("gpt2-cp.json");
+    const auto r =
+        test::run_cli("analyze '" + gpt2 + "' --mode training --seq 1024 --cluster dgx-a100 --cp 4 --tp 2 --sp -q -o '" + out + "'");
+    REQUIRE(r.code == 0);
+    const nlohmann::json p = nlohmann::json::parse(htmltest::slurp(out))["parallel"];
+    CHECK(p["cp"] == 4);
+    CHECK(p["cp_comm"] == "ring");
+    CHECK(p["cp_collectives"] == 12 * (3 + 4));  // a layer: 3 steps forward, 4 backward
+
+    // Families without a sequence split refuse --cp, naming the flag and the family.
+    check_refused("analyze --mode training --cluster dgx-a100 -q ",
+                  {
+                      {"t5-small --cp 2", "--cp 2: template 't5-small' (model_type 't5') has no context-parallel split"},
+                      {"vit-b16 --cp 2", "(model_type 'vit') has no context-parallel split"},
+                      {"bart-large --cp 2", "(model_type 'bart') has no context-parallel split"},
+                      {"deberta-v3-base --cp 2", "(model_type 'deberta-v2') has no context-parallel split"},
+                      {"phi-2 --seq 1004 --cp 4", "--cp 4: the sequence length 1004 must be a multiple of 2 x cp = 8"},
+                      {"phi-2 --seq 1032 --cp 4 --tp 4 --sp", "--sp: --tp 4 must divide a context-parallel rank's 258 tokens"},
                   });
 }
 
@@ -550,7 +658,7 @@ TEST_CASE("gpt2 from its config.json: tensor, sequence and pipeline splits by ha
                       {"--tp 5", "/n_head: --tp 5 must divide the 12 attention heads"},
                       {"--pp 5", "/n_layer: --pp 5 must divide the 12 layers"},
                       {"--seq 1022 --tp 4 --sp", "--sp: --tp 4 must divide the sequence length 1022"},
-                      {"--cp 2", "has no context-parallel split"},
+                      {"--seq 1000 --cp 16", "--cp 16: the sequence length 1000 must be a multiple of 2 x cp = 32"},
                   });
 }
 

@@ -12,6 +12,8 @@
 #include "sim/analysis.hpp"
 #include "sim/fusion.hpp"
 #include "sim/parallel.hpp"
+#include "sim/plan.hpp"
+#include "sim/recompute.hpp"
 #include "support.hpp"
 
 using namespace roofline;
@@ -545,7 +547,9 @@ TEST_CASE("context parallelism: a rank's share of each sequence, keys and values
     // values of the whole sequence (kept for attention's backward): between 1/4 and 1/2.
     CHECK(a4.memory.saved_activation_bytes > a1.memory.saved_activation_bytes / 4);
     CHECK(a4.memory.saved_activation_bytes < a1.memory.saved_activation_bytes / 2);
-    const ParallelAnalysis p = analyze_parallel(four, a4, c, ParallelOptions{});
+    ParallelOptions gather;
+    gather.cp_comm = CpComm::all_gather;
+    const ParallelAnalysis p = analyze_parallel(four, a4, c, gather);
     CHECK(p.devices == 4);
     CHECK(p.cp_collectives == 16);
     const double bytes = 1.0 * 16 * 16384 * 128 * 2;
@@ -557,8 +561,17 @@ TEST_CASE("context parallelism: a rank's share of each sequence, keys and values
     CHECK(!p.comms.empty());
     CHECK(p.tokens_per_s == Approx(16384.0 / p.step_time_s));
 
+    // --cp-comm allgather on the command line is this all-gather form.
+    const std::string out = test::tmp_path("cp-allgather.json");
+    REQUIRE(test::run_cli("analyze gpt2-small --mode training --seq 1024 --cluster dgx-a100 --cp 4 --cp-comm allgather -q -o '" + out + "'")
+                .code == 0);
+    const nlohmann::json j = nlohmann::json::parse(htmltest::slurp(out))["parallel"];
+    CHECK(j["cp_comm"] == "allgather");
+    CHECK(j["cp_collectives"] == 12 * 4);  // gpt2-small's 12 layers: K and V gathered, their gradients scattered
+    CHECK(j["cp_exposed_s"].get<double>() == Approx(j["cp_comm_s"].get<double>()).epsilon(1e-12));  // nothing overlaps them
+
     // Bad input: a sequence that does not split into 2 x cp chunks; --cp without a cluster; a model
-    // file without a context-parallel split.
+    // file without a context-parallel split; an unknown --cp-comm.
     const auto odd = test::run_cli("analyze gpt2-small --mode training --seq 1000 --cluster dgx-a100 --cp 16 -q");
     CHECK(odd.code == 2);
     CHECK_THAT(odd.out, Catch::Contains("--cp 16: the sequence length 1000 must be a multiple of 2 x cp = 32"));
@@ -568,6 +581,93 @@ TEST_CASE("context parallelism: a rank's share of each sequence, keys and values
     const auto file = test::run_cli("analyze '" + test::source_path("examples/two-layer-mlp.json") + "' --cluster dgx-a100 --cp 2 -q");
     CHECK(file.code == 2);
     CHECK_THAT(file.out, Catch::Contains("has no context-parallel split"));
+    const auto comm = test::run_cli("analyze gpt2-small --mode training --cluster dgx-a100 --cp 2 --cp-comm p2p -q");
+    CHECK(comm.code == 2);
+    CHECK_THAT(comm.out, Catch::Contains("--cp-comm"));
+}
+
+TEST_CASE("ring attention's exchange: the volume each rank sends and what attention hides, by hand", "[parallel][cp][ring]") {
+    // Ring attention (Liu et al. 2023; TransformerEngine's AttnFuncWithCPAndKVP2P): the keys and
+    // values of the whole sequence, KV bytes, in cp blocks of KV / cp, one a rank. Forward, each rank
+    // sends the block in hand to the next rank cp - 1 times: (cp - 1) / cp x KV. Backward, the blocks
+    // go round again (cp - 1 sends) and their gradients, as large, come back (cp - 1 sends): twice
+    // that, in cp steps (the keys and values alone, then both, then the gradients alone). Each step
+    // is one send/recv of sim/collectives, hidden by the attention of one block (attention / cp):
+    // exposed max(0, step - attention / cp).
+    const Cluster c = builtin_cluster("dgx-a100");
+    const double kv = 2.0 * 64 * 1024 * 1024;  // two 64 MiB tensors
+    const auto send = [&](double bytes, CommGroup g) { return collective_cost(c, Collective::send_recv, bytes, g).time_s; };
+    for (const int cp : {2, 4, 8}) {
+        INFO("cp " << cp);
+        const CommGroup g{cp, cp};  // one node
+        const double block = kv / cp, t1 = send(block, g), t2 = send(2 * block, g);
+        const RingExchange f = ring_exchange(c, g, kv, 0, false), b = ring_exchange(c, g, kv, 0, true);
+        CHECK(f.steps == cp - 1);
+        CHECK(f.bytes_sent == Approx((cp - 1.0) / cp * kv).epsilon(1e-15));
+        CHECK(f.comm_s == Approx((cp - 1) * t1).epsilon(1e-12));
+        CHECK(f.exposed_s == Approx(f.comm_s).epsilon(1e-12));  // no attention to hide it
+        CHECK(b.steps == cp);
+        CHECK(b.bytes_sent == Approx(2 * (cp - 1.0) / cp * kv).epsilon(1e-15));
+        CHECK(b.comm_s == Approx(2 * t1 + (cp - 2) * t2).epsilon(1e-12));
+        // Attention of a block longer than the largest step hides every step; one of half a step
+        // leaves half of each (forward: all steps of one block).
+        CHECK(ring_exchange(c, g, kv, cp * 2 * t2, true).exposed_s == 0);
+        CHECK(ring_exchange(c, g, kv, cp * t1 / 2, false).exposed_s == Approx((cp - 1) * t1 / 2).epsilon(1e-12));
+        CHECK(ring_exchange(c, g, kv, cp * t1, true).exposed_s == Approx((cp - 2) * (t2 - t1)).epsilon(1e-9).margin(1e-15));
+    }
+    // One rank: nothing to exchange. Across two nodes (8 ranks, 4 a node): each step is bounded by
+    // the network hop (every rank steps together).
+    CHECK(ring_exchange(c, CommGroup{1, 1}, kv, 0, false).steps == 0);
+    const RingExchange across = ring_exchange(c, CommGroup{8, 4}, kv, 0, false);
+    CHECK(across.comm_s == Approx(7 * send(kv / 8, CommGroup{8, 4})).epsilon(1e-12));
+    CHECK(across.comm_s > ring_exchange(c, CommGroup{8, 8}, kv, 0, false).comm_s);
+
+    // In a training step: the 4-layer GPT of the test above at 8,192 tokens on 4 ranks. A layer's
+    // exchange carries its gathered keys and values, 2 x [1, 16, 8192, 128] bf16 = 64 MiB, and is
+    // hidden by that layer's attention (Q K^T, scale, mask, softmax, P V: the nodes between the
+    // keys' and the values' readers), forward and (their gradients) backward. The step waits for
+    // what the exchanges do not hide, and the all-gather form for all of its collectives: the
+    // passes differ by exactly the difference.
+    const nlohmann::json cfg = {{"preset", "gpt2-small"}, {"n_ctx", 8192}, {"d_model", 2048}, {"n_layer", 4},
+                                {"n_head", 16},           {"batch", 1},    {"dropout", 0}};
+    ModelOverrides ov;
+    ov.cp = 4;
+    const Graph step = build_training_step(
+        load_model(nlohmann::json{{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", cfg}}, "long-gpt", ov),
+        TrainingOptions{});
+    const Analysis a = analyze(step, c.hardware);
+    const StageProfile prof = stage_profile(step, a);
+    REQUIRE(prof.rings.size() == 2 * 4);
+    double attention = 0;  // layer 0's forward attention, from the schedule
+    for (const ScheduledOp& s : a.schedule.ops)
+        for (const char* n : {"h0.attn.scores", "h0.attn.scale", "h0.attn.mask", "h0.attn.softmax", "h0.attn.context"})
+            if (step.node(s.node).name == n) attention += s.kernel_s;
+    CHECK(attention > 0);
+    const StageProfile::Ring& first = prof.rings.front();
+    CHECK(!first.backward);
+    CHECK(first.kv_bytes == 2.0 * 16 * 8192 * 128 * 2);
+    CHECK(first.attention_s == Approx(attention).epsilon(1e-12));
+    const CommGroup g{4, 4};
+    double comm = 0, exposed = 0;
+    for (const StageProfile::Ring& x : prof.rings) {
+        CHECK(x.attention_s > 0);
+        const RingExchange e = ring_exchange(c, g, x.kv_bytes, x.attention_s, x.backward);
+        comm += e.comm_s;
+        exposed += e.exposed_s;
+    }
+    const ParallelAnalysis ring = analyze_parallel(prof, c, ParallelOptions{});
+    ParallelOptions o;
+    o.cp_comm = CpComm::all_gather;
+    const ParallelAnalysis gathered = analyze_parallel(prof, c, o);
+    CHECK(ring.cp_collectives == 4 * (3 + 4));
+    CHECK(ring.cp_comm_s == Approx(comm).epsilon(1e-12));
+    CHECK(ring.cp_exposed_s == Approx(exposed).epsilon(1e-12));
+    CHECK(ring.cp_exposed_s <= ring.cp_comm_s);
+    CHECK(ring.pass_s - gathered.pass_s == Approx(ring.cp_exposed_s - gathered.cp_comm_s).epsilon(1e-9));
+    // Selective recomputation runs each layer's attention again in backward: its exchange too.
+    const RecomputePlan plan = plan_strategy(step, *parse_strategy("selective"));
+    const Evaluated sel = evaluate_option(step, c.hardware, plan, false, AnalysisOptions{});
+    CHECK(stage_profile(*sel.graph, sel.analysis).rings.size() == 3 * 4);
 }
 
 // GPT-2 medium with `experts` top-2 MoE MLPs (0: dense), batch 4 x 1024, no dropout: one rank of

@@ -323,3 +323,50 @@ TEST_CASE("search with fixed tensor- and pipeline-parallel degrees ranks the res
     CHECK(cli.code == 2);
     CHECK(cli.out.find("--tp 3") != std::string::npos);
 }
+
+TEST_CASE("search builds every configuration with the experts' routing of --expert-load and --capacity-factor", "[search][ep][moe]") {
+    // tests/data/hf/tiny-mixtral (4 layers, 8 experts, top-2) on 8 GPUs at tp 1, pp 1, dp 8, with
+    // --ep 1 and 8. The routing is not searched but passed to every configuration the search
+    // builds, as analyze takes it: each configuration's iteration time and peak memory are exactly
+    // what `analyze --cluster` gives for its layout with the same --expert-load and
+    // --capacity-factor. Under zipf:1.2 expert 0 would take 1 / H(8, 1.2) = 43% of the token copies,
+    // 3.4 times its uniform share; the capacity factor 1.25 caps it at 1.25 times: at ep 8 the
+    // busiest rank's expert then runs 1.25 times the uniform rows, so that configuration is slower
+    // than under uniform routing.
+    const std::string model = test::source_path("tests/data/hf/tiny-mixtral/config.json");
+    const std::string flags =
+        " --gpus 8 --cluster dgx-a100 --global-batch 32 --seq 512 --tp 1 --pp 1 --ep 1,8 --micro-batches 4 --recompute none --zero 0 "
+        "--interleave 1 --sp off -q -o '";
+    const std::string routing = " --expert-load zipf:1.2 --capacity-factor 1.25";
+    const std::string routed_out = test::tmp_path("search-routed.json"), uniform_out = test::tmp_path("search-uniform.json");
+    REQUIRE(test::run_cli("search '" + model + "'" + routing + flags + routed_out + "'").code == 0);
+    REQUIRE(test::run_cli("search '" + model + "'" + flags + uniform_out + "'").code == 0);
+    const nlohmann::json routed = nlohmann::json::parse(test::slurp(routed_out)), uniform = nlohmann::json::parse(test::slurp(uniform_out));
+    CHECK(routed["settings"]["expert_load"] == "zipf:1.2");
+    CHECK(routed["settings"]["capacity_factor"] == 1.25);
+    REQUIRE(routed["candidates"].size() == 2);
+    const auto step_at = [](const nlohmann::json& doc, int ep) {
+        for (const auto& k : doc["candidates"])
+            if (k["ep"] == ep) return k["step_time_s"].get<double>();
+        return 0.0;
+    };
+    for (const auto& k : routed["candidates"]) {
+        const int ep = k["ep"].get<int>();
+        INFO("ep " << ep);
+        const std::string out = test::tmp_path(fmt::format("search-routed-ep{}.json", ep));
+        const auto a = test::run_cli(fmt::format(
+            "analyze '{}'{} --mode training --seq 512 --batch 4 --cluster dgx-a100 --dp 8 --ep {} --global-batch 32 --optimizer adamw -q "
+            "-o '{}'",
+            model, routing, ep, out));
+        REQUIRE(a.code == 0);
+        const auto p = nlohmann::json::parse(test::slurp(out))["parallel"];
+        CHECK(p["step_time_s"].get<double>() == Approx(k["step_time_s"].get<double>()).epsilon(1e-9));
+        CHECK(p["peak_bytes_per_rank"].get<std::int64_t>() == k["peak_bytes_per_rank"].get<std::int64_t>());
+    }
+    CHECK(step_at(routed, 8) > step_at(uniform, 8));
+
+    // A model without experts refuses the routing, naming the flag.
+    const auto bad = test::run_cli("search llama-2-7b --gpus 8 --cluster dgx-a100 --global-batch 8 --expert-load zipf:1 -q");
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.out, Catch::Contains("--expert-load: llama has no experts to route to"));
+}
