@@ -336,9 +336,10 @@ std::optional<Kernel> fused_winograd_conv(const Graph& g, NodeId n, const Hardwa
     const std::int64_t th = ceil_div(out[2], 2), tw = ceil_div(out[3], 2);
     const std::int64_t cin = x[1], cout = out[1], elt = dtype_bytes(d);
     std::int64_t blocks = 0;
+    const TileShape* shape = nullptr;
     for (const TileShape& t : shapes) {
         const std::int64_t b = ceil_div(out[0], t.images) * ceil_div(th, t.rows) * ceil_div(tw, t.cols) * ceil_div(cout, 32);
-        if (blocks == 0 || b < blocks) blocks = b;
+        if (blocks == 0 || b < blocks) blocks = b, shape = &t;
     }
     const std::int64_t tiles = out[0] * th * tw;
     Kernel all;
@@ -365,6 +366,10 @@ std::optional<Kernel> fused_winograd_conv(const Graph& g, NodeId n, const Hardwa
     gemm.gemm = s;
     gemm.launch = gemm_launch(s.tile, d, hw);
     gemm.blocks = blocks;
+    // cuDNN's grid: x over the images and the channel blocks, y and z over the tile rows and columns.
+    gemm.launch_text =
+        fmt::format("winograd 2x2 tile{}{}{} grid {}x{}x{}", shape->images, shape->rows, shape->cols,
+                    ceil_div(out[0], shape->images) * ceil_div(cout, 32), ceil_div(th, shape->rows), ceil_div(tw, shape->cols));
     all.parts.push_back(gemm);
     all.launch = gemm.launch;
     all.blocks = blocks;
@@ -833,6 +838,7 @@ std::string describe_launch(const Kernel& k) {
         for (const Kernel& part : k.parts) out += (out.empty() ? "" : "; ") + describe_launch(part);
         return out;
     }
+    if (!k.launch_text.empty()) return k.launch_text;
     if (k.gemm) {
         const GemmShape& s = *k.gemm;
         const char* unit = k.tensor_cores ? "tc" : "simt";

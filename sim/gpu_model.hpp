@@ -59,6 +59,9 @@ struct Kernel {
     // rate (kWarpSchedulersPerSm warp instructions per SM per clock) over the blocks' share of
     // the SMs.
     double issue_slots = 0;
+    // The launch as a profiler lists it, where the generic form (describe_launch) would misname it:
+    // cuDNN's fused Winograd kernel, costed as a GEMM but launched on its own grid.
+    std::string launch_text;
     bool row = false;   // a row-wise kernel (a reduction across each row)
     bool norm = false;  // a layernorm/rmsnorm row kernel (forward, or backward's dx kernel)
     // A softmax-type row kernel as PyTorch eager runs it (softmax, its gradient, log-softmax of

@@ -252,15 +252,17 @@ TEST_CASE("cuDNN's fused Winograd kernel launches the grid the public rows show"
     struct Case {
         const char* chip;
         std::int64_t batch, cin, cout, side, blocks;
+        const char* launch;
     };
     const Case cases[] = {
         // V100 (Volta kernels: 1 image x 4 x 8 tiles): 44 x ceil(5/32) = 44, ceil(76/4) = 19, ceil(76/8) = 10
-        {"v100-pcie-32gb", 44, 452, 5, 152, 44 * 19 * 10},
+        {"v100-pcie-32gb", 44, 452, 5, 152, 44 * 19 * 10, "winograd 2x2 tile148 grid 44x19x10"},
         // T4, the same kernel: 5 x 1, ceil(28/4) = 7, ceil(28/8) = 4
-        {"t4", 5, 565, 19, 55, 5 * 7 * 4},
+        {"t4", 5, 565, 19, 55, 5 * 7 * 4, "winograd 2x2 tile148 grid 5x7x4"},
         // P100 (Maxwell kernels, six tile shapes): tile244n, ceil(4/2) x ceil(589/32) = 38 blocks, one
-        // in each of y and z; 1 x 4 x 8 would launch 76
-        {"p100-pcie-16gb", 4, 2015, 589, 5, 38},
+        // in each of y and z; 1 x 4 x 8 would launch 76 (the model takes the first of the least
+        // padded shapes: 2 x 4 x 4 here, as the row ran)
+        {"p100-pcie-16gb", 4, 2015, 589, 5, 38, "winograd 2x2 tile244 grid 38x1x1"},
     };
     for (const Case& c : cases) {
         Graph g;
@@ -275,6 +277,7 @@ TEST_CASE("cuDNN's fused Winograd kernel launches the grid the public rows show"
         REQUIRE(k->parts.size() == 2);
         INFO(c.chip);
         CHECK(k->parts[1].blocks == c.blocks);
+        CHECK(describe_launch(k->parts[1]) == c.launch);
         // The products are the Winograd ones: 16 per 2 x 2 output tile, channel pair.
         const std::int64_t tiles = c.batch * ((c.side + 1) / 2) * ((c.side + 1) / 2);
         CHECK(k->parts[1].work.matrix_flops == 2 * 16 * tiles * c.cin * c.cout);
