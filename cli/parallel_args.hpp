@@ -13,11 +13,12 @@
 namespace roofline::cli {
 
 // --cp-comm (analyze, plan, search): how context-parallel ranks exchange keys and values (sim/parallel.hpp CpComm).
-inline void add_cp_comm_option(CLI::App* cmd, std::string& value) {
-    cmd->add_option("--cp-comm", value,
-                    "with --cp: ring (ring attention: key/value blocks passed around the ranks in cp - 1 send/recv steps, each "
-                    "overlapped with the attention of the block in hand; Megatron-LM's default) or allgather (the keys and values "
-                    "all-gathered before attention, their gradients reduce-scattered after it, not overlapped)")
+inline CLI::Option* add_cp_comm_option(CLI::App* cmd, std::string& value) {
+    return cmd
+        ->add_option("--cp-comm", value,
+                     "with --cp: ring (ring attention: key/value blocks passed around the ranks in cp - 1 send/recv steps, each "
+                     "overlapped with the attention of the block in hand; Megatron-LM's default) or allgather (the keys and values "
+                     "all-gathered before attention, their gradients reduce-scattered after it, not overlapped)")
         ->check(CLI::IsMember({"ring", "allgather"}))
         ->capture_default_str();
 }
@@ -39,7 +40,8 @@ struct ParallelArgs {
     std::string grad_buffer = "persistent";
     std::string overlap_grad_reduce = "on";
     std::int64_t global_batch = 0;
-    CLI::Option* hw_option = nullptr;  // --hw, to tell an explicit chip from the default
+    CLI::Option* hw_option = nullptr;       // --hw, to tell an explicit chip from the default
+    CLI::Option* cp_comm_option = nullptr;  // --cp-comm, refused without --cp > 1
     std::optional<Cluster> loaded;
 
     void add_to(CLI::App* cmd, CLI::Option* hw) {
@@ -63,7 +65,7 @@ struct ParallelArgs {
                         "(--cp-comm); gradients reduced over dp x cp ranks")
             ->check(kPositive)
             ->capture_default_str();
-        add_cp_comm_option(cmd, cp_comm);
+        cp_comm_option = add_cp_comm_option(cmd, cp_comm);
         cmd->add_option("--ep", ep,
                         "expert-parallel ranks (needs --cluster and --dp a multiple; GPT templates with \"experts\", mixtral, qwen2_moe): "
                         "each holds "
@@ -113,6 +115,8 @@ struct ParallelArgs {
     }
     // The cluster, checked against --hw; InputError naming the flag when the flags disagree.
     const Cluster* resolve(const std::string& hw) {
+        if (cp_comm_option != nullptr && cp_comm_option->count() > 0 && cp <= 1)
+            throw InputError("--cp-comm " + cp_comm + ": needs --cp > 1 (how context-parallel ranks exchange keys and values)");
         if (!wanted()) return nullptr;
         if (cluster.empty())
             throw InputError(dp > 1           ? "--dp " + std::to_string(dp) + ": name the cluster the ranks run on with --cluster"
