@@ -10,6 +10,7 @@
 #include <functional>
 #include <iterator>
 #include <set>
+#include <span>
 #include <string_view>
 #include <unordered_set>
 
@@ -23,6 +24,9 @@ namespace roofline {
 struct GraphStorage {
     using Adjacency = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
     Adjacency adj;
+    // add_node's copy of a node's input descriptors for shape inference, kept between nodes so that
+    // their shapes' storage is reused rather than allocated a node at a time.
+    std::vector<TensorDesc> inputs;
 };
 
 std::string_view role_name(TensorRole r) {
@@ -112,10 +116,10 @@ void Graph::set_recomputes(NodeId n, NodeId original) { nodes_.at(static_cast<st
 NodeId Graph::add_node(const std::string& n, OpKind kind, const std::vector<TensorId>& inputs, Attrs attrs,
                        const std::vector<std::string>& given_names) {
     if (find_node(n) != kNoNode) throw InputError("node name '" + n + "' is used twice");
-    std::vector<TensorDesc> in;
-    in.reserve(inputs.size());
-    for (TensorId t : inputs) in.push_back(tensor(t).desc);
-    std::vector<TensorDesc> out = infer_outputs(kind, in, attrs);
+    std::vector<TensorDesc>& in = storage_->inputs;
+    if (in.size() < inputs.size()) in.resize(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) in[i] = tensor(inputs[i]).desc;
+    std::vector<TensorDesc> out = infer_outputs(kind, std::span<const TensorDesc>(in.data(), inputs.size()), attrs);
     if (!given_names.empty() && out.size() != given_names.size()) {
         throw InputError(std::string(op_name(kind)) + " produces " + std::to_string(out.size()) + " outputs, " +
                          std::to_string(given_names.size()) + " names given");
