@@ -195,13 +195,17 @@ NodeDecl node_decl(std::string name, const std::string& op, const Context& c, co
     return d;
 }
 
-// The tensor names of the array `names` (key `key` of the node at `p`).
-void read_names(const json& names, const char* key, std::vector<std::string>& out, const Context& c, const std::string& p) {
+// The tensor names of the array `names` (key `key` of the node at `p`), moved out of a builder's.
+template <class Json>
+void read_names(Json& names, const char* key, std::vector<std::string>& out, const Context& c, const std::string& p) {
     of_type(names, key, json::value_t::array, c.origin, p);
     out.reserve(names.size());
     for (std::size_t i = 0; i < names.size(); ++i) {
         if (!names[i].is_string()) fail(c.origin, p + "/" + key + "/" + std::to_string(i), "expected a tensor name");
-        out.push_back(names[i].get<std::string>());
+        if constexpr (std::is_const_v<Json>)
+            out.push_back(names[i].template get<std::string>());
+        else
+            out.push_back(std::move(names[i].template get_ref<std::string&>()));
     }
 }
 
@@ -291,8 +295,6 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const N
             for (const std::string& o : output_names(nodes[i], count)) define(generated.emplace_back(o));
         }
     }
-    using Adj = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
-    Adj adj(nodes.size());
     std::vector<int> indegree(nodes.size(), 0);
     std::vector<std::vector<std::size_t>> users(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -305,7 +307,6 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const N
                      "node '" + nodes[i].name + "' uses tensor '" + in + "', which no input, parameter or node output defines");
             }
             const std::size_t from = producer[static_cast<std::size_t>(out)];
-            boost::add_edge(from, i, adj);
             users[from].push_back(i);
             ++indegree[i];
         }
@@ -324,6 +325,12 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const N
         }
     }
     if (order.size() != nodes.size()) {
+        // The same edges as a Boost graph (each node's users in the order found) for its strong components.
+        using Adj = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+        Adj adj(nodes.size());
+        for (std::size_t from = 0; from < nodes.size(); ++from) {
+            for (std::size_t u : users[from]) boost::add_edge(from, u, adj);
+        }
         std::vector<std::size_t> component(nodes.size());
         boost::strong_components(adj, boost::make_iterator_property_map(component.begin(), boost::get(boost::vertex_index, adj)));
         std::map<std::size_t, std::vector<std::size_t>> members;
