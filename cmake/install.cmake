@@ -23,6 +23,9 @@ install(TARGETS roofline RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET roofline-gpu)
   install(TARGETS roofline-gpu RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+if(TARGET roofline_onnx_reader)
+  install(TARGETS roofline_onnx_reader LIBRARY DESTINATION ${CMAKE_INSTALL_BINDIR})  # beside roofline, which loads it
+endif()
 foreach(layer ops model sim reports)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/roofline/${layer}
           FILES_MATCHING PATTERN "*.hpp" PATTERN "*.def" PATTERN "cuda" EXCLUDE PATTERN "defs" EXCLUDE PATTERN "hardware" EXCLUDE

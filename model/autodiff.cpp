@@ -43,41 +43,50 @@ private:
 
 bool is_16bit(DType d) { return d == DType::f16 || d == DType::bf16; }
 
-void add_optimizer_step(Graph& g, TensorId param, TensorId grad, const TrainingOptions& opt) {
-    const Tensor p = g.tensor(param);
+// The attributes of a step's optimizer nodes, the same for every parameter: made once.
+struct OptimizerAttrs {
+    explicit OptimizerAttrs(const TrainingOptions& opt) : update(attr("lr", opt.lr)), to_f32(attr("dtype", std::string("f32"))) {
+        if (opt.weight_decay > 0) update.set("weight_decay", opt.weight_decay);
+        if (opt.loss_scale > 0) update.set("grad_scale", 1.0 / opt.loss_scale);
+        if (opt.optimizer == Optimizer::sgd) {
+            if (opt.momentum > 0) update.set("momentum", opt.momentum);
+        } else {
+            update.set("decoupled", opt.optimizer == Optimizer::adamw);
+        }
+    }
+    Attrs update;  // of the sgd or adam update
+    Attrs to_f32;  // of the cast of a 16-bit gradient to fp32
+};
+
+void add_optimizer_step(Graph& g, TensorId param, TensorId grad, const TrainingOptions& opt, const OptimizerAttrs& attrs) {
+    const Tensor p = g.tensor(param);  // copy: adding tensors may reallocate the list
     const std::string& n = p.name;
     const bool master = opt.master_weights && is_16bit(p.desc.dtype);
     const TensorDesc state_desc{p.desc.shape, is_16bit(p.desc.dtype) ? DType::f32 : p.desc.dtype};
+    // The node's first output.
     auto node = [&](const std::string& name, OpKind k, const std::vector<TensorId>& in, const Attrs& a) {
         const NodeId id = g.add_node(name, k, in, a, {});
         g.set_phase(id, Phase::optimizer);
-        return g.node(id).outputs;
+        return g.node(id).outputs[0];
     };
     TensorId weights = param;
     TensorId gradient = grad;
     if (master) {
         weights = g.add_optimizer_state(n + ".master", state_desc);
-        gradient = node("opt." + n + ".grad_f32", OpKind::cast, {grad}, attr("dtype", std::string("f32")))[0];
+        gradient = node("opt." + n + ".grad_f32", OpKind::cast, {grad}, attrs.to_f32);
     }
-    Attrs a = attr("lr", opt.lr);
-    if (opt.weight_decay > 0) a.set("weight_decay", opt.weight_decay);
-    if (opt.loss_scale > 0) a.set("grad_scale", 1.0 / opt.loss_scale);
-    std::vector<TensorId> updated;
+    TensorId updated = -1;
     if (opt.optimizer == Optimizer::sgd) {
         std::vector<TensorId> in = {weights, gradient};
-        if (opt.momentum > 0) {
-            in.push_back(g.add_optimizer_state(n + ".momentum", state_desc));
-            a.set("momentum", opt.momentum);
-        }
-        updated = node("opt." + n + ".sgd", OpKind::sgd_update, in, a);
+        if (opt.momentum > 0) in.push_back(g.add_optimizer_state(n + ".momentum", state_desc));
+        updated = node("opt." + n + ".sgd", OpKind::sgd_update, in, attrs.update);
     } else {
-        a.set("decoupled", opt.optimizer == Optimizer::adamw);
         const TensorId m = g.add_optimizer_state(n + ".adam_m", state_desc);
         const TensorId v = g.add_optimizer_state(n + ".adam_v", state_desc);
-        updated = node("opt." + n + ".adam", OpKind::adam_update, {weights, gradient, m, v}, a);
+        updated = node("opt." + n + ".adam", OpKind::adam_update, {weights, gradient, m, v}, attrs.update);
     }
     if (master)
-        node("opt." + n + ".to_" + std::string(dtype_name(p.desc.dtype)), OpKind::cast, {updated[0]},
+        node("opt." + n + ".to_" + std::string(dtype_name(p.desc.dtype)), OpKind::cast, {updated},
              attr("dtype", std::string(dtype_name(p.desc.dtype))));
 }
 
@@ -197,6 +206,7 @@ Graph build_training_step(Graph g, const TrainingOptions& opt) {
         const auto& outs = g.outputs();
         if (std::find(outs.begin(), outs.end(), sent) == outs.end()) g.mark_output(sent);
     }
+    const OptimizerAttrs optimizer_attrs(opt);
     for (std::size_t t = 0; t < needs_grad.size(); ++t) {
         const Tensor& ten = g.tensors()[t];
         if (ten.role == TensorRole::parameter && needs_grad[t] && grad[t] != kNoGrad) {
@@ -205,7 +215,7 @@ Graph build_training_step(Graph g, const TrainingOptions& opt) {
                 const auto& outs = g.outputs();
                 if (std::find(outs.begin(), outs.end(), grad[t]) == outs.end()) g.mark_output(grad[t]);
             } else {
-                add_optimizer_step(g, static_cast<TensorId>(t), grad[t], opt);
+                add_optimizer_step(g, static_cast<TensorId>(t), grad[t], opt, optimizer_attrs);
             }
         }
     }

@@ -1,7 +1,8 @@
 #pragma once
 // Accumulates a roofline-model/1 document node by node: what the built-in templates
 // (model/templates.cpp) and the Hugging Face config builders (model/hf_*.cpp) expand to, so that
-// every built-in model goes through the one JSON loader a user's file does.
+// every built-in model goes through the one loader a user's file does. The declarations are kept as
+// records (model/model_doc.hpp), the JSON made only when the document is wanted as JSON.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -9,40 +10,33 @@
 #include <utility>
 #include <vector>
 
+#include "model/model_doc.hpp"
+
 namespace roofline {
 
 class DocBuilder {
 public:
     using json = nlohmann::json;
 
-    DocBuilder() {
-        doc_["format"] = "roofline-model/1";
-        doc_["inputs"] = json::array();
-        doc_["parameters"] = json::array();
-        doc_["nodes"] = json::array();
-    }
-    explicit DocBuilder(const std::string& name) : DocBuilder() { doc_["name"] = name; }
+    DocBuilder() = default;
+    explicit DocBuilder(const std::string& name) { doc_.head["name"] = name; }
 
-    json& doc() { return doc_; }
-    // The finished document, moved out (the builder is done with it).
-    json take() { return std::move(doc_); }
+    // The document's keys other than inputs, parameters and nodes.
+    json& doc() { return doc_.head; }
+    // The finished document, moved out (the builder is done with it): as JSON, or as it was built.
+    json take() { return std::move(doc_).to_json(); }
+    ModelDoc take_model() { return std::move(doc_); }
     void input(const std::string& name, json shape, const char* dtype = nullptr) {
-        json t{{"name", name}, {"shape", std::move(shape)}};
-        if (dtype) t["dtype"] = dtype;
-        doc_["inputs"].push_back(std::move(t));
+        doc_.inputs.push_back({name, std::move(shape), dtype ? json(dtype) : json()});
     }
     // Returns the parameter's name (to use it as an input in place).
     std::string param(const std::string& name, json shape, const char* dtype = nullptr) {
-        json t{{"name", name}, {"shape", std::move(shape)}};
-        if (dtype) t["dtype"] = dtype;
-        doc_["parameters"].push_back(std::move(t));
+        doc_.parameters.push_back({name, std::move(shape), dtype ? json(dtype) : json()});
         return name;
     }
     // Returns the node's (first) output name: the node's name.
     std::string node(const std::string& name, const char* op, json inputs, json attrs = json::object()) {
-        json n{{"name", name}, {"op", op}, {"inputs", std::move(inputs)}};
-        if (!attrs.empty()) n["attrs"] = std::move(attrs);
-        doc_["nodes"].push_back(std::move(n));
+        doc_.nodes.push_back({name, op, std::move(inputs), std::move(attrs)});
         return name;
     }
     // The y output of a dropout node ("<name>:0"), or x itself when p == 0 (dropout(0) is the identity).
@@ -65,7 +59,7 @@ public:
     }
 
 private:
-    json doc_;
+    ModelDoc doc_;
 };
 
 // One rank's share of Megatron-LM's tensor-parallel split of a transformer (Shoeybi et al. 2019,

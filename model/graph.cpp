@@ -1,10 +1,16 @@
 #include "model/graph.hpp"
 
+// Boost's adjacency-list edge iterators (a directed graph's copy walks them) trip GCC 12's
+// -Wmaybe-uninitialized (a false positive inside boost/graph/detail/adj_list_edge_iterator.hpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
+#include <algorithm>
 #include <functional>
 #include <iterator>
 #include <set>
+#include <span>
 #include <string_view>
 #include <unordered_set>
 
@@ -12,11 +18,15 @@
 
 namespace roofline {
 
-// Vertex i = node i; one edge per (producer, consumer, tensor) use.
+// Vertex i = node i; one edge per (producer, consumer, tensor) use, in the order of the consumer's
+// inputs. Directed, without edge properties: an edge is its target in the producer's out-edge
+// vector, the tensor it carries read from the consumer's inputs (issue #20: no allocation an edge).
 struct GraphStorage {
-    using Adjacency = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
-                                            boost::property<boost::edge_name_t, TensorId>>;
+    using Adjacency = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
     Adjacency adj;
+    // add_node's copy of a node's input descriptors for shape inference, kept between nodes so that
+    // their shapes' storage is reused rather than allocated a node at a time.
+    std::vector<TensorDesc> inputs;
 };
 
 std::string_view role_name(TensorRole r) {
@@ -106,10 +116,10 @@ void Graph::set_recomputes(NodeId n, NodeId original) { nodes_.at(static_cast<st
 NodeId Graph::add_node(const std::string& n, OpKind kind, const std::vector<TensorId>& inputs, Attrs attrs,
                        const std::vector<std::string>& given_names) {
     if (find_node(n) != kNoNode) throw InputError("node name '" + n + "' is used twice");
-    std::vector<TensorDesc> in;
-    in.reserve(inputs.size());
-    for (TensorId t : inputs) in.push_back(tensor(t).desc);
-    std::vector<TensorDesc> out = infer_outputs(kind, in, attrs);
+    std::vector<TensorDesc>& in = storage_->inputs;
+    if (in.size() < inputs.size()) in.resize(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) in[i] = tensor(inputs[i]).desc;
+    std::vector<TensorDesc> out = infer_outputs(kind, std::span<const TensorDesc>(in.data(), inputs.size()), attrs);
     if (!given_names.empty() && out.size() != given_names.size()) {
         throw InputError(std::string(op_name(kind)) + " produces " + std::to_string(out.size()) + " outputs, " +
                          std::to_string(given_names.size()) + " names given");
@@ -127,7 +137,7 @@ NodeId Graph::add_node(const std::string& n, OpKind kind, const std::vector<Tens
     const auto v = boost::add_vertex(storage_->adj);
     for (TensorId t : inputs) {
         if (tensor(t).producer != kNoNode) {
-            boost::add_edge(static_cast<std::size_t>(tensor(t).producer), v, t, storage_->adj);
+            boost::add_edge(static_cast<std::size_t>(tensor(t).producer), v, storage_->adj);
         }
     }
     return id;
@@ -186,12 +196,11 @@ std::vector<NodeId> Graph::consumers(TensorId t) const {
         }
         return result;
     }
-    const auto names = boost::get(boost::edge_name, storage_->adj);
+    // A consumer's edges are consecutive (added with it); those that carry t are the ones it reads t by.
     for (auto [e, end] = boost::out_edges(static_cast<std::size_t>(ten.producer), storage_->adj); e != end; ++e) {
-        if (names[*e] == t) {
-            const auto c = static_cast<NodeId>(boost::target(*e, storage_->adj));
-            if (result.empty() || result.back() != c) result.push_back(c);
-        }
+        const auto c = static_cast<NodeId>(boost::target(*e, storage_->adj));
+        const std::vector<TensorId>& ins = nodes_[static_cast<std::size_t>(c)].inputs;
+        if ((result.empty() || result.back() != c) && std::find(ins.begin(), ins.end(), t) != ins.end()) result.push_back(c);
     }
     return result;
 }
@@ -274,3 +283,5 @@ void verify(const Graph& g) {
 }
 
 }  // namespace roofline
+
+#pragma GCC diagnostic pop

@@ -19,6 +19,7 @@
 
 #include "model/hf_config.hpp"
 #include "model/json_check.hpp"
+#include "model/model_doc.hpp"
 #include "model/name_table.hpp"
 #include "model/onnx_model.hpp"
 #include "model/templates.hpp"
@@ -40,12 +41,17 @@ void only_keys(const json& obj, const std::set<std::string>& allowed, const std:
     json_only_keys(obj, allowed, origin, path);
 }
 
+// `v`, the value of key `key` of the object at `path`, when it has the type (an unsigned number is an integer).
+const json& of_type(const json& v, const std::string& key, json::value_t type, const std::string& origin, const std::string& path) {
+    const bool ok = v.type() == type || (type == json::value_t::number_integer && v.is_number_unsigned());
+    if (!ok) fail(origin, path + "/" + key, "expected " + std::string(json(type).type_name()) + ", got " + type_of(v));
+    return v;
+}
+
 const json& require(const json& obj, const std::string& key, json::value_t type, const std::string& origin, const std::string& path) {
     auto it = obj.find(key);
     if (it == obj.end()) fail(origin, path, "missing key '" + key + "'");
-    const bool ok = it->type() == type || (type == json::value_t::number_integer && it->is_number_unsigned());
-    if (!ok) fail(origin, path + "/" + key, "expected " + std::string(json(type).type_name()) + ", got " + type_of(*it));
-    return *it;
+    return of_type(*it, key, type, origin, path);
 }
 
 struct Context {
@@ -124,7 +130,18 @@ AttrValue to_attr(const json& j, const Context& c, const std::string& path) {
 struct TensorDecl {
     std::string name;
     TensorDesc desc;
+    bool dtype_given = false;  // the declaration names its dtype
 };
+
+// A tensor declaration at `p` from its name, shape and dtype (nullptr: none given).
+TensorDecl tensor_decl(std::string name, const json& shape, const json* dtype, bool parameters, const Context& c, const std::string& p) {
+    TensorDecl d;
+    d.name = std::move(name);
+    d.desc.shape = to_shape(of_type(shape, "shape", json::value_t::array, c.origin, p), c, p + "/shape");
+    d.dtype_given = dtype != nullptr;
+    d.desc.dtype = dtype ? to_dtype(*dtype, c.origin, p + "/dtype") : (parameters ? c.parameters : c.compute);
+    return d;
+}
 
 std::vector<TensorDecl> read_tensors(const json& doc, const std::string& key, bool parameters, const Context& c) {
     std::vector<TensorDecl> out;
@@ -138,11 +155,22 @@ std::vector<TensorDecl> read_tensors(const json& doc, const std::string& key, bo
         if (!t.is_object()) fail(c.origin, p, "expected an object, got " + type_of(t));
         static const std::set<std::string> kTensorKeys{"name", "shape", "dtype"};  // once, not per tensor
         only_keys(t, kTensorKeys, c.origin, p);
-        TensorDecl d;
-        d.name = require(t, "name", json::value_t::string, c.origin, p).get<std::string>();
-        d.desc.shape = to_shape(require(t, "shape", json::value_t::array, c.origin, p), c, p + "/shape");
-        d.desc.dtype = t.contains("dtype") ? to_dtype(t["dtype"], c.origin, p + "/dtype") : (parameters ? c.parameters : c.compute);
-        out.push_back(std::move(d));
+        std::string name = require(t, "name", json::value_t::string, c.origin, p).get<std::string>();
+        const json& shape = require(t, "shape", json::value_t::array, c.origin, p);
+        const auto dtype = t.find("dtype");
+        out.push_back(tensor_decl(std::move(name), shape, dtype == t.end() ? nullptr : &*dtype, parameters, c, p));
+    }
+    return out;
+}
+
+// The same of a builder's declarations (model/model_doc.hpp).
+std::vector<TensorDecl> read_tensors(std::vector<ModelDoc::Tensor>& tensors, const std::string& key, bool parameters, const Context& c) {
+    std::vector<TensorDecl> out;
+    out.reserve(tensors.size());
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        ModelDoc::Tensor& t = tensors[i];
+        out.push_back(tensor_decl(std::move(t.name), t.shape, t.dtype.is_null() ? nullptr : &t.dtype, parameters, c,
+                                  "/" + key + "/" + std::to_string(i)));
     }
     return out;
 }
@@ -156,33 +184,54 @@ struct NodeDecl {
     std::string path;
 };
 
+// A node declaration at `p` from its name and op; its inputs, outputs and attributes follow.
+NodeDecl node_decl(std::string name, const std::string& op, const Context& c, const std::string& p) {
+    NodeDecl d;
+    d.path = p;
+    d.name = std::move(name);
+    auto kind = parse_op(op);
+    if (!kind) fail(c.origin, p + "/op", "unknown op '" + op + "' in node '" + d.name + "' (known ops: " + op_choices() + ")");
+    d.kind = *kind;
+    return d;
+}
+
+// The tensor names of the array `names` (key `key` of the node at `p`), moved out of a builder's.
+template <class Json>
+void read_names(Json& names, const char* key, std::vector<std::string>& out, const Context& c, const std::string& p) {
+    of_type(names, key, json::value_t::array, c.origin, p);
+    out.reserve(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (!names[i].is_string()) fail(c.origin, p + "/" + key + "/" + std::to_string(i), "expected a tensor name");
+        if constexpr (std::is_const_v<Json>)
+            out.push_back(names[i].template get<std::string>());
+        else
+            out.push_back(std::move(names[i].template get_ref<std::string&>()));
+    }
+}
+
+void read_attrs(const json& attrs, NodeDecl& d, const Context& c) {
+    of_type(attrs, "attrs", json::value_t::object, c.origin, d.path);
+    for (const auto& [k, v] : attrs.items()) d.attrs.set(k, to_attr(v, c, d.path + "/attrs/" + k));
+}
+
 NodeDecl read_node(const json& n, const Context& c, const std::string& p) {
     if (!n.is_object()) fail(c.origin, p, "expected an object, got " + type_of(n));
     static const std::set<std::string> kNodeKeys{"name", "op", "inputs", "outputs", "attrs"};  // once, not per node
     only_keys(n, kNodeKeys, c.origin, p);
-    NodeDecl d;
-    d.path = p;
-    d.name = require(n, "name", json::value_t::string, c.origin, p).get<std::string>();
-    const std::string op = require(n, "op", json::value_t::string, c.origin, p).get<std::string>();
-    auto kind = parse_op(op);
-    if (!kind) fail(c.origin, p + "/op", "unknown op '" + op + "' in node '" + d.name + "' (known ops: " + op_choices() + ")");
-    d.kind = *kind;
-    const json& ins = require(n, "inputs", json::value_t::array, c.origin, p);
-    for (std::size_t i = 0; i < ins.size(); ++i) {
-        if (!ins[i].is_string()) fail(c.origin, p + "/inputs/" + std::to_string(i), "expected a tensor name");
-        d.inputs.push_back(ins[i].get<std::string>());
-    }
-    if (n.contains("outputs")) {
-        const json& outs = require(n, "outputs", json::value_t::array, c.origin, p);
-        for (std::size_t i = 0; i < outs.size(); ++i) {
-            if (!outs[i].is_string()) fail(c.origin, p + "/outputs/" + std::to_string(i), "expected a tensor name");
-            d.outputs.push_back(outs[i].get<std::string>());
-        }
-    }
-    if (n.contains("attrs")) {
-        const json& a = require(n, "attrs", json::value_t::object, c.origin, p);
-        for (const auto& [k, v] : a.items()) d.attrs.set(k, to_attr(v, c, p + "/attrs/" + k));
-    }
+    std::string name = require(n, "name", json::value_t::string, c.origin, p).get<std::string>();
+    NodeDecl d = node_decl(std::move(name), require(n, "op", json::value_t::string, c.origin, p).get_ref<const std::string&>(), c, p);
+    read_names(require(n, "inputs", json::value_t::array, c.origin, p), "inputs", d.inputs, c, p);
+    const auto outs = n.find("outputs"), attrs = n.find("attrs");
+    if (outs != n.end()) read_names(*outs, "outputs", d.outputs, c, p);
+    if (attrs != n.end()) read_attrs(*attrs, d, c);
+    return d;
+}
+
+// The same of a builder's declaration (model/model_doc.hpp).
+NodeDecl read_node(ModelDoc::Node& n, const Context& c, const std::string& p) {
+    NodeDecl d = node_decl(std::move(n.name), n.op, c, p);
+    read_names(n.inputs, "inputs", d.inputs, c, p);
+    if (!n.attrs.empty()) read_attrs(n.attrs, d, c);
     return d;
 }
 
@@ -246,8 +295,6 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const N
             for (const std::string& o : output_names(nodes[i], count)) define(generated.emplace_back(o));
         }
     }
-    using Adj = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
-    Adj adj(nodes.size());
     std::vector<int> indegree(nodes.size(), 0);
     std::vector<std::vector<std::size_t>> users(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -260,7 +307,6 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const N
                      "node '" + nodes[i].name + "' uses tensor '" + in + "', which no input, parameter or node output defines");
             }
             const std::size_t from = producer[static_cast<std::size_t>(out)];
-            boost::add_edge(from, i, adj);
             users[from].push_back(i);
             ++indegree[i];
         }
@@ -279,6 +325,12 @@ std::vector<std::size_t> order_nodes(const std::vector<NodeDecl>& nodes, const N
         }
     }
     if (order.size() != nodes.size()) {
+        // The same edges as a Boost graph (each node's users in the order found) for its strong components.
+        using Adj = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+        Adj adj(nodes.size());
+        for (std::size_t from = 0; from < nodes.size(); ++from) {
+            for (std::size_t u : users[from]) boost::add_edge(from, u, adj);
+        }
         std::vector<std::size_t> component(nodes.size());
         boost::strong_components(adj, boost::make_iterator_property_map(component.begin(), boost::get(boost::vertex_index, adj)));
         std::map<std::size_t, std::vector<std::size_t>> members;
@@ -324,14 +376,14 @@ bool runs_in_fp8(const Graph& g, const NodeDecl& d, const std::vector<TensorId>&
 }
 
 // fp8 GEMMs (Context::gemm): the parameters stored in fp8 (eval mode: a quantized checkpoint),
-// those used only as GEMM weights (a tied embedding also feeds a lookup and stays 16-bit); the
-// rest are cast before their GEMMs.
-std::set<std::string> fp8_stored_parameters(const json& doc, const std::vector<NodeDecl>& nodes, const Context& c) {
+// those declared without a dtype and used only as GEMM weights (a tied embedding also feeds a
+// lookup and stays 16-bit); the rest are cast before their GEMMs.
+std::set<std::string> fp8_stored_parameters(const std::vector<TensorDecl>& parameters, const std::vector<NodeDecl>& nodes,
+                                            const Context& c) {
     std::set<std::string> stored;
-    if (!c.gemm || !c.frozen || !doc.contains("parameters") || !doc["parameters"].is_array()) return stored;
-    for (const json& t : doc["parameters"]) {
-        if (t.is_object() && t.contains("name") && t["name"].is_string() && !t.contains("dtype"))
-            stored.insert(t["name"].get<std::string>());
+    if (!c.gemm || !c.frozen) return stored;
+    for (const TensorDecl& t : parameters) {
+        if (!t.dtype_given) stored.insert(t.name);
     }
     for (const NodeDecl& d : nodes) {
         const auto operands = gemm_operands(d.kind);
@@ -344,7 +396,9 @@ std::set<std::string> fp8_stored_parameters(const json& doc, const std::vector<N
     return stored;
 }
 
-Graph build_graph(const json& doc, Context& c) {
+// The graph of document `doc`, whose inputs, parameters and nodes are its own or, from a builder,
+// `built`'s (model/model_doc.hpp).
+Graph build_graph(const json& doc, ModelDoc* built, Context& c) {
     only_keys(doc,
               {"format", "name", "description", "dims", "dtype_policy", "inputs", "parameters", "nodes", "outputs", "tensor_parallel",
                "context_parallel", "expert_parallel", "pipeline"},
@@ -353,25 +407,28 @@ Graph build_graph(const json& doc, Context& c) {
     g.name = doc.contains("name") ? require(doc, "name", json::value_t::string, c.origin, "").get<std::string>()
                                   : std::filesystem::path(c.origin).stem().string();
     if (doc.contains("description")) g.description = require(doc, "description", json::value_t::string, c.origin, "").get<std::string>();
-    const json& nodes_json = require(doc, "nodes", json::value_t::array, c.origin, "");
-    if (nodes_json.size() > kMaxNodes)
-        fail(c.origin, "/nodes",
-             std::to_string(nodes_json.size()) + " nodes, more than the " + std::to_string(kMaxNodes) + " a model may have");
+    const json* nodes_json = built ? nullptr : &require(doc, "nodes", json::value_t::array, c.origin, "");
+    const std::size_t node_count = built ? built->nodes.size() : nodes_json->size();
+    if (node_count > kMaxNodes)
+        fail(c.origin, "/nodes", std::to_string(node_count) + " nodes, more than the " + std::to_string(kMaxNodes) + " a model may have");
     std::vector<NodeDecl> nodes;
-    nodes.reserve(nodes_json.size());
+    nodes.reserve(node_count);
     NameTable node_names;  // over the names in `nodes`
-    node_names.reserve(nodes_json.size());
-    for (std::size_t i = 0; i < nodes_json.size(); ++i) {
-        nodes.push_back(read_node(nodes_json[i], c, "/nodes/" + std::to_string(i)));
+    node_names.reserve(node_count);
+    for (std::size_t i = 0; i < node_count; ++i) {
+        const std::string p = "/nodes/" + std::to_string(i);
+        nodes.push_back(built ? read_node(built->nodes[i], c, p) : read_node((*nodes_json)[i], c, p));
         const auto name_of = [&](std::int32_t k) -> const std::string& { return nodes[static_cast<std::size_t>(k)].name; };
         if (node_names.find(nodes.back().name, name_of) >= 0) {
             fail(c.origin, nodes.back().path + "/name", "node name '" + nodes.back().name + "' is used twice");
         }
         node_names.insert(nodes.back().name, static_cast<std::int32_t>(i));
     }
-    const std::set<std::string> fp8_stored = fp8_stored_parameters(doc, nodes, c);
     // The inputs and parameters, kept while the nodes are ordered: `sources` views their names.
-    std::vector<TensorDecl> declared[2] = {read_tensors(doc, "inputs", false, c), read_tensors(doc, "parameters", true, c)};
+    std::vector<TensorDecl> declared[2];
+    declared[0] = built ? read_tensors(built->inputs, "inputs", false, c) : read_tensors(doc, "inputs", false, c);
+    declared[1] = built ? read_tensors(built->parameters, "parameters", true, c) : read_tensors(doc, "parameters", true, c);
+    const std::set<std::string> fp8_stored = fp8_stored_parameters(declared[1], nodes, c);
     NameViews sources;
     g.reserve(nodes.size(), nodes.size() + nodes.size() / 4);
     for (bool params : {false, true}) {
@@ -669,33 +726,14 @@ void add_parallel_config(const std::string& name, json& config, ModelOverrides& 
     }
 }
 
-}  // namespace
-
-Graph load_model(const json& doc, const std::string& origin, const ModelOverrides& ov) {
-    if (!doc.is_object()) fail(origin, "", "expected a JSON object, got " + type_of(doc));
-    if (is_hf_config(doc)) {  // a Hugging Face config.json
-        json config = doc;
-        ModelOverrides rest = ov;
-        add_hf_parallel(config, rest);
-        return load_model(expand_hf_config(config, origin), origin, rest);
-    }
-    const std::string format = require(doc, "format", json::value_t::string, origin, "").get<std::string>();
-    if (format != "roofline-model/1") fail(origin, "/format", "expected \"roofline-model/1\", got \"" + format + "\"");
-    if (doc.contains("template")) {
-        only_keys(doc, {"format", "template", "config"}, origin, "");
-        const std::string name = require(doc, "template", json::value_t::string, origin, "").get<std::string>();
-        json config = doc.contains("config") ? require(doc, "config", json::value_t::object, origin, "") : json::object();
-        ModelOverrides rest = ov;
-        add_parallel_config(name, config, rest);
-        return load_model(expand_template(name, config, origin), origin, rest);
-    }
+Graph load_document(const json& doc, ModelDoc* built, const std::string& origin, const ModelOverrides& ov) {
     Context c;
     c.origin = origin;
     c.eval = ov.eval;
     c.frozen = ov.eval || ov.frozen_weights;
     read_policy(doc, c, ov);
     read_dims(doc, c, ov);
-    Graph g = build_graph(doc, c);
+    Graph g = build_graph(doc, built, c);
     g.origin = origin;
     g.dims = c.dims;
     g.compute_dtype = c.gemm.value_or(c.compute);
@@ -733,6 +771,64 @@ Graph load_model(const json& doc, const std::string& origin, const ModelOverride
     verify(g);
 #endif
     return g;
+}
+
+// A built-in template, expanded with `config` and loaded: the GPT and MLP templates from the
+// records their builder made (model/model_doc.hpp), the Hugging Face presets from their JSON.
+Graph load_template(const std::string& name, json config, const std::string& origin, const ModelOverrides& ov) {
+    ModelOverrides rest = ov;
+    add_parallel_config(name, config, rest);
+    if (std::optional<ModelDoc> built = expand_built_template(name, config, origin)) return load_model(std::move(*built), origin, rest);
+    return load_model(expand_template(name, config, origin), origin, rest);
+}
+
+}  // namespace
+
+Graph load_model(const json& doc, const std::string& origin, const ModelOverrides& ov) {
+    if (!doc.is_object()) fail(origin, "", "expected a JSON object, got " + type_of(doc));
+    if (is_hf_config(doc)) {  // a Hugging Face config.json
+        json config = doc;
+        ModelOverrides rest = ov;
+        add_hf_parallel(config, rest);
+        return load_model(expand_hf_config(config, origin), origin, rest);
+    }
+    const std::string format = require(doc, "format", json::value_t::string, origin, "").get<std::string>();
+    if (format != "roofline-model/1") fail(origin, "/format", "expected \"roofline-model/1\", got \"" + format + "\"");
+    if (doc.contains("template")) {
+        only_keys(doc, {"format", "template", "config"}, origin, "");
+        const std::string name = require(doc, "template", json::value_t::string, origin, "").get<std::string>();
+        json config = doc.contains("config") ? require(doc, "config", json::value_t::object, origin, "") : json::object();
+        return load_template(name, std::move(config), origin, ov);
+    }
+    return load_document(doc, nullptr, origin, ov);
+}
+
+Graph load_model(ModelDoc doc, const std::string& origin, const ModelOverrides& ov) {
+    const std::string format = require(doc.head, "format", json::value_t::string, origin, "").get<std::string>();
+    if (format != "roofline-model/1") fail(origin, "/format", "expected \"roofline-model/1\", got \"" + format + "\"");
+    return load_document(doc.head, &doc, origin, ov);
+}
+
+json ModelDoc::to_json() && {
+    json doc = std::move(head);
+    const auto tensors = [](std::vector<Tensor>& decls) {
+        json out = json::array();
+        for (Tensor& t : decls) {
+            json d{{"name", std::move(t.name)}, {"shape", std::move(t.shape)}};
+            if (!t.dtype.is_null()) d["dtype"] = std::move(t.dtype);
+            out.push_back(std::move(d));
+        }
+        return out;
+    };
+    doc["inputs"] = tensors(inputs);
+    doc["parameters"] = tensors(parameters);
+    json& out = doc["nodes"] = json::array();
+    for (Node& n : nodes) {
+        json d{{"name", std::move(n.name)}, {"op", std::move(n.op)}, {"inputs", std::move(n.inputs)}};
+        if (!n.attrs.empty()) d["attrs"] = std::move(n.attrs);
+        out.push_back(std::move(d));
+    }
+    return doc;
 }
 
 std::string read_input_file(const std::string& path, std::uintmax_t max_bytes) {
@@ -811,12 +907,7 @@ Graph load_model_arg(const std::string& model, const ModelOverrides& ov) {
     if (ov.phase) return load_phase_model(model, ov);                                           // model/inference.hpp
     if (std::filesystem::path(model).extension() == ".onnx") return load_onnx_file(model, ov);  // model/onnx_model.hpp
     if (is_model_file_arg(model)) return load_model(read_json_file(model), model, ov);
-    if (is_template_name(model)) {
-        json config = json::object();
-        ModelOverrides rest = ov;
-        add_parallel_config(model, config, rest);
-        return load_model(expand_template(model, config, "template '" + model + "'"), "template '" + model + "'", rest);
-    }
+    if (is_template_name(model)) return load_template(model, json::object(), "template '" + model + "'", ov);
     throw InputError("MODEL '" + model + "' is neither a model file nor a built-in template (templates: " + template_choices() + ")");
 }
 

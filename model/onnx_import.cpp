@@ -1810,4 +1810,27 @@ void Importer::map_topk(const OnnxNode& n) {
 
 Graph import_onnx(const OnnxModel& m, const ModelOverrides& ov) { return Importer(m, ov).run(); }
 
+bool onnx_supported() {
+#if ROOFLINE_WITH_ONNX
+    return true;
+#else
+    return false;
+#endif
+}
+
+Graph load_onnx_bytes(std::string_view bytes, const std::string& origin, const ModelOverrides& ov) {
+    OnnxModel m = parse_onnx(bytes, origin);
+    return import_onnx(m, ov);
+}
+
+Graph load_onnx_file(const std::string& path, const ModelOverrides& ov) {
+    if (!onnx_supported()) {
+        throw InputError(path +
+                         ": this roofline was built without ONNX support (install libonnx-dev, libprotobuf-dev "
+                         "and protobuf-compiler, then reconfigure with -DROOFLINE_WITH_ONNX=ON)");
+    }
+    // ONNX files keep large weights in external data; the protobuf itself is limited to 2 GiB.
+    return load_onnx_bytes(read_input_file(path, 2048ull << 20), path, ov);
+}
+
 }  // namespace roofline

@@ -99,6 +99,13 @@ OnnxModel parse_onnx(std::string_view bytes, const std::string& origin);
 // Structural checks that need no protobuf: unique names, every input defined, no cycle, sane
 // dims. Returns the node indices in a dependency order. Called by parse_onnx before shape inference.
 std::vector<std::size_t> check_onnx_structure(OnnxModel& m);
+// parse_onnx as a module (model/onnx_proto.cpp built alone, roofline-onnx.so beside the roofline
+// executable, which links no protobuf and loads it on first use: issue #20): the function named
+// kOnnxModuleEntry parses `bytes` into `out`, checking the structure with `check`.
+using OnnxCheckFn = std::vector<std::size_t> (*)(OnnxModel&);
+using OnnxReadFn = void (*)(std::string_view bytes, const std::string& origin, OnnxCheckFn check, OnnxModel& out);
+inline constexpr const char* kOnnxModule = "roofline-onnx.so";
+inline constexpr const char* kOnnxModuleEntry = "roofline_read_onnx";
 // Maps the ops, folds constants and shape computations, keeps the batch symbol (see README).
 Graph import_onnx(const OnnxModel& m, const ModelOverrides& ov);
 

@@ -1,13 +1,14 @@
 // ONNX ModelProto -> OnnxModel (model/onnx_model.hpp), then ONNX shape inference. The only file
-// that sees protobuf; built against Debian's libonnx-dev when ROOFLINE_WITH_ONNX is on.
+// that sees protobuf; built against Debian's libonnx-dev when ROOFLINE_WITH_ONNX is on: into the
+// model library (parse_onnx), and on its own as the module the roofline executable loads on first
+// use (ROOFLINE_ONNX_MODULE: roofline-onnx.so, entry kOnnxModuleEntry; cli/onnx_module.cpp).
+// Nothing else belongs here: the executable's own parse_onnx takes this file's place at link time.
 #include "model/onnx_model.hpp"
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <type_traits>
 
-#include "model/model_json.hpp"
 #include "ops/error.hpp"
 
 #if ROOFLINE_WITH_ONNX
@@ -16,29 +17,6 @@
 #endif
 
 namespace roofline {
-
-bool onnx_supported() {
-#if ROOFLINE_WITH_ONNX
-    return true;
-#else
-    return false;
-#endif
-}
-
-Graph load_onnx_bytes(std::string_view bytes, const std::string& origin, const ModelOverrides& ov) {
-    OnnxModel m = parse_onnx(bytes, origin);
-    return import_onnx(m, ov);
-}
-
-Graph load_onnx_file(const std::string& path, const ModelOverrides& ov) {
-    if (!onnx_supported()) {
-        throw InputError(path +
-                         ": this roofline was built without ONNX support (install libonnx-dev, libprotobuf-dev "
-                         "and protobuf-compiler, then reconfigure with -DROOFLINE_WITH_ONNX=ON)");
-    }
-    // ONNX files keep large weights in external data; the protobuf itself is limited to 2 GiB.
-    return load_onnx_bytes(read_input_file(path, 2048ull << 20), path, ov);
-}
 
 #if !ROOFLINE_WITH_ONNX
 
@@ -240,9 +218,8 @@ OnnxAttr to_attr(const onnx::AttributeProto& a, const std::string& origin, int d
     return r;
 }
 
-}  // namespace
-
-OnnxModel parse_onnx(std::string_view bytes, const std::string& origin) {
+// parse_onnx with its structural check passed in (the module links nothing of roofline's).
+OnnxModel read_onnx(std::string_view bytes, const std::string& origin, OnnxCheckFn check) {
     onnx::ModelProto proto;
     if (bytes.size() > static_cast<std::size_t>(INT32_MAX)) fail(origin, "file larger than 2 GiB (protobuf's limit)");
     if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -261,7 +238,7 @@ OnnxModel parse_onnx(std::string_view bytes, const std::string& origin) {
     for (const auto& v : g.output()) m.outputs.push_back(to_value_info(v));
     for (const auto& t : g.initializer()) m.initializers.push_back(to_tensor(t, origin));
     for (const auto& n : g.node()) m.nodes.push_back(to_node(n, origin, 0));
-    (void)check_onnx_structure(m);
+    (void)check(m);
     // Window attributes checked before ONNX's shape inference runs: it divides by strides and
     // dilations and takes group as a divisor, so a 0 there kills the process (SIGFPE) instead of
     // failing. Kernel sizes, strides, dilations and groups are positive, pads non-negative.
@@ -290,6 +267,18 @@ OnnxModel parse_onnx(std::string_view bytes, const std::string& origin) {
     for (const auto& v : proto.graph().value_info()) m.value_info.push_back(to_value_info(v));
     return m;
 }
+
+}  // namespace
+
+#if ROOFLINE_ONNX_MODULE
+extern "C" [[gnu::visibility("default")]] void roofline_read_onnx(std::string_view bytes, const std::string& origin, OnnxCheckFn check,
+                                                                  OnnxModel& out) {
+    out = read_onnx(bytes, origin, check);
+}
+static_assert(std::is_same_v<decltype(&roofline_read_onnx), OnnxReadFn>, "the module's entry has the type the executable calls");
+#else
+OnnxModel parse_onnx(std::string_view bytes, const std::string& origin) { return read_onnx(bytes, origin, check_onnx_structure); }
+#endif
 
 #endif
 

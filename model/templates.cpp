@@ -213,7 +213,7 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
 // vocabulary-parallel cross-entropy's three small all-reduces of [batch, seq] floats. Not modelled:
 // each rank adding the row-parallel biases (Megatron adds them once, after the all-reduce: d_model
 // FLOPs a token).
-json expand_gpt(const std::string& name, const GptConfig& c) {
+ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
     const std::int64_t t = c.tp, d = c.d_model, h = c.n_head / t, dh = c.d_model / c.n_head, dl = h * dh, ff = c.d_ff / t;
     const std::int64_t vocab = t == 1 ? c.vocab : (c.vocab + 128 * t - 1) / (128 * t) * 128;
     // Pipeline stage c.stage of c.pp (Megatron-LM, Narayanan et al. SC21): an equal share of the
@@ -436,11 +436,11 @@ json expand_gpt(const std::string& name, const GptConfig& c) {
     if (t > 1) {
         b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(t) + "-way tensor parallelism";
     }
-    return b.take();
+    return b.take_model();
 }
 
 // mlp: batch x input -> (linear, activation) per hidden width -> linear to classes -> cross-entropy.
-json expand_mlp(const json& cfg, const std::string& origin) {
+ModelDoc expand_mlp(const json& cfg, const std::string& origin) {
     std::int64_t batch = 64, input = 784, classes = 10;
     std::vector<std::int64_t> hidden = {1024, 1024};
     std::string activation = "relu", dtype = "f32";
@@ -487,7 +487,7 @@ json expand_mlp(const json& cfg, const std::string& origin) {
     }
     b.node("loss", "cross_entropy", {x, "labels"});
     b.doc()["outputs"] = {"loss"};
-    return b.take();
+    return b.take_model();
 }
 
 }  // namespace
@@ -520,14 +520,20 @@ std::optional<DecoderArch> gpt_template_arch(const std::string& name, const json
     return a;
 }
 
-json expand_template(const std::string& name, const json& config, const std::string& origin) {
+std::optional<ModelDoc> expand_built_template(const std::string& name, const json& config, const std::string& origin) {
     if (name == "mlp") return expand_mlp(config, origin);
-    if (is_hf_preset(name)) return expand_hf_preset(name, config, origin);
+    if (is_hf_preset(name)) return std::nullopt;
     if (name == "gpt" || gpt_presets().count(name)) {
         const std::string preset = name == "gpt" ? "gpt2-small" : name;
         std::string doc_name = config.contains("preset") && config["preset"].is_string() ? config["preset"].get<std::string>() : name;
         return expand_gpt(doc_name, gpt_config(preset, config, origin));
     }
+    return std::nullopt;
+}
+
+json expand_template(const std::string& name, const json& config, const std::string& origin) {
+    if (std::optional<ModelDoc> built = expand_built_template(name, config, origin)) return std::move(*built).to_json();
+    if (is_hf_preset(name)) return expand_hf_preset(name, config, origin);
     throw InputError(origin + ": /template: unknown template '" + name + "' (templates: " + template_choices() + ")");
 }
 

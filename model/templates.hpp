@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/inference.hpp"
+#include "model/model_doc.hpp"
 
 namespace roofline {
 
@@ -25,5 +26,8 @@ std::string template_choices();
 // any other template.
 std::optional<DecoderArch> gpt_template_arch(const std::string& name, const nlohmann::json& config, const std::string& origin);
 nlohmann::json expand_template(const std::string& name, const nlohmann::json& config, const std::string& origin);
+// The same document as its builder made it (model/model_doc.hpp), for the loader: the GPT and MLP
+// templates'; nullopt for the others (the Hugging Face presets, whose builders give JSON).
+std::optional<ModelDoc> expand_built_template(const std::string& name, const nlohmann::json& config, const std::string& origin);
 
 }  // namespace roofline

@@ -148,8 +148,8 @@ bool is_conv(KernelForm f) {
 }
 
 std::optional<OpKind> parse_op(std::string_view name) {
-    for (OpKind k : kAllOpKinds) {
-        if (op_name(k) == name) return k;
+    for (const OpDef& d : kOps) {  // the registry's rows directly: a model file names an op a node
+        if (d.name == name) return d.kind;
     }
     return std::nullopt;
 }

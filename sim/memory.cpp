@@ -1,6 +1,7 @@
 #include "sim/memory.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "ops/checked.hpp"
 #include "ops/op_rule.hpp"
@@ -42,6 +43,27 @@ namespace {
 int in_place_input(const Node& n, std::size_t output) {
     const auto& in_place = traits_of(n.kind).in_place;
     return output < in_place.size() ? in_place[output] : -1;
+}
+
+// Tensors grouped by the node they are allocated or freed at, each group in tensor order: node i's
+// are items[start[i], start[i + 1]) (one array for the step, not a vector a node).
+struct TensorsByNode {
+    std::vector<std::uint32_t> start, items;
+};
+
+// at[t]: the node of tensor t, or nodes or more for none.
+TensorsByNode by_node(const std::vector<std::size_t>& at, std::size_t nodes) {
+    TensorsByNode r;
+    r.start.assign(nodes + 2, 0);
+    for (std::size_t n : at) {
+        if (n < nodes) ++r.start[n + 2];
+    }
+    for (std::size_t i = 2; i < r.start.size(); ++i) r.start[i] += r.start[i - 1];
+    r.items.resize(r.start[nodes + 1]);
+    for (std::size_t t = 0; t < at.size(); ++t) {
+        if (at[t] < nodes) r.items[r.start[at[t] + 1]++] = static_cast<std::uint32_t>(t);
+    }
+    return r;
 }
 
 }  // namespace
@@ -103,7 +125,10 @@ MemoryTimeline memory_timeline(const Graph& g, const MemoryOptions& opt) {
     }
     MemoryTimeline tl;
     tl.category.resize(nt, MemoryCategory::temporaries);
-    std::vector<std::vector<std::size_t>> frees(nn + 1), allocs(nn + 1);
+    // The node that allocates and the one after which it is freed, per tensor holding memory (never:
+    // none), and its bytes.
+    std::vector<std::size_t> alloc_at(nt, never), free_at(nt, never);
+    std::vector<std::int64_t> bytes_of(nt, 0);
     CategoryBytes live{};
     for (std::size_t t = 0; t < nt; ++t) {
         const Tensor& ten = g.tensors()[t];
@@ -121,20 +146,22 @@ MemoryTimeline memory_timeline(const Graph& g, const MemoryOptions& opt) {
         tl.category[t] = c;
         if (storage[t] != static_cast<TensorId>(t) || first[t] == never) continue;  // aliases and unused tensors hold nothing
         if (opt.on_chip != nullptr && (*opt.on_chip)[t]) continue;                  // fused away: never in device memory
-        const std::int64_t bytes = ten.desc.bytes();
+        const std::int64_t bytes = bytes_of[t] = ten.desc.bytes();
         if (c == MemoryCategory::activations) tl.saved_activation_bytes = checked_add(tl.saved_activation_bytes, bytes, "memory");
         if (ten.producer == kNoNode) {
             live[static_cast<std::size_t>(c)] = checked_add(live[static_cast<std::size_t>(c)], bytes, "memory");
         } else {
-            allocs[first[t]].push_back(t);
+            alloc_at[t] = first[t];
         }
-        if (!whole_step[t]) frees[last[t]].push_back(t);
+        if (!whole_step[t]) free_at[t] = last[t];
     }
+    const TensorsByNode allocs = by_node(alloc_at, nn), frees = by_node(free_at, nn);
     tl.steps.reserve(nn);
     for (std::size_t i = 0; i < nn; ++i) {
-        for (std::size_t t : allocs[i]) {
+        for (std::uint32_t k = allocs.start[i]; k < allocs.start[i + 1]; ++k) {
+            const std::uint32_t t = allocs.items[k];
             auto& b = live[static_cast<std::size_t>(tl.category[t])];
-            b = checked_add(b, g.tensors()[t].desc.bytes(), "memory");
+            b = checked_add(b, bytes_of[t], "memory");
         }
         MemoryStep step{static_cast<NodeId>(i), live};
         const Node& node = g.nodes()[i];
@@ -147,7 +174,8 @@ MemoryTimeline memory_timeline(const Graph& g, const MemoryOptions& opt) {
             tl.at_peak = step.bytes;
         }
         tl.steps.push_back(step);
-        for (std::size_t t : frees[i]) live[static_cast<std::size_t>(tl.category[t])] -= g.tensors()[t].desc.bytes();
+        for (std::uint32_t k = frees.start[i]; k < frees.start[i + 1]; ++k)
+            live[static_cast<std::size_t>(tl.category[frees.items[k]])] -= bytes_of[frees.items[k]];
     }
     return tl;
 }
