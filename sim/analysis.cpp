@@ -10,7 +10,6 @@
 #include <unordered_map>
 #include <variant>
 
-#include "model/name_table.hpp"
 #include "ops/checked.hpp"
 #include "ops/error.hpp"
 #include "ops/op_rule.hpp"
@@ -181,7 +180,7 @@ struct Costed {
 }  // namespace
 
 struct KernelCostCache {
-    std::unordered_map<std::string, Costed, NameHash> map;  // by node signature
+    std::unordered_map<std::string, Costed> map;
 };
 
 std::shared_ptr<KernelCostCache> make_kernel_cost_cache() { return std::make_shared<KernelCostCache>(); }
@@ -211,7 +210,7 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
     if (opt.fusion != nullptr && opt.fusion->group_of.size() != g.nodes().size())
         throw InputError("analyze: the fusion plan is for another graph");
     KernelCostCache local;
-    std::unordered_map<std::string, Costed, NameHash>& cache = opt.cost_cache != nullptr ? opt.cost_cache->map : local.map;
+    std::unordered_map<std::string, Costed>& cache = opt.cost_cache != nullptr ? opt.cost_cache->map : local.map;
     a.ops.reserve(g.nodes().size());
     std::string key;  // the cache key of each node in turn (one buffer)
     for (NodeId n : g.topological_order()) {
