@@ -14,10 +14,10 @@
 
 namespace roofline {
 
-// A hash of a name for tables of names and keys (issue #20: std::hash's murmur, _Hash_bytes, was
-// the command line's largest single function): eight bytes at a time, each word mixed in by an
-// invertible step, so that two names of one length never collide in the 64 bits; then a final mix
-// spreads every input bit over the low bits the tables index by. Not meant for hostile input.
+// A hash of a name for the name tables (issue #20: std::hash's murmur, _Hash_bytes, was the
+// command line's largest single function): eight bytes at a time, each word mixed in by an
+// invertible multiply and shift (names that differ in one word never collide), then a final mix
+// that spreads every input bit over the low bits the tables index by. Not meant for hostile input.
 inline std::uint64_t name_hash(std::string_view s) {
     constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ull;
     std::uint64_t h = s.size() ^ 0x243F6A8885A308D3ull;
@@ -39,12 +39,6 @@ inline std::uint64_t name_hash(std::string_view s) {
     h *= 0xBF58476D1CE4E5B9ull;
     return h ^ (h >> 32);
 }
-
-// name_hash for unordered containers of strings.
-struct NameHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return name_hash(s); }
-};
 
 class NameTable {
 public:
