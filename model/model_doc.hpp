@@ -4,7 +4,7 @@
 // and the rest of the document as JSON. The loader reads it exactly as it reads the file it stands
 // for (the same checks in the same order, the same errors and the same graph), without building and
 // reading a JSON object per node: a template's nodes are strings and small attribute objects, not
-// maps of keys (issue #20: GPT-3's forward graph, 5,000 nodes, loaded in half the time).
+// maps of keys (issue #20: GPT-3's forward graph, 2,503 nodes, loaded in 4 ms instead of 6).
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

@@ -7,8 +7,8 @@
 namespace roofline {
 namespace {
 
-[[noreturn]] void wrong_type(const std::string& name, const char* expected) {
-    throw InputError("attribute '" + name + "' must be " + expected);
+[[noreturn]] void wrong_type(std::string_view name, const char* expected) {
+    throw InputError("attribute '" + std::string(name) + "' must be " + expected);
 }
 
 }  // namespace
@@ -26,19 +26,19 @@ const AttrValue* Attrs::find(std::string_view name) const {
     return it != values_.end() && it->first == name ? &it->second : nullptr;
 }
 
-std::int64_t Attrs::get_int(const std::string& name, std::int64_t fallback) const {
+std::int64_t Attrs::get_int(std::string_view name, std::int64_t fallback) const {
     const AttrValue* it = find(name);
     if (it == nullptr) return fallback;
     if (auto* v = std::get_if<std::int64_t>(it)) return *v;
     wrong_type(name, "an integer");
 }
 
-std::int64_t Attrs::require_int(const std::string& name) const {
-    if (!has(name)) throw InputError("missing attribute '" + name + "' (an integer)");
+std::int64_t Attrs::require_int(std::string_view name) const {
+    if (!has(name)) throw InputError("missing attribute '" + std::string(name) + "' (an integer)");
     return get_int(name, 0);
 }
 
-double Attrs::get_double(const std::string& name, double fallback) const {
+double Attrs::get_double(std::string_view name, double fallback) const {
     const AttrValue* it = find(name);
     if (it == nullptr) return fallback;
     if (auto* v = std::get_if<double>(it)) return *v;
@@ -46,29 +46,29 @@ double Attrs::get_double(const std::string& name, double fallback) const {
     wrong_type(name, "a number");
 }
 
-bool Attrs::get_bool(const std::string& name, bool fallback) const {
+bool Attrs::get_bool(std::string_view name, bool fallback) const {
     const AttrValue* it = find(name);
     if (it == nullptr) return fallback;
     if (auto* v = std::get_if<bool>(it)) return *v;
     wrong_type(name, "true or false");
 }
 
-std::string Attrs::get_string(const std::string& name, const std::string& fallback) const {
+std::string Attrs::get_string(std::string_view name, const std::string& fallback) const {
     const AttrValue* it = find(name);
     if (it == nullptr) return fallback;
     if (auto* v = std::get_if<std::string>(it)) return *v;
     wrong_type(name, "a string");
 }
 
-std::vector<std::int64_t> Attrs::get_ints(const std::string& name, const std::vector<std::int64_t>& fallback) const {
+std::vector<std::int64_t> Attrs::get_ints(std::string_view name, const std::vector<std::int64_t>& fallback) const {
     const AttrValue* it = find(name);
     if (it == nullptr) return fallback;
     if (auto* v = std::get_if<std::vector<std::int64_t>>(it)) return *v;
     wrong_type(name, "a list of integers");
 }
 
-std::vector<std::int64_t> Attrs::require_ints(const std::string& name) const {
-    if (!has(name)) throw InputError("missing attribute '" + name + "' (a list of integers)");
+std::vector<std::int64_t> Attrs::require_ints(std::string_view name) const {
+    if (!has(name)) throw InputError("missing attribute '" + std::string(name) + "' (a list of integers)");
     return get_ints(name, {});
 }
 

@@ -21,13 +21,14 @@ public:
     // Every attribute, sorted by name (reports and signatures list them in this order).
     const std::vector<Entry>& all() const { return values_; }
 
-    std::int64_t get_int(const std::string& name, std::int64_t fallback) const;
-    std::int64_t require_int(const std::string& name) const;
-    double get_double(const std::string& name, double fallback) const;  // ints convert
-    bool get_bool(const std::string& name, bool fallback) const;
-    std::string get_string(const std::string& name, const std::string& fallback) const;
-    std::vector<std::int64_t> get_ints(const std::string& name, const std::vector<std::int64_t>& fallback) const;
-    std::vector<std::int64_t> require_ints(const std::string& name) const;
+    // Names as views: rules name their attributes with literals, read a node at a time.
+    std::int64_t get_int(std::string_view name, std::int64_t fallback) const;
+    std::int64_t require_int(std::string_view name) const;
+    double get_double(std::string_view name, double fallback) const;  // ints convert
+    bool get_bool(std::string_view name, bool fallback) const;
+    std::string get_string(std::string_view name, const std::string& fallback) const;
+    std::vector<std::int64_t> get_ints(std::string_view name, const std::vector<std::int64_t>& fallback) const;
+    std::vector<std::int64_t> require_ints(std::string_view name) const;
 
     bool operator==(const Attrs&) const = default;
 
