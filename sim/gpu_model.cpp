@@ -303,6 +303,17 @@ bool winograd_eligible(const Node& node, const Shape& x, const Shape& wt, const 
            node.attrs.get_ints("dilation", {1, 1}) == std::vector<std::int64_t>{1, 1};
 }
 
+// The filter transform G g G^T of every filter to an a x a tile (a^2 = a2 values a filter), in a
+// kernel of its own before the product (both of cuDNN's Winograd algorithms).
+Kernel winograd_filter_part(const Graph& g, const Node& node, DType d, std::int64_t a2) {
+    const std::int64_t cin = g.tensor(node.inputs[0]).desc.shape[1], cout = g.tensor(node.outputs[0]).desc.shape[1];
+    Work f;
+    f.bytes_read = g.tensor(node.inputs[1]).desc.bytes();
+    f.bytes_written = a2 * cin * cout * dtype_bytes(d);
+    f.vector_flops = 2 * 3 * a2 * cin * cout;
+    return streaming_part(node.name + ".winograd_filter", f, d, a2 * cin * cout);
+}
+
 }  // namespace
 
 // cuDNN's fused Winograd F(2x2, 3x3) forward kernel (*_scudnn_winograd_128x128_*_tile<n><h><w>*),
@@ -334,7 +345,7 @@ std::optional<Kernel> fused_winograd_conv(const Graph& g, NodeId n, const Hardwa
     const std::span<const TileShape> shapes =
         hw.gpu->compute_capability.major < 7 ? std::span<const TileShape>(kMaxwell) : std::span<const TileShape>(kMaxwell, 1);
     const std::int64_t th = ceil_div(out[2], 2), tw = ceil_div(out[3], 2);
-    const std::int64_t cin = x[1], cout = out[1], elt = dtype_bytes(d);
+    const std::int64_t cin = x[1], cout = out[1];
     std::int64_t blocks = 0;
     const TileShape* shape = nullptr;
     for (const TileShape& t : shapes) {
@@ -345,14 +356,10 @@ std::optional<Kernel> fused_winograd_conv(const Graph& g, NodeId n, const Hardwa
     Kernel all;
     all.work = g.work(n);
     all.dtype = d;
-    Work f;  // G g G^T of every filter
-    f.bytes_read = g.tensor(node.inputs[1]).desc.bytes();
-    f.bytes_written = 16 * cin * cout * elt;
-    f.vector_flops = 2 * 3 * 16 * cin * cout;
-    all.parts.push_back(streaming_part(node.name + ".winograd_filter", f, d, 16 * cin * cout));
+    all.parts.push_back(winograd_filter_part(g, node, d, 16));
     Work mm;
     mm.matrix_flops = 2 * 16 * tiles * cin * cout;
-    mm.bytes_read = g.tensor(node.inputs[0]).desc.bytes() + f.bytes_written;
+    mm.bytes_read = g.tensor(node.inputs[0]).desc.bytes() + all.parts.back().work.bytes_written;
     mm.bytes_written = g.tensor(node.outputs[0]).desc.bytes();
     Kernel gemm;
     gemm.name = node.name + ".winograd_fused";
@@ -405,11 +412,7 @@ std::optional<Kernel> nonfused_winograd_conv(const Graph& g, NodeId n, const Har
     in.bytes_written = a2 * tiles * cin * elt;
     in.vector_flops = 2 * a * a2 * tiles * cin;  // B^T d B as dense a x a products (an upper bound; the transforms stream)
     all.parts.push_back(streaming_part(node.name + ".winograd_in", in, d, a2 * tiles * cin));
-    Work f;  // G g G^T of every filter, on every call
-    f.bytes_read = g.tensor(node.inputs[1]).desc.bytes();
-    f.bytes_written = a2 * cin * cout * elt;
-    f.vector_flops = 2 * 3 * a2 * cin * cout;
-    all.parts.push_back(streaming_part(node.name + ".winograd_filter", f, d, a2 * cin * cout));
+    all.parts.push_back(winograd_filter_part(g, node, d, a2));  // on every call
     Work mm;
     mm.matrix_flops = 2 * a2 * tiles * cin * cout;
     mm.bytes_read = in.bytes_written + a2 * cin * cout * elt;
@@ -749,8 +752,8 @@ std::optional<Kernel> lower_to_kernel(const Graph& g, NodeId n, const Hardware& 
         // and only from 32 input channels: below that cuDNN 8.9 ran implicit GEMM in 1,139 of the
         // 1,294 public rows (P100 237 of 320, P4 304 of 328, T4 313 of 325, V100 285 of 321), the
         // Winograd kernels in 129.
-        const bool winograd = (!hw.gpu->compute_capability.at_least(9) || opt.sm90_fp32_winograd_forward) &&
-                              g.tensor(node.inputs[0]).desc.shape.size() == 4 && g.tensor(node.inputs[0]).desc.shape[1] >= 32;
+        const Shape& xs = g.tensor(node.inputs[0]).desc.shape;
+        const bool winograd = (!hw.gpu->compute_capability.at_least(9) || opt.sm90_fp32_winograd_forward) && xs.size() > 1 && xs[1] >= 32;
         if (traits.kernel == KernelForm::conv_forward && !k.tensor_cores && winograd) {
             double best = gpu_kernel_cost(k, hw, opt).time_s;  // costed once, each candidate once
             for (auto wino : {fused_winograd_conv(g, n, hw, d), nonfused_winograd_conv(g, n, hw, opt, d)}) {
