@@ -25,14 +25,14 @@ const FittedTerm kTerms[] = {
      "share of the streaming bandwidth a row-reduction kernel keeps (shuffles, barriers, second pass over the row)"},
     {"row_latency_s_per_byte", [](AnalysisOptions& o) -> double& { return o.gpu.row_latency_s_per_byte; }, 0.001e-9, 0.5e-9, "softmax,e2e",
      "DRAM latency over the bytes an SM keeps in flight in a softmax-type row kernel (Little's law per SM)"},
-    {"simt_gemm_efficiency", [](AnalysisOptions& o) -> double& { return o.gpu.simt_gemm_efficiency; }, 0.3, 1.0, "linear,bmm,conv,e2e",
+    {"simt_gemm_efficiency", [](AnalysisOptions& o) -> double& { return o.gpu.simt_gemm_efficiency; }, 0.3, 1.0, "linear,bmm,e2e",
      "FFMA issue efficiency of a register-blocked SIMT SGEMM main loop beyond its micro-tile's fragment loads"},
-    {"simt_fragment_load_cost", [](AnalysisOptions& o) -> double& { return o.gpu.simt_fragment_load_cost; }, 0.1, 2.0,
-     "linear,bmm,conv,e2e", "issue cost of a shared-memory fragment load relative to an FFMA in the SGEMM main loop (register blocking)"},
+    {"simt_fragment_load_cost", [](AnalysisOptions& o) -> double& { return o.gpu.simt_fragment_load_cost; }, 0.1, 2.0, "linear,bmm,e2e",
+     "issue cost of a shared-memory fragment load relative to an FFMA in the SGEMM main loop (register blocking)"},
     {"batched_simt_store_bytes_per_clock", [](AnalysisOptions& o) -> double& { return o.gpu.batched_simt_store_bytes_per_clock; }, 0.5, 8.0,
      "bmm,e2e", "bytes per SM clock a batched SIMT SGEMM's epilogue stores its output at (short reductions)"},
     {"energy_per_lane_cycle_16nm", [](AnalysisOptions& o) -> double& { return o.gpu.energy_per_lane_cycle_16nm; }, 10e-12, 200e-12,
-     "linear,bmm,conv,e2e", "board energy per FP32 lane-cycle at 16 nm (power-limited clock of low-power boards)"},
+     "linear,bmm,e2e", "board energy per FP32 lane-cycle at 16 nm (power-limited clock of low-power boards)"},
 };
 
 }  // namespace

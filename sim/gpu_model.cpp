@@ -42,6 +42,15 @@ constexpr std::size_t kSimtBatchedTiles = 5;
 const GemmTile kConvSimtTiles[] = {{128, 128, 256, false}, {128, 64, 128, false}, {64, 64, 64, false}, {128, 32, 128, false},
                                    {32, 128, 128, false},  {128, 32, 512, true},  {64, 32, 256, true}, {32, 32, 128, true}};
 
+// The implicit-GEMM forward kernels cuDNN 8.9 launches before sm_90: the public conv rows whose
+// main kernel is an scudnn implicit GEMM (2,689, every GPU) name only scudnn_128x128 (202 rows,
+// 256 threads per block), _128x64 (1,897, 128 threads) and _128x32 (590; 64 threads in 505), and
+// their grid z is 1 in every one: no split over the reduction. The threads per block follow the
+// tile (Block x), so the launch columns there are the main kernel's. Read off the kernel names
+// and launch columns, not fitted. Data and weight gradients, and sm_90's cuDNN 9, keep the wider
+// set below (no launch data for them).
+const GemmTile kCudnnForwardTiles[] = {{128, 128, 256, false}, {128, 64, 128, false}, {128, 32, 64, false}};
+
 // The one kernel cuBLAS (12.1, as PyTorch 2.1 ships it) launches for every fp32 strided-batched
 // SGEMM on some architectures, whatever the shape: the public bmm measurements' first kernel is
 // maxwell_sgemm_128x64_nn in 2491 of 2500 rows on the P100 (sm_60) and 2491 of 2500 on the P4
@@ -124,9 +133,13 @@ Kernel best_gemm(GemmShape s, const Work& w, DType d, const Hardware& hw, const 
     if (!k.tensor_cores && s.batch > 1 && s.conv == GemmShape::Conv::none && !s.library_internal && opt.cublas_batched_tile)
         batched_tile = cublas_batched_simt_tile(hw);
     const std::span<const GemmTile> simt = s.conv == GemmShape::Conv::none ? std::span<const GemmTile>(kSimtTiles) : kConvSimtTiles;
-    if (!k.tensor_cores)
+    const bool cudnn_forward =
+        !k.tensor_cores && s.conv == GemmShape::Conv::forward && !hw.gpu->compute_capability.at_least(9) && opt.cudnn_forward_tiles;
+    if (cudnn_forward)
+        tiles = kCudnnForwardTiles;
+    else if (!k.tensor_cores)
         tiles = batched_tile ? std::span<const GemmTile>(&*batched_tile, 1) : s.batch > 1 ? simt.first(kSimtBatchedTiles) : simt;
-    if (!k.tensor_cores && s.batch > 1 && !opt.split_k) splits = {1};
+    if (!k.tensor_cores && (s.batch > 1 || cudnn_forward) && !opt.split_k) splits = {1};
     for (const GemmTile& t : tiles) {
         if (opt.gemm_tile && (t.m != opt.gemm_tile->m || t.n != opt.gemm_tile->n)) continue;
         for (std::int64_t split : splits) {

@@ -202,6 +202,9 @@ struct GpuModelOptions {
     // shape (sm_6x: 128x64, sm_80: 128x128; cublas_batched_simt_tile in sim/gpu_model.cpp) use
     // that tile; false: the modelled best of the batched tiles everywhere.
     bool cublas_batched_tile = true;
+    // fp32 implicit-GEMM convolution forward passes before sm_90 choose among cuDNN 8.9's three
+    // kernels (kCudnnForwardTiles in sim/gpu_model.cpp), unsplit; false: every SIMT tile, split-K.
+    bool cudnn_forward_tiles = true;
     // PyTorch eager's fp32 depthwise convolutions (conv_depthwise2d_forward_kernel, ..._backward_
     // kernel, ..._grad_weight_kernel in aten/src/ATen/native/cuda/DepthwiseConv2d.cu) are bound by
     // the instructions they issue, not by DRAM: on the H200 fit set (82 depthwise rows,

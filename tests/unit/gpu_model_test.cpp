@@ -245,6 +245,36 @@ TEST_CASE("convolutions lower to implicit GEMMs", "[gpu-model][gemm]") {
     CHECK(c.time_s >= c.lower_bound_s);
 }
 
+TEST_CASE("Before sm_90, fp32 implicit-GEMM convolutions run one of cuDNN 8.9's three forward tiles, unsplit", "[gpu-model][conv]") {
+    // The public conv rows (the study's launch columns, tests/data/public/neusight/README.md)
+    // name only scudnn_128x128 (256 threads), _128x64 (128) and _128x32 (64 in 505 of 590 rows)
+    // as implicit-GEMM forward kernels, grid z 1 in every row. 16 input channels: below the
+    // 32-channel Winograd rule, so the implicit GEMM is what runs. Exact: a tile is a choice.
+    const std::pair<std::int64_t, std::int64_t> shapes[] = {{16, 64}, {16, 1000}, {3, 96}, {24, 7}};
+    for (const char* chip : {"v100-pcie-32gb", "t4", "p100-pcie-16gb", "p4", "a100-pcie-40gb"}) {
+        const Hardware hw = builtin_hardware(chip);
+        for (const auto& [cin, cout] : shapes) {
+            Graph g;
+            const TensorId x = g.add_input("x", {{8, cin, 56, 56}, DType::f32});
+            const TensorId w = g.add_parameter("w", {{cout, cin, 3, 3}, DType::f32});
+            Attrs pad;
+            pad.set("padding", std::vector<std::int64_t>{1, 1});
+            g.add_node("conv", OpKind::conv2d, {x, w}, pad, {});
+            GpuModelOptions opt;
+            opt.eager = true;
+            const auto k = lower_to_kernel(g, 0, hw, opt);
+            REQUIRE(k.has_value());
+            INFO(chip << " C_in " << cin << " C_out " << cout);
+            REQUIRE(k->gemm.has_value());
+            CHECK(k->gemm->split_k == 1);
+            CHECK(k->gemm->tile.m == 128);
+            const std::int64_t threads = k->gemm->tile.n == 128 ? 256 : k->gemm->tile.n == 64 ? 128 : 64;
+            CHECK((k->gemm->tile.n == 128 || k->gemm->tile.n == 64 || k->gemm->tile.n == 32));
+            CHECK(k->launch.threads_per_block == threads);
+        }
+    }
+}
+
 TEST_CASE("cuDNN's fused Winograd kernel launches the grid the public rows show", "[gpu-model][conv]") {
     // Three rows of the NeuSight conv measurements (3x3, stride 1, padding 1, fp32; the launch
     // columns of the study's conv.csv, dropped from tests/data/public/neusight): grid x y z of the
