@@ -1016,10 +1016,10 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
             throw InputError(
                 fmt::format("--cp-comm ulysses: the model's context-parallel attention has no heads axis to split over --cp {}", r.cp));
         if (g.cp_heads % r.cp != 0 || g.cp_kv_heads % r.cp != 0)
-            throw InputError(
-                fmt::format("--cp {} --cp-comm ulysses: the {} attention heads{} must be a multiple of --cp {} x --tp {} = {} "
-                            "(Ulysses gives each context-parallel rank heads / cp of them); use --cp-comm ring",
-                            r.cp, hq, hkv != hq ? fmt::format(" and {} key/value heads", hkv) : "", r.cp, r.tp, r.cp * r.tp));
+            throw InputError(fmt::format(
+                "--cp {} --cp-comm ulysses: the {} attention heads{} must be a multiple of --cp {} x --tp {} = {} "
+                "(Ulysses gives each context-parallel rank heads / cp of them); use --cp-comm ring",
+                r.cp, hq, hkv != hq ? fmt::format(" and {} key/value head{}", hkv, hkv == 1 ? "" : "s") : "", r.cp, r.tp, r.cp * r.tp));
     }
     // The context-parallel collectives of the form asked for.
     const auto runs = [&](StageProfile::Group which) {

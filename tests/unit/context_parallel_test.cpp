@@ -195,9 +195,9 @@ TEST_CASE("Ulysses: four all-to-alls an attention each way, the volume by hand, 
     CHECK(form(s.profile, c, CpComm::ring).cp_bytes == 18.0 * 1024 * 1024);
     CHECK(form(s.profile, c, CpComm::all_gather).cp_bytes == 12.0 * 1024 * 1024);
 
-    // The heads split over tp x cp ranks: gpt2-small's 12 heads on 8 context-parallel ranks, and
-    // llama-3-8b's 8 key/value heads (of 32) on 16, are refused naming --cp and the heads; 12 on 4
-    // runs, `a2a` its alias.
+    // The heads split over tp x cp ranks: gpt2-small's 12 heads on 8 context-parallel ranks,
+    // llama-3-8b's 8 key/value heads (of 32) on 16 and falcon-7b's one are refused naming --cp and
+    // the heads; 12 on 4 runs, `a2a` its alias.
     const auto bad = test::run_cli("analyze gpt2-small --mode training --seq 1024 --cluster dgx-a100 --cp 8 --cp-comm ulysses -q");
     CHECK(bad.code == 2);
     CHECK_THAT(bad.out, Catch::Contains("--cp 8 --cp-comm ulysses: the 12 attention heads must be a multiple of --cp 8 x --tp 1 = 8"));
@@ -206,6 +206,10 @@ TEST_CASE("Ulysses: four all-to-alls an attention each way, the volume by hand, 
     const auto gqa = test::run_cli("analyze '" + llama + "' --mode training --seq 4096 --cluster dgx-h100 --cp 16 --cp-comm a2a -q");
     CHECK(gqa.code == 2);
     CHECK_THAT(gqa.out, Catch::Contains("the 32 attention heads and 8 key/value heads must be a multiple of --cp 16 x --tp 1 = 16"));
+    // Multi-query attention (falcon-7b: 71 query heads, one key/value head) cannot split at all.
+    const auto mqa = test::run_cli("analyze falcon-7b --mode training --seq 2048 --cluster dgx-a100 --cp 2 --cp-comm ulysses -q");
+    CHECK(mqa.code == 2);
+    CHECK_THAT(mqa.out, Catch::Contains("--cp 2 --cp-comm ulysses: the 71 attention heads and 1 key/value head must be a multiple of"));
     const std::string out = test::tmp_path("cp-ulysses.json");
     REQUIRE(
         test::run_cli("analyze gpt2-small --mode training --seq 1024 --cluster dgx-a100 --cp 4 --cp-comm a2a -q -o '" + out + "'").code ==
