@@ -12,17 +12,27 @@
 
 namespace roofline::cli {
 
-// --cp-comm (analyze, plan, search): how context-parallel ranks exchange keys and values (sim/parallel.hpp CpComm).
+// --cp-comm (analyze, plan; search takes a list): how context-parallel ranks exchange keys and values
+// (sim/parallel.hpp CpComm): its help and values (`a2a` is Ulysses' alias, Megatron-LM's name for it).
+inline const char* const kCpCommHelp =
+    "ring (ring attention: key/value blocks passed around the ranks in cp - 1 send/recv steps, each overlapped with the attention "
+    "of the block in hand; a rank keeps only its own block; Megatron-LM's default), allgather (the keys and values all-gathered "
+    "before attention, their gradients reduce-scattered after it, not overlapped) or ulysses, alias a2a (DeepSpeed-Ulysses, "
+    "Megatron-LM's a2a: all-to-alls turn the sequence-sharded queries, keys and values into head-sharded ones of the whole sequence "
+    "and the output back, not overlapped; the heads a multiple of tp x cp)";
+inline const std::vector<std::string> kCpCommValues{"ring", "allgather", "ulysses", "a2a"};
+inline CpComm parse_cp_comm(const std::string& value) {
+    if (value == "allgather") return CpComm::all_gather;
+    if (value == "ulysses" || value == "a2a") return CpComm::ulysses;
+    return CpComm::ring;
+}
+
+// --cp-comm with one value (analyze, plan).
 inline CLI::Option* add_cp_comm_option(CLI::App* cmd, std::string& value) {
-    return cmd
-        ->add_option("--cp-comm", value,
-                     "with --cp: ring (ring attention: key/value blocks passed around the ranks in cp - 1 send/recv steps, each "
-                     "overlapped with the attention of the block in hand; Megatron-LM's default) or allgather (the keys and values "
-                     "all-gathered before attention, their gradients reduce-scattered after it, not overlapped)")
-        ->check(CLI::IsMember({"ring", "allgather"}))
+    return cmd->add_option("--cp-comm", value, std::string("with --cp: ") + kCpCommHelp)
+        ->check(CLI::IsMember(kCpCommValues))
         ->capture_default_str();
 }
-inline CpComm parse_cp_comm(const std::string& value) { return value == "allgather" ? CpComm::all_gather : CpComm::ring; }
 
 struct ParallelArgs {
     std::string cluster;

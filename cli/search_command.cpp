@@ -33,7 +33,7 @@ void add_search(CLI::App& app) {
         std::vector<int> micro_batches{1, 2, 4, 8}, zero{0, 1, 2, 3}, interleave{1, 2}, cp{1}, ep{1}, tp, pp;
         std::vector<std::string> recompute{"none", "selective", "full"};
         std::vector<std::string> sp{"on"};
-        std::string cp_comm = "ring";
+        std::vector<std::string> cp_comm;  // empty: every form
         RoutingArgs routing;
         std::string top = "25";
         bool quiet = false;
@@ -78,7 +78,12 @@ void add_search(CLI::App& app) {
         ->delimiter(',')
         ->check(kPositive)
         ->capture_default_str();
-    add_cp_comm_option(cmd, a->cp_comm);
+    cmd->add_option("--cp-comm", a->cp_comm,
+                    std::string("candidate context-parallel forms for configurations with cp > 1, e.g. ring or ring,ulysses (default: "
+                                "all three): ") +
+                        kCpCommHelp)
+        ->delimiter(',')
+        ->check(CLI::IsMember(kCpCommValues));
     cmd->add_option("--ep", a->ep,
                     "candidate expert-parallel degrees (models with experts: a GPT template with \"experts\", a Hugging Face mixtral or "
                     "qwen2_moe; each divides dp and the experts), e.g. 1,8")
@@ -108,7 +113,7 @@ void add_search(CLI::App& app) {
         s.space.interleave = a->interleave;
         for (const std::string& v : a->sp) s.space.sequence_parallel.push_back(v == "on");
         s.space.context_parallel = a->cp;
-        s.space.cp_comm = parse_cp_comm(a->cp_comm);
+        for (const std::string& v : a->cp_comm) s.space.cp_comm.push_back(parse_cp_comm(v));
         s.expert_load = a->routing.expert_load;
         s.capacity_factor = a->routing.capacity_factor;
         s.pad_to_capacity = a->routing.pad_to_capacity;

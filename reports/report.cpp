@@ -361,6 +361,7 @@ ojson parallel_json(const ParallelAnalysis& p) {
         j["cp_comm"] = cp_comm_name(p.options.cp_comm);
         j["cp_comm_s"] = p.cp_comm_s;
         j["cp_exposed_s"] = p.cp_exposed_s;
+        j["cp_bytes_per_rank"] = p.cp_bytes;
         j["cp_collectives"] = p.cp_collectives;
     }
     if (p.ep > 1) {
@@ -624,6 +625,10 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                       " (and {} context-parallel ring send/recv steps of keys, values and their gradients, {} in all, {} not "
                       "hidden by attention)",
                       p.cp_collectives, human_time(p.cp_comm_s), human_time(p.cp_exposed_s))
+            : p.options.cp_comm == CpComm::ulysses
+                ? fmt::format(
+                      " (and {} context-parallel Ulysses all-to-alls of queries, keys, values, outputs and their gradients, {} in all)",
+                      p.cp_collectives, human_time(p.cp_comm_s))
                 : fmt::format(" (and {} context-parallel key/value all-gathers and their gradients' reduce-scatters, {} in all)",
                               p.cp_collectives, human_time(p.cp_comm_s));
         const std::string ep = p.ep > 1 ? fmt::format(" (and {} expert-parallel all-to-alls over {} ranks, {} in all)", p.ep_collectives,

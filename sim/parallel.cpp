@@ -47,15 +47,26 @@ int layer_in(std::string_view name, std::string_view prefix) {
     return -1;
 }
 
+// A step's memory steps and saved activations in context parallelism's form `form` (the graph's
+// own, the all-gather form, without context parallelism).
+const std::vector<StageProfile::MemoryAt>& memory_of(const StageProfile& g, CpComm form) {
+    if (form == CpComm::ring && !g.ring_memory.empty()) return g.ring_memory;
+    if (form == CpComm::ulysses && !g.ulysses_memory.empty()) return g.ulysses_memory;
+    return g.memory;
+}
+std::int64_t saved_activations_of(const StageProfile& g, CpComm form) {
+    return form != CpComm::all_gather && !g.ring_memory.empty() ? g.cp_saved_activation_bytes : g.saved_activation_bytes;
+}
+
 // The ZeRO shares of a step's memory for `zero` over `reducers` ranks: the peak step's total and
 // categories, ZeRO-3's gathered parameters and the accumulated gradients of K > 1 micro-batches added.
-std::pair<std::int64_t, CategoryBytes> peak_of(const StageProfile& g, int zero, int reducers, int K, bool persistent) {
+std::pair<std::int64_t, CategoryBytes> peak_of(const StageProfile& g, CpComm form, int zero, int reducers, int K, bool persistent) {
     const auto accumulated =
         static_cast<std::int64_t>(static_cast<double>(g.gradient_bytes) * shard_of(MemoryCategory::gradients, zero, reducers));
     const std::int64_t largest_parameter = g.largest_parameter;
     std::int64_t peak = 0;
     CategoryBytes at{};
-    for (const StageProfile::MemoryAt& step : g.memory) {
+    for (const StageProfile::MemoryAt& step : memory_of(g, form)) {
         const CategoryBytes& bytes = step.bytes;
         CategoryBytes scaled{};
         std::int64_t total = 0;
@@ -159,71 +170,316 @@ std::vector<NodeId> nodes_between(const Graph& g, NodeId from, NodeId to) {
     return {on_path.begin(), on_path.end()};
 }
 
-// Context parallelism's ring exchanges (StageProfile::Ring) of a step: the gathered tensors paired
-// as an attention's keys and values (ContextParallelSplit gathers the keys, then the values: a
-// pair when the keys' reader reaches the values'), each pair's attention the nodes between their
-// readers; a gathered tensor without a partner is an exchange of its own, its attention its reader.
-// Forward at the later gather, again where a recomputed copy of the attention runs; backward at the
-// last op of the attention's gradient.
-void add_rings(const Graph& g, const Analysis& a, StageProfile& p, const std::vector<std::vector<const ScheduledOp*>>& gradient_ops) {
+// A context-parallel attention: its gathered tensors (ContextParallelSplit gathers the keys, then
+// the values: a pair when the keys' reader reaches the values'; a gathered tensor without a partner
+// is an attention of its own), its forward nodes (those between the pair's readers, or the one
+// reader), and the gather that ends last.
+struct CpAttention {
+    std::vector<NodeId> gathers, attention;
+    NodeId at = kNoNode;
+};
+
+std::vector<CpAttention> cp_attentions(const Graph& g, const StageProfile& p) {
     std::vector<NodeId> gathers;
     for (const std::string& name : g.context_parallel.all_gather)
         if (const NodeId node = g.find_node(name); node != kNoNode) gathers.push_back(node);
-    std::map<NodeId, std::size_t> forward_of;  // an attention's first node -> its forward exchange
+    std::vector<CpAttention> out;
     for (std::size_t i = 0; i < gathers.size();) {
-        std::vector<NodeId> pair{gathers[i]}, attention;
+        CpAttention x;
+        x.gathers = {gathers[i]};
         const NodeId first = reader_of(g, gathers[i]);
         if (i + 1 < gathers.size()) {
             const NodeId second = reader_of(g, gathers[i + 1]);
-            if (first != kNoNode && second != kNoNode && first <= second) attention = nodes_between(g, first, second);
-            if (!attention.empty()) pair.push_back(gathers[i + 1]);
+            if (first != kNoNode && second != kNoNode && first <= second) x.attention = nodes_between(g, first, second);
+            if (!x.attention.empty()) x.gathers.push_back(gathers[i + 1]);
         }
-        if (attention.empty() && first != kNoNode) attention = {first};
-        i += pair.size();
+        if (x.attention.empty() && first != kNoNode) x.attention = {first};
+        i += x.gathers.size();
+        x.at = x.gathers.front();
+        for (const NodeId n : x.gathers)
+            if (p.ops[static_cast<std::size_t>(n)].end_s > p.ops[static_cast<std::size_t>(x.at)].end_s) x.at = n;
+        out.push_back(std::move(x));
+    }
+    return out;
+}
+
+double output_bytes(const Graph& g, NodeId n) { return static_cast<double>(g.tensor(g.node(n).outputs.front()).desc.bytes()); }
+
+// The recomputed copies (selective or full recomputation) of each attention's first node, in
+// schedule order: (attention index, the copy).
+std::vector<std::pair<std::size_t, NodeId>> recomputed_attentions(const Graph& g, const Analysis& a, const std::vector<CpAttention>& atts) {
+    std::map<NodeId, std::size_t> first;
+    for (std::size_t i = 0; i < atts.size(); ++i)
+        if (!atts[i].attention.empty()) first[atts[i].attention.front()] = i;
+    std::vector<std::pair<std::size_t, NodeId>> out;
+    for (const ScheduledOp& s : a.schedule.ops)
+        if (const auto f = first.find(g.node(s.node).recomputes); f != first.end()) out.emplace_back(f->second, s.node);
+    return out;
+}
+
+// Context parallelism's ring exchanges (StageProfile::Ring) of a step, one an attention and
+// direction: forward at the later gather, again where a recomputed copy of the attention runs;
+// backward at the last op of the attention's gradient.
+void add_rings(const Graph& g, const Analysis& a, StageProfile& p, const std::vector<CpAttention>& atts,
+               const std::vector<std::vector<const ScheduledOp*>>& gradient_ops) {
+    std::vector<std::size_t> forward_of(atts.size());  // each attention's forward exchange
+    for (std::size_t k = 0; k < atts.size(); ++k) {
+        const CpAttention& x = atts[k];
         double kv_bytes = 0;
-        int at = pair.front();
-        for (const NodeId n : pair) {
-            kv_bytes += static_cast<double>(g.tensor(g.node(n).outputs.front()).desc.bytes());
-            if (p.ops[static_cast<std::size_t>(n)].end_s > p.ops[static_cast<std::size_t>(at)].end_s) at = n;
-        }
+        for (const NodeId n : x.gathers) kv_bytes += output_bytes(g, n);
         double forward = 0, backward = 0;
         int last = -1;  // the last op of the attention's gradient
-        for (const NodeId n : attention) {
+        for (const NodeId n : x.attention) {
             forward += p.ops[static_cast<std::size_t>(n)].kernel_s;
             for (const ScheduledOp* s : gradient_ops[static_cast<std::size_t>(n)]) {
                 backward += s->kernel_s;
                 if (last < 0 || s->end_s >= p.ops[static_cast<std::size_t>(last)].end_s) last = s->node;
             }
         }
-        if (!attention.empty()) forward_of[attention.front()] = p.rings.size();
-        p.rings.push_back({p.ops[static_cast<std::size_t>(at)].end_s, at, false, kv_bytes, forward});
+        forward_of[k] = p.rings.size();
+        p.rings.push_back({p.ops[static_cast<std::size_t>(x.at)].end_s, x.at, false, kv_bytes, forward});
         if (last >= 0) p.rings.push_back({p.ops[static_cast<std::size_t>(last)].end_s, last, true, kv_bytes, backward});
     }
-    // A recomputed attention (selective or full recomputation) passes the blocks around again.
-    for (const ScheduledOp& s : a.schedule.ops)
-        if (const auto f = forward_of.find(g.node(s.node).recomputes); f != forward_of.end()) {
-            StageProfile::Ring again = p.rings[f->second];
-            again.at_s = p.ops[static_cast<std::size_t>(s.node)].end_s;
-            again.op = s.node;
-            p.rings.push_back(again);
+    // A recomputed attention passes the blocks around again.
+    for (const auto& [k, node] : recomputed_attentions(g, a, atts)) {
+        StageProfile::Ring again = p.rings[forward_of[k]];
+        again.at_s = p.ops[static_cast<std::size_t>(node)].end_s;
+        again.op = node;
+        p.rings.push_back(again);
+    }
+}
+
+// Ulysses' all-to-alls (StageProfile::Group::ulysses; DeepSpeed-Ulysses, Jacobs et al. 2023
+// section 3.1; TransformerEngine's AttnFuncWithCPAndQKVOA2A): each rank's send buffer is its
+// sequence shard of the tensor (an all-to-all's bytes, sim/collectives.hpp): the queries, each
+// gathered tensor's rank share (the keys and values, 1/cp of the gathered buffer) at the later
+// gather, the output at the attention's last node; backward the output's gradient, the queries'
+// and the keys' and values' at the last op of the attention's gradient (TransformerEngine runs the
+// output gradient's before the attention's gradient and the others after it: the step waits for
+// all of them either way). A recomputed attention runs its forward ones again. Also the query and
+// key/value heads (StageProfile::cp_heads).
+void add_ulysses(const Graph& g, const Analysis& a, StageProfile& p, const std::vector<CpAttention>& atts,
+                 const std::vector<std::vector<const ScheduledOp*>>& gradient_ops) {
+    const auto heads = [&](TensorId t) {
+        const Shape& s = g.tensor(t).desc.shape;
+        return s.size() == 4 ? static_cast<int>(s[1]) : 0;
+    };
+    struct Sizes {
+        double q = 0, out = 0;
+        std::vector<double> kv;  // each gathered tensor's rank share
+        int q_at = -1, out_at = -1;
+    };
+    std::vector<Sizes> sizes(atts.size());
+    for (std::size_t k = 0; k < atts.size(); ++k) {
+        const CpAttention& x = atts[k];
+        if (x.attention.empty()) continue;
+        Sizes& z = sizes[k];
+        const Node& first = g.node(x.attention.front());
+        const NodeId last = x.attention.back();
+        z.q = static_cast<double>(g.tensor(first.inputs.front()).desc.bytes());
+        for (const NodeId n : x.gathers) z.kv.push_back(output_bytes(g, n) / p.cp);
+        z.out = output_bytes(g, last);
+        z.q_at = x.at, z.out_at = last;
+        const int hq = heads(first.inputs.front()), hkv = heads(g.node(x.gathers.front()).outputs.front());
+        p.cp_heads = p.cp_heads == 0 ? hq : std::min(p.cp_heads, hq);
+        p.cp_kv_heads = p.cp_kv_heads == 0 ? hkv : std::min(p.cp_kv_heads, hkv);
+    }
+    const auto a2a = [&](int op, double bytes) {
+        p.blocking.push_back({p.ops[static_cast<std::size_t>(op)].end_s, Collective::all_to_all, bytes, StageProfile::Group::ulysses, op});
+    };
+    const auto forward = [&](const Sizes& z, int q_at, int out_at) {
+        a2a(q_at, z.q);
+        for (const double kv : z.kv) a2a(q_at, kv);
+        a2a(out_at, z.out);
+    };
+    for (std::size_t k = 0; k < atts.size(); ++k) {
+        const Sizes& z = sizes[k];
+        if (z.q_at < 0) continue;
+        forward(z, z.q_at, z.out_at);
+        int last = -1;
+        for (const NodeId n : atts[k].attention)
+            for (const ScheduledOp* s : gradient_ops[static_cast<std::size_t>(n)])
+                if (last < 0 || s->end_s >= p.ops[static_cast<std::size_t>(last)].end_s) last = s->node;
+        if (last < 0) continue;
+        a2a(last, z.out);
+        a2a(last, z.q);
+        for (const double kv : z.kv) a2a(last, kv);
+    }
+    for (const auto& [k, node] : recomputed_attentions(g, a, atts))
+        if (sizes[k].q_at >= 0) forward(sizes[k], node, node);
+}
+
+// The ring and Ulysses forms' memory (StageProfile::ring_memory, ulysses_memory) from the
+// all-gather form's liveness (sim/memory.cpp: a tensor's storage, shared by its views, lives from
+// the first node that touches it to the last): each gathered tensor (and a recomputed copy of it)
+// and each backward tensor of its gradient before the gather's (the gradients of the views between
+// it and attention, and the one the gather's own gradient splits) held at 1/cp over the steps the
+// all-gather form holds it whole; ring attention's buffers added while its attention (or a
+// recomputed copy) runs, and while its gradient runs. Tensors a fused kernel keeps on chip hold
+// nothing in either form.
+void add_cp_memory(const Graph& g, const Analysis& a, StageProfile& p, const std::vector<CpAttention>& atts,
+                   const std::vector<std::vector<const ScheduledOp*>>& gradient_ops) {
+    const std::size_t n = g.nodes().size(), nt = g.tensors().size();
+    if (a.memory.steps.size() != n) return;
+    for (std::size_t i = 0; i < n; ++i)
+        if (a.memory.steps[i].node != static_cast<NodeId>(i)) return;
+    std::vector<TensorId> root(nt);
+    for (std::size_t t = 0; t < nt; ++t) root[t] = static_cast<TensorId>(t);
+    std::vector<std::size_t> first(nt, n), last(nt, 0);
+    std::vector<int> group_of(n, -1);
+    for (const OpAnalysis& op : a.ops)
+        if (op.node != kNoNode) group_of[static_cast<std::size_t>(op.node)] = op.fusion_group;
+    for (std::size_t i = 0; i < n; ++i) {
+        const Node& node = g.nodes()[i];
+        if (is_view(node))
+            for (const TensorId o : node.outputs) root[static_cast<std::size_t>(o)] = root[static_cast<std::size_t>(node.inputs.front())];
+        for (const auto* list : {&node.inputs, &node.outputs})
+            for (const TensorId t : *list) {
+                const auto r = static_cast<std::size_t>(root[static_cast<std::size_t>(t)]);
+                first[r] = std::min(first[r], i);
+                last[r] = std::max(last[r], i);
+            }
+    }
+    // What the memory timeline counts of a storage: nothing for a fused group's on-chip tensor
+    // (produced and read only inside one group, sim/fusion.cpp finish_group).
+    const auto held = [&](TensorId t) {
+        const NodeId made = g.tensor(t).producer;
+        if (made == kNoNode || group_of[static_cast<std::size_t>(made)] < 0) return true;
+        const int grp = group_of[static_cast<std::size_t>(made)];
+        for (const TensorId o : g.outputs())
+            if (root[static_cast<std::size_t>(o)] == t) return true;
+        for (const NodeId c : g.consumers(t))
+            if (group_of[static_cast<std::size_t>(c)] != grp) return true;
+        return false;
+    };
+    // Per category, the change a step at a time, as differences (applied at the end).
+    using Delta = std::vector<CategoryBytes>;
+    Delta shared(n + 1, CategoryBytes{}), ring(n + 1, CategoryBytes{});
+    const auto add = [&](Delta& d, std::size_t from, std::size_t to, MemoryCategory c, std::int64_t bytes) {
+        if (from > to || to >= n) return;
+        d[from][static_cast<std::size_t>(c)] += bytes;
+        d[to + 1][static_cast<std::size_t>(c)] -= bytes;
+    };
+    std::set<TensorId> reduced;  // storages already held at 1/cp
+    const auto shrink = [&](TensorId t) {
+        const auto r = static_cast<std::size_t>(root[static_cast<std::size_t>(t)]);
+        if (!reduced.insert(static_cast<TensorId>(r)).second || first[r] >= n || !held(static_cast<TensorId>(r))) return;
+        const std::int64_t bytes = g.tensors()[r].desc.bytes();
+        const std::int64_t kept = bytes / p.cp;
+        add(shared, first[r], last[r], a.memory.category[r], kept - bytes);
+        if (a.memory.category[r] == MemoryCategory::activations) p.cp_saved_activation_bytes -= bytes - kept;
+    };
+    // The forward views of a tensor (through views), as sets of nodes.
+    const auto views_of = [&](TensorId t) {
+        std::set<NodeId> views;
+        std::vector<TensorId> todo{t};
+        while (!todo.empty()) {
+            const TensorId at = todo.back();
+            todo.pop_back();
+            for (const NodeId c : g.consumers(at))
+                if (is_view(g.node(c)) && views.insert(c).second)
+                    todo.insert(todo.end(), g.node(c).outputs.begin(), g.node(c).outputs.end());
+        }
+        return views;
+    };
+    std::map<NodeId, std::vector<NodeId>> copies;  // a forward node -> its recomputed copies
+    for (std::size_t i = 0; i < n; ++i)
+        if (const NodeId r = g.nodes()[i].recomputes; r != kNoNode) copies[r].push_back(static_cast<NodeId>(i));
+    // The node range a set of nodes spans.
+    const auto span = [&](const std::vector<NodeId>& nodes, std::size_t& lo, std::size_t& hi) {
+        lo = n, hi = 0;
+        for (const NodeId x : nodes) lo = std::min(lo, static_cast<std::size_t>(x)), hi = std::max(hi, static_cast<std::size_t>(x));
+    };
+    p.cp_saved_activation_bytes = p.saved_activation_bytes;
+    for (const CpAttention& x : atts) {
+        std::int64_t block = 0;  // the key/value blocks of the attention: 1/cp of its gathered tensors
+        std::set<NodeId> whole;  // the gathers and their views, the nodes whose gradients are of whole-sequence tensors
+        for (const NodeId gather : x.gathers) {
+            const TensorId out = g.node(gather).outputs.front();
+            block += g.tensor(out).desc.bytes() / p.cp;
+            std::vector<NodeId> runs{gather};
+            if (const auto c = copies.find(gather); c != copies.end()) runs.insert(runs.end(), c->second.begin(), c->second.end());
+            for (const NodeId r : runs) shrink(g.node(r).outputs.front());
+            whole.insert(gather);
+            for (const NodeId v : views_of(out)) whole.insert(v);
+        }
+        for (const Node& node : g.nodes()) {
+            if (node.phase != Phase::backward || whole.count(node.differentiates) == 0) continue;
+            for (const TensorId t : node.inputs)
+                if (const NodeId made = g.tensor(t).producer; made != kNoNode && g.node(made).phase == Phase::backward) shrink(t);
+            if (node.differentiates != x.gathers.front() && node.differentiates != x.gathers.back())
+                for (const TensorId t : node.outputs) shrink(t);
+        }
+        // Ring attention's buffers: two blocks in flight forward; backward two blocks and two of
+        // their gradients.
+        std::size_t lo = 0, hi = 0;
+        span(x.attention, lo, hi);
+        add(ring, lo, hi, MemoryCategory::temporaries, 2 * block);
+        std::vector<NodeId> again, backward;
+        for (const NodeId f : x.attention) {
+            if (const auto c = copies.find(f); c != copies.end()) again.insert(again.end(), c->second.begin(), c->second.end());
+            for (const ScheduledOp* s : gradient_ops[static_cast<std::size_t>(f)]) backward.push_back(s->node);
+        }
+        if (!again.empty()) span(again, lo, hi), add(ring, lo, hi, MemoryCategory::temporaries, 2 * block);
+        if (!backward.empty()) span(backward, lo, hi), add(ring, lo, hi, MemoryCategory::temporaries, 4 * block);
+    }
+    p.ulysses_memory = p.memory;
+    p.ring_memory = p.memory;
+    CategoryBytes run_shared{}, run_ring{};
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t c = 0; c < kMemoryCategories; ++c) {
+            run_shared[c] += shared[i][c];
+            run_ring[c] += ring[i][c];
+            p.ulysses_memory[i].bytes[c] += run_shared[c];
+            p.ring_memory[i].bytes[c] += run_shared[c] + run_ring[c];
         }
 }
 
 }  // namespace
 
-std::string_view cp_comm_name(CpComm c) { return c == CpComm::ring ? "ring" : "allgather"; }
+std::string_view cp_comm_name(CpComm c) {
+    switch (c) {
+        case CpComm::ring: return "ring";
+        case CpComm::all_gather: return "allgather";
+        case CpComm::ulysses: return "ulysses";
+    }
+    return "?";
+}
 
-RingExchange ring_exchange(const Cluster& cluster, CommGroup group, double kv_bytes, double attention_s, bool backward) {
+std::vector<double> ring_step_work(int cp, int rank, bool causal, CpLayout layout) {
+    std::vector<double> work(static_cast<std::size_t>(std::max(cp, 0)), 1.0);
+    if (!causal || cp < 1) return work;
+    // A rank's two chunks of the 2 cp (each chunk pair a quarter of a block pair).
+    const auto chunks = [&](int r) { return layout == CpLayout::zigzag ? std::pair{r, 2 * cp - 1 - r} : std::pair{2 * r, 2 * r + 1}; };
+    const auto [q0, q1] = chunks(rank);
+    for (int j = 0; j < cp; ++j) {
+        const auto [k0, k1] = chunks(((rank - j) % cp + cp) % cp);
+        double w = 0;
+        for (const int q : {q0, q1})
+            for (const int k : {k0, k1}) w += q > k ? 0.25 : q == k ? 0.125 : 0.0;
+        work[static_cast<std::size_t>(j)] = w;
+    }
+    return work;
+}
+
+RingExchange ring_exchange(const Cluster& cluster, CommGroup group, double kv_bytes, double attention_s, bool backward,
+                           const std::vector<double>& step_work) {
     RingExchange e;
     const int cp = group.ranks;
     if (cp < 2) return e;
-    const double block = kv_bytes / cp, share = attention_s / cp;
+    const std::vector<double> work = step_work.empty() ? ring_step_work(cp, 0, true) : step_work;
+    if (static_cast<int>(work.size()) != cp) throw InputError(fmt::format("ring_exchange: {} step shares for {} ranks", work.size(), cp));
+    double total = 0;
+    for (const double w : work) total += w;
+    const double block = kv_bytes / cp;
+    int at = 0;  // the step
     const auto step = [&](double bytes) {
         const double t = collective_cost(cluster, Collective::send_recv, bytes, group).time_s;
+        const double hides = total > 0 ? attention_s * work[static_cast<std::size_t>(at++)] / total : 0.0;
         ++e.steps;
         e.bytes_sent += bytes;
         e.comm_s += t;
-        e.exposed_s += std::max(0.0, t - share);
+        e.exposed_s += std::max(0.0, t - hides);
     };
     if (!backward) {
         for (int i = 0; i + 1 < cp; ++i) step(block);
@@ -415,7 +671,12 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
         p.blocking.push_back({p.ops[static_cast<std::size_t>(s.node)].end_s, f.collective, f.bytes, f.group, s.node,
                               hide_gather[static_cast<std::size_t>(again)]});
     }
-    if (p.cp > 1) add_rings(g, a, p, gradient_ops);
+    std::vector<CpAttention> attentions;
+    if (p.cp > 1) {
+        attentions = cp_attentions(g, p);
+        add_rings(g, a, p, attentions, gradient_ops);
+        add_ulysses(g, a, p, attentions, gradient_ops);
+    }
 
     // The gradients of the experts' weights (expert parallelism): what each optimizer update of an
     // expert parameter consumes (input 1), or the tensor an fp32 cast of it read.
@@ -493,6 +754,7 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
         }
         p.expert_excess_flops = flops * (1 - 1 / g.expert_parallel.load_factor);
     }
+    if (p.cp > 1) add_cp_memory(g, a, p, attentions, gradient_ops);
     return p;
 }
 
@@ -664,6 +926,13 @@ StageProfile compose_layers(const StageProfile& one, const StageProfile& two, in
     p.expert_excess_flops = grow(one.expert_excess_flops, two.expert_excess_flops);
     p.optimizer_flops = grow(one.optimizer_flops, two.optimizer_flops);
     p.memory = compose_memory(one.memory, two.memory, layers);
+    if (!one.ring_memory.empty() && !two.ring_memory.empty()) {
+        p.ring_memory = compose_memory(one.ring_memory, two.ring_memory, layers);
+        p.ulysses_memory = compose_memory(one.ulysses_memory, two.ulysses_memory, layers);
+        p.cp_saved_activation_bytes = grow_bytes(one.cp_saved_activation_bytes, two.cp_saved_activation_bytes);
+    } else {
+        p.ring_memory.clear(), p.ulysses_memory.clear();
+    }
     return p;
 }
 
@@ -739,9 +1008,29 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
     std::vector<std::pair<double, double>> events;  // (single-device time, duration)
     events.reserve(g.blocking.size() + g.rings.size());
     const bool ring = opt.cp_comm == CpComm::ring;
+    if (opt.cp_comm == CpComm::ulysses && r.cp > 1) {
+        // DeepSpeed-Ulysses splits the heads over the cp ranks (Jacobs et al. 2023 section 3.1;
+        // TransformerEngine's all-to-all asserts the heads divide by the cp size).
+        const int hq = g.cp_heads * r.tp, hkv = g.cp_kv_heads * r.tp;
+        if (g.cp_heads <= 0)
+            throw InputError(
+                fmt::format("--cp-comm ulysses: the model's context-parallel attention has no heads axis to split over --cp {}", r.cp));
+        if (g.cp_heads % r.cp != 0 || g.cp_kv_heads % r.cp != 0)
+            throw InputError(fmt::format(
+                "--cp {} --cp-comm ulysses: the {} attention heads{} must be a multiple of --cp {} x --tp {} = {} "
+                "(Ulysses gives each context-parallel rank heads / cp of them); use --cp-comm ring",
+                r.cp, hq, hkv != hq ? fmt::format(" and {} key/value head{}", hkv, hkv == 1 ? "" : "s") : "", r.cp, r.tp, r.cp * r.tp));
+    }
+    // The context-parallel collectives of the form asked for.
+    const auto runs = [&](StageProfile::Group which) {
+        if (which == StageProfile::Group::cp) return opt.cp_comm == CpComm::all_gather;
+        if (which == StageProfile::Group::ulysses) return opt.cp_comm == CpComm::ulysses;
+        return true;
+    };
     for (const StageProfile::Blocking& b : g.blocking) {
-        const CommGroup among = b.group == StageProfile::Group::tp ? tp_group : b.group == StageProfile::Group::cp ? cp_group : ep_group;
-        if (among.ranks < 2 || (ring && b.group == StageProfile::Group::cp)) continue;
+        const bool context = b.group == StageProfile::Group::cp || b.group == StageProfile::Group::ulysses;
+        const CommGroup among = b.group == StageProfile::Group::tp ? tp_group : context ? cp_group : ep_group;
+        if (among.ranks < 2 || !runs(b.group)) continue;
         const CollectiveCost& cost = cost_of(b.collective, b.bytes, among);
         events.push_back({b.at_s, std::max(0.0, cost.time_s - b.hide_s)});
         switch (b.group) {
@@ -751,8 +1040,10 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
                 ++r.tp_collectives;
                 break;
             case StageProfile::Group::cp:
+            case StageProfile::Group::ulysses:
                 r.cp_comm_s += cost.time_s;
                 r.cp_exposed_s += events.back().second;
+                r.cp_bytes += b.bytes * bus_factor(b.collective, among.ranks);
                 ++r.cp_collectives;
                 break;
             case StageProfile::Group::ep:
@@ -768,6 +1059,7 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
         events.push_back({x.at_s, e.exposed_s});
         r.cp_comm_s += e.comm_s;
         r.cp_exposed_s += e.exposed_s;
+        r.cp_bytes += e.bytes_sent;
         r.cp_collectives += e.steps;
     }
     std::sort(events.begin(), events.end());
@@ -787,6 +1079,7 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
     r.tp_collectives *= K;
     r.cp_comm_s *= K;
     r.cp_exposed_s *= K;
+    r.cp_bytes *= K;
     r.cp_collectives *= K;
     r.ep_comm_s *= K;
     r.ep_collectives *= K;
@@ -867,7 +1160,7 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
 
     // Memory per rank: the same liveness, each category scaled by its ZeRO share; ZeRO-3 also holds
     // the gathered parameters of the layers in flight, counted as twice the largest parameter.
-    std::tie(r.peak_bytes, r.peak_bytes_by_category) = peak_of(g, opt.zero, reducers, K, opt.persistent_gradients);
+    std::tie(r.peak_bytes, r.peak_bytes_by_category) = peak_of(g, opt.cp_comm, opt.zero, reducers, K, opt.persistent_gradients);
 
     r.flops_per_rank = K * (g.flops - g.optimizer_flops) + g.optimizer_flops;
     r.model_flops_per_rank = K * (g.flops - g.optimizer_flops - g.recompute_flops - g.expert_excess_flops);
@@ -985,8 +1278,9 @@ ParallelAnalysis analyze_pipeline(const std::vector<const StageProfile*>& stages
         st.forward_s = q.forward_s;
         st.optimizer_s = q.optimizer_s;
         st.exposed_comm_s = q.exposed_comm_s;
-        st.peak_bytes = q.peak_bytes + static_cast<std::int64_t>(std::llround(
-                                           (held - 1) * static_cast<double>(stages[static_cast<std::size_t>(s)]->saved_activation_bytes)));
+        st.peak_bytes =
+            q.peak_bytes + static_cast<std::int64_t>(std::llround(
+                               (held - 1) * static_cast<double>(saved_activations_of(*stages[static_cast<std::size_t>(s)], opt.cp_comm))));
         if (st.peak_bytes > r.peak_bytes) r.peak_bytes = st.peak_bytes, worst = static_cast<std::size_t>(s);
         r.stages.push_back(st);
     }

@@ -31,31 +31,58 @@ enum class CpComm {
     // Context"): each rank's key/value block passes around the ring of cp ranks in cp - 1 send/recv
     // steps, each overlapped with the attention of the block in hand; backward passes the blocks
     // again and returns the key/value gradients the same way (TransformerEngine's
-    // AttnFuncWithCPAndKVP2P, what Megatron-LM's --cp-comm-type p2p runs).
+    // AttnFuncWithCPAndKVP2P, what Megatron-LM's --cp-comm-type p2p runs). A rank keeps its own
+    // key/value block for backward, not the whole sequence's (StageProfile::ring_memory).
     ring,
     // All-gathers of the keys and values before attention and reduce-scatters of their gradients
     // after it, not overlapped (Megatron-LM's --cp-comm-type all_gather, as Llama 3 was trained,
     // Dubey et al. 2024 section 3.3.2).
     all_gather,
+    // DeepSpeed-Ulysses (Jacobs et al. 2023, arXiv:2309.14509, section 3.1; Megatron-LM's
+    // --cp-comm-type a2a, TransformerEngine's AttnFuncWithCPAndQKVOA2A): an all-to-all turns the
+    // sequence-sharded queries, keys and values into head-sharded ones of the whole sequence, attention
+    // runs on heads / cp heads, and an all-to-all turns its output back; backward the same four for
+    // their gradients. Not overlapped with attention (section 3.1: the all-to-alls sit between the
+    // projections and attention). Needs the heads (and key/value heads) a multiple of tp x cp.
+    ulysses,
 };
 std::string_view cp_comm_name(CpComm c);
+
+// How a causal sequence is cut for context parallelism: in 2 cp chunks, rank r holding chunks r and
+// 2 cp - 1 - r (zigzag: Megatron-core's and TransformerEngine's load balancing, what the graph's
+// ranks hold), or in cp contiguous blocks, rank r holding block r (the naive split).
+enum class CpLayout { zigzag, contiguous };
+
+// The attention work of each of rank `rank`'s cp ring steps (step j: its queries against the keys and
+// values of rank (rank - j) mod cp, as TransformerEngine's loop orders them), in block pairs (one
+// block pair: (seq / cp)^2 query-key pairs). Causal: a chunk pair counts 1 below the diagonal, 1/2
+// on it (flash attention's skipped tiles, as TransformerEngine's step 0 runs a causal kernel on the
+// diagonal pairs), 0 above. Zigzag: every step of every rank 1/2 (step 0: the two diagonal chunk
+// pairs, halves, and one full one; an earlier rank's block: both query chunks against its first
+// chunk; a later rank's: the second query chunk against both): each rank does half of its cp
+// block pairs, exactly balanced. Contiguous: rank r 1/2 at step 0, 1 at the r steps of earlier
+// ranks' blocks, 0 at the others (r + 1/2 in all: rank cp - 1 does 2 cp - 1 times rank 0's work).
+// Not causal: 1 a step.
+std::vector<double> ring_step_work(int cp, int rank, bool causal, CpLayout layout = CpLayout::zigzag);
 
 // One context-parallel ring exchange (CpComm::ring) of one attention, forward or backward, on `group`:
 // `kv_bytes` the keys and values of the whole sequence (both gathered tensors), `attention_s` the
 // kernel time of the rank's attention in that direction. Forward: cp - 1 steps, each sending the
-// block in hand (kv_bytes / cp) to the next rank while the attention of that block (attention_s /
-// cp) runs. Backward (TransformerEngine's loop): cp steps, the first sending a key/value block, the
-// middle ones a key/value block and the key/value gradients accumulated so far (one message of
-// both), the last the gradients alone: (cp - 1) blocks of each. Each step is a send/recv costed by
-// sim/collectives (alpha-beta; across nodes when the group spans them), exposed by what it takes
-// beyond the block's attention: max(0, step - attention_s / cp).
+// block in hand (kv_bytes / cp) to the next rank while the attention of that block runs. Backward
+// (TransformerEngine's loop): cp steps, the first sending a key/value block, the middle ones a
+// key/value block and the key/value gradients accumulated so far (one message of both), the last
+// the gradients alone: (cp - 1) blocks of each. Each step is a send/recv costed by sim/collectives
+// (alpha-beta; across nodes when the group spans them), exposed by what it takes beyond the
+// attention of its step: max(0, step - attention_s x work_j / sum(work)), work the steps' shares
+// (`step_work`, one a step; empty: ring_step_work of the zigzag layout, equal steps).
 struct RingExchange {
     int steps = 0;
     double bytes_sent = 0;  // by each rank
     double comm_s = 0;      // the steps' send/recv time
     double exposed_s = 0;   // what the compute stream waits for
 };
-RingExchange ring_exchange(const Cluster& cluster, CommGroup group, double kv_bytes, double attention_s, bool backward);
+RingExchange ring_exchange(const Cluster& cluster, CommGroup group, double kv_bytes, double attention_s, bool backward,
+                           const std::vector<double>& step_work = {});
 
 struct ParallelOptions {
     int dp = 1;    // data-parallel ranks
@@ -123,9 +150,11 @@ struct ParallelAnalysis {
     int devices = 1, nodes = 1;
     double tp_comm_s = 0;  // tensor-parallel all-reduces, forward and backward (blocking)
     int tp_collectives = 0;
-    // Context parallelism: ring send/recv steps (CpComm::ring) or key/value all-gathers and their
-    // gradients' reduce-scatters (blocking), their time and what of it the step waits for.
-    double cp_comm_s = 0, cp_exposed_s = 0;
+    // Context parallelism: ring send/recv steps (CpComm::ring), key/value all-gathers and their
+    // gradients' reduce-scatters or Ulysses' all-to-alls (both blocking), their time and what of it
+    // the step waits for; cp_bytes what each rank sends of them (bytes x the collective's bus factor,
+    // nccl-tests' (n - 1) / n for all-gather, reduce-scatter and all-to-all; the ring's messages).
+    double cp_comm_s = 0, cp_exposed_s = 0, cp_bytes = 0;
     int cp_collectives = 0;
     double ep_comm_s = 0;  // expert-parallel all-to-alls, forward and backward (blocking)
     int ep_collectives = 0;
@@ -174,7 +203,9 @@ struct StageProfile {
     std::vector<Op> ops;
     int streams = 1;            // of the schedule
     double schedule_end_s = 0;  // its step time
-    enum class Group { tp, cp, ep };
+    // cp: the all-gather form of context parallelism (CpComm::all_gather); ulysses: its all-to-all
+    // form (CpComm::ulysses), on the same ranks. Only the form ParallelOptions::cp_comm names runs.
+    enum class Group { tp, cp, ep, ulysses };
     // A collective on the compute stream's critical path, issued when its tensor exists (the end of
     // op `op`: a node forward or the last op of its gradient backward), in the order
     // analyze_parallel documents.
@@ -202,6 +233,9 @@ struct StageProfile {
         double attention_s = 0;  // the rank's attention (forward; backward: its gradient), the kernels' time
     };
     std::vector<Ring> rings;
+    // Context parallelism's attentions: the query and key/value heads of the rank's attention (the
+    // graph's, already split by tensor parallelism; 0: none), what Ulysses splits over the cp ranks.
+    int cp_heads = 0, cp_kv_heads = 0;
     struct Gradient {
         double ready_s = 0;
         std::int64_t bytes = 0;
@@ -218,8 +252,18 @@ struct StageProfile {
         int layer = -1;
     };
     std::vector<MemoryAt> memory;
+    // Context parallelism (cp > 1): the same steps as `memory` (the all-gather form the graph is
+    // built in) as ring attention and Ulysses hold them (empty without context parallelism), and
+    // the activations they keep for backward (cp_saved_activation_bytes, the same for both). Both keep 1/cp of each whole-sequence key
+    // or value tensor and of its gradients where the all-gather form keeps the whole, over the same
+    // steps (ring: the rank's own block; Ulysses: heads / cp heads of the whole sequence); ring
+    // attention also holds two blocks in flight while an attention runs (a double buffer: the block
+    // in hand and the one arriving; Liu et al. 2023 section 3) and, while its gradient runs, two
+    // blocks and two blocks of their gradients (TransformerEngine's backward buffers, each a
+    // key/value block and its gradient).
+    std::vector<MemoryAt> ring_memory, ulysses_memory;
     std::int64_t gradient_bytes = 0;
-    std::int64_t saved_activation_bytes = 0;
+    std::int64_t saved_activation_bytes = 0, cp_saved_activation_bytes = 0;
     double flops = 0, optimizer_flops = 0;
     double recompute_flops = 0;  // of nodes run again in backward (recomputation)
     // Non-uniform expert routing (ExpertParallel::load_factor): the FLOPs the busiest rank's experts

@@ -106,6 +106,9 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     if (space.sequence_parallel.empty()) space.sequence_parallel = {true};
     if (space.context_parallel.empty()) space.context_parallel = {1};
     if (space.expert_parallel.empty()) space.expert_parallel = {1};
+    if (space.cp_comm.empty()) space.cp_comm = {CpComm::ring, CpComm::all_gather, CpComm::ulysses};
+    std::sort(space.cp_comm.begin(), space.cp_comm.end());
+    space.cp_comm.erase(std::unique(space.cp_comm.begin(), space.cp_comm.end()), space.cp_comm.end());
     for (const int e : space.expert_parallel)
         if (e < 1) throw InputError(fmt::format("--ep {}: expected positive expert-parallel degrees", e));
     for (const int c : space.context_parallel)
@@ -161,7 +164,8 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     std::vector<int> sizes = space.micro_batches;
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    const std::size_t variants = space.zero.size() * space.interleave.size();
+    // (ZeRO, interleave[, the context-parallel form]) variants of a tuple.
+    const auto variants_of = [&](int cp) { return space.zero.size() * space.interleave.size() * (cp > 1 ? space.cp_comm.size() : 1); };
     std::vector<std::pair<int, std::string>> expert_and_recompute;
     for (const int ep : space.expert_parallel)
         for (const std::string& rc : space.recompute) expert_and_recompute.emplace_back(ep, rc);
@@ -186,6 +190,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                             continue;  // at tp 1 sequence parallelism is the same configuration as without
                         const bool sp = sp_wanted && tp > 1;
                         for (const int mb : sizes) {
+                            const std::size_t variants = variants_of(cp);
                             result.enumerated += variants;
                             if (space.global_batch % (static_cast<std::int64_t>(mb) * dp) != 0) {
                                 for (std::size_t z = 0; z < variants; ++z)
@@ -219,50 +224,56 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
             }
         }
         bool any_fits = false;
+        const std::vector<CpComm> forms = t.cp > 1 ? space.cp_comm : std::vector<CpComm>{CpComm::ring};
         for (const int v : space.interleave) {
-            for (const int z : space.zero) {
-                if (!error.empty()) {
-                    reject(fmt::format("model: tp {} pp {}: {}", t.tp, t.pp, error));
-                    continue;
+            for (const int z : space.zero)
+                for (const CpComm form : forms) {
+                    if (!error.empty()) {
+                        reject(fmt::format("model: tp {} pp {}: {}", t.tp, t.pp, error));
+                        continue;
+                    }
+                    if (z > 0 && t.dp * t.cp == 1) {
+                        reject(fmt::format("zero: ZeRO {} needs data-parallel ranks (dp = 1 at tp {} pp {})", z, t.tp, t.pp));
+                        continue;
+                    }
+                    if (v > 1 && t.pp == 1) {
+                        reject(fmt::format("interleave: {} virtual stages need pipeline stages (pp = 1)", v));
+                        continue;
+                    }
+                    ParallelOptions o;
+                    o.dp = t.dp;
+                    o.zero = z;
+                    o.bucket_bytes = space.bucket_bytes;
+                    o.global_batch = space.global_batch;
+                    o.interleave = v;
+                    o.cp_comm = form;
+                    try {
+                        const ParallelAnalysis p =
+                            t.pp > 1 ? analyze_pipeline(stages, cluster, o) : analyze_parallel(*stages[0], cluster, o);
+                        SearchCandidate c;
+                        c.tp = t.tp, c.pp = t.pp, c.dp = t.dp, c.micro_batch = t.mb, c.zero = z, c.interleave = v, c.recompute = t.rc;
+                        c.cp = t.cp, c.ep = t.ep, c.cp_comm = form;
+                        c.sp = t.sp;
+                        c.micro_batches = p.micro_batches;
+                        c.step_time_s = p.step_time_s;
+                        c.compute_s = p.compute_s;
+                        c.exposed_comm_s = p.exposed_comm_s;
+                        c.bubble_fraction = p.bubble_fraction;
+                        c.mfu = p.mfu;
+                        c.tokens_per_s = p.tokens_per_s;
+                        c.peak_bytes = p.peak_bytes;
+                        c.fits = result.budget_bytes <= 0 || c.peak_bytes <= result.budget_bytes;
+                        any_fits = any_fits || c.fits;
+                        result.candidates.push_back(std::move(c));
+                    } catch (const InputError& e) {
+                        const std::string what = e.what();
+                        // Ulysses' heads not splitting over tp x cp is a kind of its own.
+                        reject(what.rfind("--interleave", 0) == 0 ? "interleave: " + what
+                               : what.find("--cp-comm ulysses") != std::string::npos
+                                   ? fmt::format("ulysses: tp {} cp {}: {}", t.tp, t.cp, what)
+                                   : fmt::format("cluster: tp {} pp {} dp {}: {}", t.tp, t.pp, t.dp, what));
+                    }
                 }
-                if (z > 0 && t.dp * t.cp == 1) {
-                    reject(fmt::format("zero: ZeRO {} needs data-parallel ranks (dp = 1 at tp {} pp {})", z, t.tp, t.pp));
-                    continue;
-                }
-                if (v > 1 && t.pp == 1) {
-                    reject(fmt::format("interleave: {} virtual stages need pipeline stages (pp = 1)", v));
-                    continue;
-                }
-                ParallelOptions o;
-                o.dp = t.dp;
-                o.zero = z;
-                o.bucket_bytes = space.bucket_bytes;
-                o.global_batch = space.global_batch;
-                o.interleave = v;
-                o.cp_comm = space.cp_comm;
-                try {
-                    const ParallelAnalysis p = t.pp > 1 ? analyze_pipeline(stages, cluster, o) : analyze_parallel(*stages[0], cluster, o);
-                    SearchCandidate c;
-                    c.tp = t.tp, c.pp = t.pp, c.dp = t.dp, c.micro_batch = t.mb, c.zero = z, c.interleave = v, c.recompute = t.rc;
-                    c.cp = t.cp, c.ep = t.ep;
-                    c.sp = t.sp;
-                    c.micro_batches = p.micro_batches;
-                    c.step_time_s = p.step_time_s;
-                    c.compute_s = p.compute_s;
-                    c.exposed_comm_s = p.exposed_comm_s;
-                    c.bubble_fraction = p.bubble_fraction;
-                    c.mfu = p.mfu;
-                    c.tokens_per_s = p.tokens_per_s;
-                    c.peak_bytes = p.peak_bytes;
-                    c.fits = result.budget_bytes <= 0 || c.peak_bytes <= result.budget_bytes;
-                    any_fits = any_fits || c.fits;
-                    result.candidates.push_back(std::move(c));
-                } catch (const InputError& e) {
-                    const std::string what = e.what();
-                    reject(what.rfind("--interleave", 0) == 0 ? "interleave: " + what
-                                                              : fmt::format("cluster: tp {} pp {} dp {}: {}", t.tp, t.pp, t.dp, what));
-                }
-            }
         }
         return any_fits || !error.empty();  // a family that cannot be built is counted invalid at every size
     };
@@ -277,7 +288,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
             if (round >= list.size()) continue;
             const Tuple& t = list[round];
             if (!alive[k]) {
-                result.pruned += variants;
+                result.pruned += variants_of(t.cp);
                 continue;
             }
             now.push_back(&t);
@@ -312,8 +323,9 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     }
     // Fitting first, then by iteration time; ties in a fixed order of the knobs (deterministic).
     std::sort(result.candidates.begin(), result.candidates.end(), [](const SearchCandidate& a, const SearchCandidate& b) {
-        return std::tuple(!a.fits, a.step_time_s, a.tp, a.sp, a.cp, a.ep, a.pp, a.interleave, a.micro_batch, a.recompute, a.zero) <
-               std::tuple(!b.fits, b.step_time_s, b.tp, b.sp, b.cp, b.ep, b.pp, b.interleave, b.micro_batch, b.recompute, b.zero);
+        return std::tuple(!a.fits, a.step_time_s, a.tp, a.sp, a.cp, a.cp_comm, a.ep, a.pp, a.interleave, a.micro_batch, a.recompute,
+                          a.zero) < std::tuple(!b.fits, b.step_time_s, b.tp, b.sp, b.cp, b.cp_comm, b.ep, b.pp, b.interleave, b.micro_batch,
+                                               b.recompute, b.zero);
     });
     std::vector<std::pair<std::int64_t, double>> points;
     for (const SearchCandidate& c : result.candidates) points.emplace_back(c.peak_bytes, c.step_time_s);

@@ -39,8 +39,12 @@ struct SearchSpace {
     // tensor parallelism for large models); with tp = 1 it is off.
     std::vector<bool> sequence_parallel;
     std::vector<int> context_parallel;  // candidate context-parallel degrees (default 1: not split)
-    CpComm cp_comm = CpComm::ring;      // how context-parallel ranks exchange keys and values (ParallelOptions::cp_comm)
-    std::vector<int> expert_parallel;   // candidate expert-parallel degrees (default 1; each divides dp and the experts)
+    // How context-parallel ranks exchange keys and values (ParallelOptions::cp_comm): the candidate
+    // forms of a configuration with cp > 1 (default: ring, allgather and ulysses; each cp > 1
+    // configuration analysed once a form, from the same built stages, a stage profile holding all
+    // three forms' memory).
+    std::vector<CpComm> cp_comm;
+    std::vector<int> expert_parallel;  // candidate expert-parallel degrees (default 1; each divides dp and the experts)
     // Candidate tensor- and pipeline-parallel degrees (default: every divisor of the GPUs, tensor
     // parallelism up to a node): a user who has fixed them ranks the rest (micro-batch, recompute,
     // ZeRO, interleave) for that layout.
@@ -71,6 +75,7 @@ StageBuilder template_stage_builder(const std::string& model, const ModelOverrid
 struct SearchCandidate {
     int tp = 1, pp = 1, dp = 1, micro_batch = 1, zero = 0, interleave = 1;
     int cp = 1, ep = 1;
+    CpComm cp_comm = CpComm::ring;  // with cp > 1: how its ranks exchange keys and values
     bool sp = false;
     std::string recompute = "none";
     int micro_batches = 1;  // per rank and iteration: global batch / (micro-batch x dp)
@@ -83,7 +88,7 @@ struct SearchResult {
     std::vector<SearchCandidate> candidates;  // every analysed configuration: fitting first, then by step time
     std::vector<std::size_t> frontier;        // indices into candidates: the (peak, step time) Pareto frontier
     std::int64_t budget_bytes = 0;
-    std::size_t enumerated = 0;       // (tp, pp, dp, micro-batch, recompute, ZeRO, interleave) tuples tried
+    std::size_t enumerated = 0;       // (tp, pp, dp, micro-batch, recompute, ZeRO, interleave[, cp form]) tuples tried
     std::size_t invalid = 0;          // of those, not a valid split (divisibility, batch, the model's shape)
     std::size_t stages_analysed = 0;  // distinct stage analyses built
     // Tuples not built: at a smaller micro-batch of the same (tp, pp, recompute, sp) no variant fit,

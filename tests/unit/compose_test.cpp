@@ -74,28 +74,31 @@ TEST_CASE("a stage composed from probes of one and two layers is the whole stage
             CHECK(composed.rings.size() == whole.rings.size());  // context parallelism's ring exchanges, one a layer and direction
             CHECK(composed.parameter_bytes == whole.parameter_bytes);
             CHECK(composed.flops == Approx(whole.flops).epsilon(1e-9));
-            for (const int zero : {0, 1, 2, 3}) {
-                ParallelOptions o;
-                o.dp = k.dp;
-                o.zero = zero;
-                o.global_batch = k.global_batch;
-                const ParallelAnalysis w = analyze_parallel(whole, c, o);
-                const ParallelAnalysis p = analyze_parallel(composed, c, o);
-                INFO("ZeRO " << zero);
-                CHECK(p.step_time_s == Approx(w.step_time_s).epsilon(1e-9));
-                CHECK(p.compute_s == Approx(w.compute_s).epsilon(1e-9));
-                CHECK(p.exposed_comm_s == Approx(w.exposed_comm_s).epsilon(1e-9).margin(1e-12));
-                CHECK(p.comms.size() == w.comms.size());
-                CHECK(p.tp_collectives == w.tp_collectives);
-                CHECK(p.cp_collectives == w.cp_collectives);
-                CHECK(p.ep_collectives == w.ep_collectives);
-                CHECK(p.tp_comm_s == Approx(w.tp_comm_s).epsilon(1e-9));
-                CHECK(p.cp_comm_s == Approx(w.cp_comm_s).epsilon(1e-9));
-                CHECK(p.cp_exposed_s == Approx(w.cp_exposed_s).epsilon(1e-9).margin(1e-12));
-                CHECK(p.peak_bytes == Approx(static_cast<double>(w.peak_bytes)).epsilon(1e-9));
-                for (std::size_t cat = 0; cat < kMemoryCategories; ++cat)
-                    CHECK(p.peak_bytes_by_category[cat] == Approx(static_cast<double>(w.peak_bytes_by_category[cat])).epsilon(1e-9));
-            }
+            for (const int zero : {0, 1, 2, 3})
+                for (const CpComm form : {CpComm::ring, CpComm::all_gather, CpComm::ulysses}) {
+                    ParallelOptions o;
+                    o.dp = k.dp;
+                    o.zero = zero;
+                    o.global_batch = k.global_batch;
+                    o.cp_comm = form;  // context parallelism's three forms: their collectives and memory compose too
+                    const ParallelAnalysis w = analyze_parallel(whole, c, o);
+                    const ParallelAnalysis p = analyze_parallel(composed, c, o);
+                    INFO("ZeRO " << zero << ", --cp-comm " << cp_comm_name(form));
+                    CHECK(p.step_time_s == Approx(w.step_time_s).epsilon(1e-9));
+                    CHECK(p.compute_s == Approx(w.compute_s).epsilon(1e-9));
+                    CHECK(p.exposed_comm_s == Approx(w.exposed_comm_s).epsilon(1e-9).margin(1e-12));
+                    CHECK(p.comms.size() == w.comms.size());
+                    CHECK(p.tp_collectives == w.tp_collectives);
+                    CHECK(p.cp_collectives == w.cp_collectives);
+                    CHECK(p.ep_collectives == w.ep_collectives);
+                    CHECK(p.tp_comm_s == Approx(w.tp_comm_s).epsilon(1e-9));
+                    CHECK(p.cp_comm_s == Approx(w.cp_comm_s).epsilon(1e-9));
+                    CHECK(p.cp_exposed_s == Approx(w.cp_exposed_s).epsilon(1e-9).margin(1e-12));
+                    CHECK(p.cp_bytes == Approx(w.cp_bytes).epsilon(1e-9));
+                    CHECK(p.peak_bytes == Approx(static_cast<double>(w.peak_bytes)).epsilon(1e-9));
+                    for (std::size_t cat = 0; cat < kMemoryCategories; ++cat)
+                        CHECK(p.peak_bytes_by_category[cat] == Approx(static_cast<double>(w.peak_bytes_by_category[cat])).epsilon(1e-9));
+                }
         }
     }
 }

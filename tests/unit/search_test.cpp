@@ -1,6 +1,7 @@
 // `roofline search` (issue #16): the configurations it enumerates, their ranking, and that a
 // configuration's figures are exactly what building every stage and running analyze_pipeline gives.
 #include <catch2/catch.hpp>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -205,6 +206,37 @@ TEST_CASE("search over context-parallel degrees", "[search][cp]") {
         with_cp += k.cp == 2 ? 1 : 0;
     }
     CHECK(with_cp > 0);
+
+    // The context-parallel forms (--cp-comm; default all three): every cp = 2 configuration is
+    // analysed as ring, allgather and ulysses from the same stages (GPT-2 medium's 16 heads split
+    // over tp x 2 at every tp here), and the all-gather form's peak per rank is above the ring's
+    // (it keeps each layer's keys and values of the whole sequence for backward, the ring a rank's
+    // half; the peak is at the loss, where no ring buffer is in flight). Asking for ring alone
+    // analyses only that form.
+    using Knobs = std::tuple<int, int, int, int, std::string, int, int, bool>;
+    const auto knobs = [](const SearchCandidate& k) {
+        return Knobs{k.tp, k.pp, k.dp, k.micro_batch, k.recompute, k.zero, k.interleave, k.sp};
+    };
+    std::map<Knobs, std::map<CpComm, const SearchCandidate*>> forms;
+    for (const SearchCandidate& k : r.candidates)
+        if (k.cp == 2) forms[knobs(k)][k.cp_comm] = &k;
+    REQUIRE(!forms.empty());
+    for (const auto& [key, by] : forms) {
+        REQUIRE(by.size() == 3);
+        CHECK(by.at(CpComm::all_gather)->peak_bytes > by.at(CpComm::ring)->peak_bytes);
+    }
+    space.cp_comm = {CpComm::ring};
+    const SearchResult ring =
+        search_parallel(c, space, template_stage_builder("gpt2-medium", ov, TrainingOptions{}, c.hardware, AnalysisOptions{}));
+    std::size_t ring_cp = 0;
+    for (const SearchCandidate& k : ring.candidates) {
+        if (k.cp != 2) continue;
+        ++ring_cp;
+        CHECK(k.cp_comm == CpComm::ring);
+        REQUIRE(forms.count(knobs(k)) == 1);
+        CHECK(k.step_time_s == forms.at(knobs(k)).at(CpComm::ring)->step_time_s);  // the same analysis
+    }
+    CHECK(ring_cp == forms.size());
 }
 
 TEST_CASE("search over expert-parallel degrees", "[search][ep]") {
