@@ -95,8 +95,27 @@ public:
         all_reduce(x);
         return x;
     }
+    // The partial sums of two row-parallel blocks that read the same input and both add to the
+    // residual (a parallel attention and MLP block: GPT-J, GPT-NeoX's gpt_j_residual, PaLM,
+    // Falcon, Phi): added on each rank by node `sum` (attention's first, so that the backward
+    // all-reduce's overlap finds attention's column-parallel linear, the last whose input gradient
+    // backward computes) and reduced once, by node `name` under sequence parallelism, as GPT-NeoX
+    // reduces `mlp_output + attention_output` ("we can avoid doing the allreduce in the attn / mlp
+    // outputs ... we can do a single allreduce after we add mlp / attn outputs") and as Chowdhery
+    // et al. 2022 (PaLM, section 2, "Parallel Layers") fuse them. One all-reduce of b x s x h
+    // forward instead of two of the same size.
+    std::string row_outputs(const std::string& sum, const std::string& name, const std::string& attention, const std::string& mlp) {
+        return row_output(name, b_.node(sum, "add", {attention, mlp}));
+    }
     void all_reduce(const std::string& node) {
         if (t_ > 1) all_reduce_.push_back(node);
+    }
+    // A column-parallel block's input whose backward all-reduce (Megatron's f operator) has no
+    // forward all-reduce to pair with in all_reduce: the second layernorm of a parallel block
+    // with two (Falcon's new_decoder_architecture ln_mlp), whose input gradient is reduced apart
+    // from the first's. Not under sequence parallelism, where column_input's all-gather carries it.
+    void gradient_all_reduce(const std::string& node) {
+        if (t_ > 1 && !sp_) gradient_all_reduce_.push_back(node);
     }
     std::string reduce_scatter(const std::string& name, const std::string& x) {
         scatters_.push_back(
@@ -112,6 +131,7 @@ public:
         if (t_ == 1) return;
         json& s = b_.doc()["tensor_parallel"] = {{"degree", t_}, {"all_reduce", all_reduce_}};
         if (!loss_.empty()) s["vocab_parallel_loss"] = loss_;
+        if (!gradient_all_reduce_.empty()) s["gradient_all_reduce"] = gradient_all_reduce_;
         if (sp_) {
             s["sequence_parallel"] = true;
             s["all_gather"] = gathers_;
@@ -124,7 +144,7 @@ private:
     std::int64_t t_;
     bool sp_;
     std::int64_t shard_;
-    std::vector<std::string> all_reduce_, gathers_, scatters_, loss_;
+    std::vector<std::string> all_reduce_, gradient_all_reduce_, gathers_, scatters_, loss_;
 };
 
 // One rank's share of context parallelism (Megatron-core's context parallelism in the all-gather

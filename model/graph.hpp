@@ -52,6 +52,10 @@ struct Node {
 struct TensorParallel {
     int degree = 1;
     std::vector<std::string> all_reduce;  // node names: an all-reduce of the output after each, forward and backward
+    // Node names: an all-reduce of the output's gradient in backward only (Megatron's f operator
+    // before a column-parallel linear whose block's forward all-reduce is shared with another's:
+    // model/doc_builder.hpp TensorParallelSplit::gradient_all_reduce).
+    std::vector<std::string> gradient_all_reduce;
     // Sequence parallelism (Korthikanti et al. 2022): an all-gather of the node's output forward
     // (a reduce-scatter of its gradient backward), and a reduce-scatter of the node's input forward
     // (an all-gather backward), of the full [batch, seq, d_model] tensor.

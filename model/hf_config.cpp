@@ -329,13 +329,13 @@ json expand_hf_config(const json& cfg, const std::string& origin, const std::str
         // Context parallelism: the decoders and the bert-style encoders split the sequence
         // (model/doc_builder.hpp ContextParallelSplit); the others are not split by sequence.
         const std::int64_t cp = s.value("cp", std::int64_t{1});
-        static const std::set<Builder> by_sequence = {hf::build_gpt2, hf::build_llama, hf::build_falcon,
-                                                      hf::build_phi,  hf::build_opt,   hf::build_bert};
+        static const std::set<Builder> by_sequence = {hf::build_gpt2, hf::build_llama, hf::build_falcon, hf::build_phi,
+                                                      hf::build_opt,  hf::build_bert,  hf::build_vit};
         if (cp > 1 && build != nullptr && by_sequence.count(build) == 0)
             throw InputError("--cp " + std::to_string(cp) + ": " + origin + " (model_type '" + model_type +
-                             "') has no context-parallel split: gpt2, opt, falcon, phi, the llama family, bert and roberta split the "
-                             "sequence; an encoder-decoder (t5, switch_transformers, bart: cross-attention, relative position bias), "
-                             "deberta-v2 (relative-position attention) and vit are not split by sequence");
+                             "') has no context-parallel split: gpt2, opt, falcon, phi, the llama family, bert, roberta and vit split "
+                             "the sequence; an encoder-decoder (t5, switch_transformers, bart: cross-attention, relative position "
+                             "bias) and deberta-v2 (relative-position attention) are not split by sequence");
     }
     std::string supported;
     for (const auto& [type, build] : builders) {

@@ -526,7 +526,8 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
     // Tensor, sequence and pipeline parallelism (--tp, --sp, --pp), as gpt2's: query_key_value by
     // key/value groups (each rank holds kv_groups / tp of them with their query heads; tp must
     // divide them, as Megatron-core divides its query groups), dense and dense_4h_to_h by input rows
-    // (each all-reduced, or reduce-scattered under --sp), dense_h_to_4h by columns, the embedding
+    // (each all-reduced, or reduce-scattered under --sp, in the sequential block; in the parallel
+    // block their partial sums added and reduced once), dense_h_to_4h by columns, the embedding
     // and the tied LM head by vocabulary, the layernorms whole. Context parallelism (--cp) as the
     // llama family's: a group's key (after its rotary embedding) and value gathered before they
     // are broadcast to the group's queries; with ALiBi the bias covers the whole sequence's keys.
@@ -601,20 +602,26 @@ json build_falcon(const ConfigReader& r, const json& cfg, const std::string& /*m
         } else {
             ctx = attention(b, at, q, k, v, dh, true, attn_drop);
         }
-        const std::string o = tps.row_output(at + "reduce_scatter",
-                                             b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, bias));
+        // The attention's partial sums (row-parallel dense), reduced here in the sequential block;
+        // in the parallel one (parallel_attn, new_decoder_architecture) added to the MLP's and
+        // the sum reduced once (TensorParallelSplit::row_outputs).
+        const bool one_reduce = new_arch || parallel;
+        std::string o = b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, bias);
+        if (!one_reduce) o = tps.row_output(at + "reduce_scatter", o);
         std::string m_in = a;
         if (new_arch) {
-            m_in = tps.column_input(p + "mlp.all_gather", b.layernorm(p + "ln_mlp", x, d, eps));
+            const std::string ln_mlp = b.layernorm(p + "ln_mlp", x, d, eps);
+            // Its input gradient is all-reduced apart from ln_attn's (without --sp; with it, its
+            // all-gather's reduce-scatter backward): one forward all-reduce a layer, two backward.
+            tps.gradient_all_reduce(ln_mlp);
+            m_in = tps.column_input(p + "mlp.all_gather", ln_mlp);
         } else if (!parallel) {
             x = b.node(p + "attn_residual", "add", {x, b.dropout(p + "attn_dropout", o, attn_drop)});
             m_in = tps.column_input(p + "mlp.all_gather", b.layernorm(p + "post_attention_layernorm", x, d, eps));
         }
         const std::string up = b.linear(p + "mlp.dense_h_to_4h", m_in, d, ffn_rank, bias);
-        std::string m =
-            tps.row_output(p + "mlp.reduce_scatter",
-                           b.linear(p + "mlp.dense_4h_to_h", activation(b, r, "activation", act, p + "mlp.act", up), ffn_rank, d, bias));
-        if (new_arch || parallel) m = b.node(p + "mlp_plus_attn", "add", {m, o});
+        std::string m = b.linear(p + "mlp.dense_4h_to_h", activation(b, r, "activation", act, p + "mlp.act", up), ffn_rank, d, bias);
+        m = one_reduce ? tps.row_outputs(p + "mlp_plus_attn", p + "reduce_scatter", o, m) : tps.row_output(p + "mlp.reduce_scatter", m);
         x = b.node(p + "residual", "add", {x, b.dropout(p + "hidden_dropout", m, hidden_drop)});
     }
     cps.write(ds.full_seq);
@@ -665,8 +672,10 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
     const bool tied = r.bool_or("tie_word_embeddings", false);
     const std::int64_t rep = heads / kv_heads;
     // Tensor, sequence and pipeline parallelism (--tp, --sp, --pp), as gpt2's (above): q, k, v and
-    // fc1 by output columns, dense and fc2 by input rows, each row-parallel output all-reduced
-    // (reduce-scattered under --sp, the layernorm's output all-gathered once for both branches),
+    // fc1 by output columns, dense and fc2 by input rows, their partial sums added and the sum
+    // all-reduced once (reduce-scattered under --sp, the layernorm's output all-gathered once for
+    // both branches): one all-reduce a layer forward and one backward (the shared layernorm's
+    // output gradient, both branches' summed),
     // the embedding and the LM head (its bias too) by vocabulary, the layernorms whole. Context
     // parallelism (--cp) as the llama family's: the keys (after their partial rotary embedding) and
     // the values gathered before they are repeated to the query heads.
@@ -710,11 +719,15 @@ json build_phi(const ConfigReader& r, const json& cfg, const std::string& /*mode
         v = repeat_kv(b, at + "v_repeat", cps.gather(at + "v_gather", v), kv_seq, hkv, rep, dh);
         const std::string ctx = attention(b, at, q, k, v, dh, true, attn_drop);
         const std::string dense = b.linear(at + "dense", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, true);
-        const std::string o = b.dropout(p + "attn_dropout", tps.row_output(at + "reduce_scatter", dense), resid);
         const std::string up = b.linear(p + "mlp.fc1", a, d, inter_rank, true);
         const std::string fc2 = b.linear(p + "mlp.fc2", activation(b, r, "hidden_act", act, p + "mlp.act", up), inter_rank, d, true);
-        const std::string m = b.dropout(p + "mlp_dropout", tps.row_output(p + "mlp.reduce_scatter", fc2), resid);
-        x = b.node(p + "residual", "add", {b.node(p + "attn_plus_mlp", "add", {o, m}), x});
+        // Each branch's dropout on the rank's partial sums (the same mask on every rank: Megatron
+        // seeds the dropouts outside the tensor-parallel region alike on all of them, so the sum
+        // of the dropped partials is the dropped sum), the two added and reduced once
+        // (TensorParallelSplit::row_outputs), as GPT-NeoX's gpt_j_residual drops them before its
+        // one reduce. Under --sp the dropouts therefore run on the whole sequence.
+        const std::string o = b.dropout(p + "attn_dropout", dense, resid), m = b.dropout(p + "mlp_dropout", fc2, resid);
+        x = b.node(p + "residual", "add", {tps.row_outputs(p + "attn_plus_mlp", p + "reduce_scatter", o, m), x});
     }
     cps.write(ds.full_seq);
     const auto final_norm = [&] {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/hf_build.hpp"
+#include "ops/error.hpp"
 
 namespace roofline::hf {
 namespace {
@@ -415,6 +416,19 @@ json build_deberta(const ConfigReader& r, const json& cfg, const std::string& /*
 // qkv_bias True, hidden_act "gelu", hidden and attention dropout 0.0, layer_norm_eps 1e-12.
 // ViTModel has the pooler; ViTForImageClassification builds ViTModel without it
 // (add_pooling_layer=False) and classifies the final layernorm's class token.
+//
+// Context parallelism (--cp; model/doc_builder.hpp ContextParallelSplit), as bert's: the patch
+// tokens and the class token are the sequence. Megatron-core and TransformerEngine cut it into
+// 2 x cp chunks (two a rank), so its length must be a multiple of 2 x cp; a ViT's
+// (image_size / patch_size)^2 + 1 tokens (197 for vit-b16 at 224px, a prime) rarely is, so the
+// sequence is padded with zero tokens up to the next multiple (as a user pads it for
+// TransformerEngine; the padding keys are masked out of attention, a mask flash attention applies
+// without another kernel and the graph does not spell out), and they cost what real tokens do. A
+// rank holds padded / cp tokens and every layer gathers the keys and values of all padded ones.
+// Each rank embeds the whole image and keeps its tokens (the patch embedding is under 1% of the
+// forward: one [patches, channels x patch^2] x [.., hidden] GEMM against 12 layers of 12 hidden^2
+// a token for vit-b16); the document is rank 0's, which holds the class token the classifier and
+// the pooler read. --seq, if given, must be the token count.
 json build_vit(const ConfigReader& r, const json& cfg, const std::string& /*model_type*/, const std::string& name) {
     const Head head = read_architecture(r, cfg, "vit", {"ViTForImageClassification", "ViTModel"}, "ViTModel");
     const std::int64_t layers = r.positive("num_hidden_layers"), image = r.positive("image_size"), patch = r.positive("patch_size");
@@ -422,15 +436,28 @@ json build_vit(const ConfigReader& r, const json& cfg, const std::string& /*mode
     if (patch > image) r.fail("patch_size", "patch_size " + std::to_string(patch) + " exceeds image_size " + std::to_string(image));
     EncoderDims e = encoder_dims(r, 0.0, r.bool_or("qkv_bias", true));
     const std::int64_t grid = image / patch, patches = grid * grid, tokens = patches + 1;
-    e.seq = tokens;
     const std::int64_t labels = head.has_head ? num_labels(r, cfg) : 0;
+    const Split split = read_split(r);
+    if (split.cp > 1 && split.seq > 0 && split.seq != tokens)
+        throw InputError("--seq " + std::to_string(split.seq) + ": a ViT's sequence is its " + std::to_string(tokens) +
+                         " tokens ((image_size / patch_size)^2 patches and the class token)");
+    const std::int64_t chunks = 2 * split.cp;
+    const std::int64_t padded = split.cp > 1 ? (tokens + chunks - 1) / chunks * chunks : tokens;
+    const std::int64_t rank_seq = padded / split.cp;
+    e.seq = rank_seq;
 
     DocBuilder b;
-    set_header(b, name,
-               "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(e.d) + ", " +
-                   std::to_string(e.heads) + " heads, " + std::to_string(image) + "px images in " + std::to_string(patch) + "px patches (" +
-                   std::to_string(tokens) + " tokens)",
-               dtype_of(r), {{"batch", 1}});
+    ContextParallelSplit cps(b, split.cp);
+    if (split.cp > 1) e.cp = &cps;
+    set_header(
+        b, name,
+        "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(e.d) + ", " +
+            std::to_string(e.heads) + " heads, " + std::to_string(image) + "px images in " + std::to_string(patch) + "px patches (" +
+            std::to_string(tokens) + " tokens" +
+            (padded > tokens ? ", padded to " + std::to_string(padded) + " for " + std::to_string(split.cp) + "-way context parallelism"
+                             : "") +
+            ")",
+        dtype_of(r), {{"batch", 1}});
     b.input("pixel_values", {"batch", channels, image, image});
     const std::string pe = "vit.embeddings.";
     const std::string proj = pe + "patch_embeddings.projection";
@@ -440,12 +467,24 @@ json build_vit(const ConfigReader& r, const json& cfg, const std::string& /*mode
     b.node(pe + "patch_embeddings.transpose", "permute", {pe + "patch_embeddings.flatten"}, {{"perm", {0, 2, 1}}});
     b.node(pe + "cls_tokens", "expand", {b.param(pe + "cls_token", {1, 1, e.d})}, {{"shape", {"batch", 1, e.d}}});
     b.node(pe + "concat", "concat", {pe + "cls_tokens", pe + "patch_embeddings.transpose"}, {{"axis", 1}});
-    b.node(pe + "add_position", "add", {pe + "concat", b.param(pe + "position_embeddings", {1, tokens, e.d})});
-    std::string x = b.dropout(pe + "dropout", pe + "add_position", e.hidden_drop);
+    std::string x = b.node(pe + "add_position", "add", {pe + "concat", b.param(pe + "position_embeddings", {1, tokens, e.d})});
+    if (split.cp > 1) {
+        // The zero tokens padding the sequence to 2 x cp chunks, then the rank's share (rank 0's
+        // chunks 0 and 2 cp - 1: token-wise ops and bidirectional attention do the same work for
+        // any padded / cp tokens, so the graph takes the first, a view).
+        if (padded > tokens) {
+            b.input("cp_padding", {"batch", padded - tokens, e.d});
+            x = b.node(pe + "cp_pad", "concat", {x, "cp_padding"}, {{"axis", 1}});
+        }
+        b.node(pe + "cp_share", "split", {x}, {{"axis", 1}, {"sizes", {rank_seq, padded - rank_seq}}});
+        x = pe + "cp_share:0";
+    }
+    x = b.dropout(pe + "dropout", x, e.hidden_drop);
     for (std::int64_t l = 0; l < layers; ++l) x = vit_layer(b, r, "vit.encoder.layer." + std::to_string(l) + ".", x, e);
+    cps.write(padded);
     x = b.layernorm("vit.layernorm", x, e.d, e.eps);
     // sequence_output[:, 0, :]: the class token (a view).
-    b.node("vit.first_token", "split", {x}, {{"axis", 1}, {"sizes", {1, patches}}});
+    b.node("vit.first_token", "split", {x}, {{"axis", 1}, {"sizes", {1, rank_seq - 1}}});
     const std::string first = b.node("vit.class_token", "reshape", {"vit.first_token:0"}, {{"shape", {"batch", e.d}}});
     if (!head.has_head) {
         b.doc()["outputs"] = {x, pooler(b, "vit.pooler.", first, e.d)};

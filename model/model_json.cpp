@@ -536,13 +536,15 @@ Graph build_graph(const json& doc, ModelDoc* built, Context& c) {
     }
     if (doc.contains("tensor_parallel")) {
         const json& tp = require(doc, "tensor_parallel", json::value_t::object, c.origin, "");
-        only_keys(tp, {"degree", "all_reduce", "all_gather", "reduce_scatter", "vocab_parallel_loss", "sequence_parallel"}, c.origin,
-                  "/tensor_parallel");
+        only_keys(
+            tp, {"degree", "all_reduce", "gradient_all_reduce", "all_gather", "reduce_scatter", "vocab_parallel_loss", "sequence_parallel"},
+            c.origin, "/tensor_parallel");
         const json& deg = tp.contains("degree") ? tp["degree"] : json();
         if (!deg.is_number_integer() || deg.get<std::int64_t>() < 1 || deg.get<std::int64_t>() > 4096)
             fail(c.origin, "/tensor_parallel/degree", "expected a positive integer number of ranks");
         g.tensor_parallel.degree = deg.get<int>();
         const std::pair<const char*, std::vector<std::string>*> lists[] = {{"all_reduce", &g.tensor_parallel.all_reduce},
+                                                                           {"gradient_all_reduce", &g.tensor_parallel.gradient_all_reduce},
                                                                            {"all_gather", &g.tensor_parallel.all_gather},
                                                                            {"reduce_scatter", &g.tensor_parallel.reduce_scatter},
                                                                            {"vocab_parallel_loss", &g.tensor_parallel.vocab_parallel_loss}};

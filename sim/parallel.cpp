@@ -598,30 +598,45 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
     // output is all-reduced forward) is, in Megatron-LM, that of the input gradient of the block's
     // column-parallel linear, overlapped with that linear's weight gradient (Korthikanti et al.
     // 2022, section 6.2): the ops of its gradient that read its input. The linear is the nearest
-    // one upstream of i that has a parameter.
+    // one upstream of i that has a parameter; where i sums two row-parallel blocks' partials (a
+    // parallel attention and MLP block, TensorParallelSplit::row_outputs: an add), the nearest one
+    // upstream of the row-parallel linear that its first input comes from.
+    const auto weighted_gemm = [&](NodeId at) {
+        const Node& node = g.node(at);
+        return is_gemm(traits_of(node.kind).kernel) && std::any_of(node.inputs.begin() + 1, node.inputs.end(),
+                                                                   [&](TensorId t) { return g.tensor(t).role == TensorRole::parameter; });
+    };
+    const auto upstream_gemm = [&](NodeId of) {  // the nearest weighted GEMM up the first inputs from node `of`
+        for (NodeId at = g.node(of).inputs.empty() ? kNoNode : g.tensor(g.node(of).inputs[0]).producer; at != kNoNode;) {
+            if (weighted_gemm(at)) return at;
+            at = g.node(at).inputs.empty() ? kNoNode : g.tensor(g.node(at).inputs[0]).producer;
+        }
+        return kNoNode;
+    };
+    // What the input gradient's all-reduce of column-parallel linear `column` hides behind: the ops
+    // of its gradient that read its input, or that input's recomputed copy (full recomputation).
+    const auto weight_gradient_s = [&](NodeId column) {
+        const TensorId input = g.node(column).inputs[0];
+        const NodeId from = g.tensor(input).producer;
+        const auto is_input = [&](TensorId t) {
+            const NodeId made = g.tensor(t).producer;
+            return t == input || (from != kNoNode && made != kNoNode && g.node(made).recomputes == from);
+        };
+        return split_gradient(column, is_input).first;
+    };
     if (!g.tensor_parallel.sequence_parallel) {
         for (const std::string& name : g.tensor_parallel.all_reduce) {
-            const NodeId row = g.find_node(name);
+            NodeId row = g.find_node(name);
             if (row == kNoNode || g.node(row).inputs.empty()) continue;
-            NodeId column = kNoNode;
-            for (NodeId at = g.tensor(g.node(row).inputs[0]).producer; at != kNoNode && column == kNoNode;) {
-                const Node& node = g.node(at);
-                const bool weighted = std::any_of(node.inputs.begin() + 1, node.inputs.end(),
-                                                  [&](TensorId t) { return g.tensor(t).role == TensorRole::parameter; });
-                if (is_gemm(traits_of(node.kind).kernel) && weighted)
-                    column = at;
-                else
-                    at = node.inputs.empty() ? kNoNode : g.tensor(node.inputs[0]).producer;
-            }
+            const NodeId named = row;
+            if (g.node(row).kind == OpKind::add) row = upstream_gemm(row);
+            const NodeId column = row == kNoNode ? kNoNode : upstream_gemm(row);
             if (column == kNoNode) continue;
-            // The linear's input, or its recomputed copy (full recomputation).
-            const TensorId input = g.node(column).inputs[0];
-            const NodeId from = g.tensor(input).producer;
-            const auto is_input = [&](TensorId t) {
-                const NodeId made = g.tensor(t).producer;
-                return t == input || (from != kNoNode && made != kNoNode && g.node(made).recomputes == from);
-            };
-            hide_scatter[static_cast<std::size_t>(row)] = split_gradient(column, is_input).first;
+            hide_scatter[static_cast<std::size_t>(named)] = weight_gradient_s(column);
+            // An add's gradient is its output's, no op of its own: the all-reduce then runs when the
+            // column-parallel linear's gradient ends.
+            int& at = grad_op[static_cast<std::size_t>(named)];
+            if (at < 0) at = grad_op[static_cast<std::size_t>(column)];
         }
     }
     const auto both = [&](NodeId node, double bytes, Collective forward, Collective backward, StageProfile::Group group) {
@@ -654,6 +669,21 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
             if (const NodeId node = g.find_node(name); node != kNoNode)
                 both(node, static_cast<double>(g.tensor(g.node(node).inputs.front()).desc.bytes()), Collective::reduce_scatter,
                      Collective::all_gather, StageProfile::Group::tp);
+        // A column-parallel input's gradient all-reduced in backward only (its block's forward
+        // all-reduce shared with another's: TensorParallelSplit::gradient_all_reduce): when the
+        // gradient of the linear that reads it ends, beside that linear's weight gradient.
+        for (const std::string& name : g.tensor_parallel.gradient_all_reduce) {
+            const NodeId node = g.find_node(name);
+            if (node == kNoNode || g.node(node).outputs.empty()) continue;
+            NodeId column = kNoNode;
+            for (const NodeId c : g.consumers(g.node(node).outputs.front()))
+                if (column == kNoNode && g.node(c).phase == Phase::forward && weighted_gemm(c)) column = c;
+            if (column == kNoNode) continue;
+            if (const int b = grad_op[static_cast<std::size_t>(column)]; b >= 0)
+                p.blocking.push_back({p.ops[static_cast<std::size_t>(b)].end_s, Collective::all_reduce,
+                                      static_cast<double>(g.tensor(g.node(node).outputs.front()).desc.bytes()), StageProfile::Group::tp, b,
+                                      weight_gradient_s(column)});
+        }
         // Megatron's vocabulary-parallel cross-entropy: three all-reduces of one float a token, forward.
         for (const std::string& name : g.tensor_parallel.vocab_parallel_loss) {
             const NodeId node = g.find_node(name);

@@ -603,7 +603,7 @@ TEST_CASE("context parallelism on gpt2, opt, falcon, phi and bert: a rank's toke
     check_refused("analyze --mode training --cluster dgx-a100 -q ",
                   {
                       {"t5-small --cp 2", "--cp 2: template 't5-small' (model_type 't5') has no context-parallel split"},
-                      {"vit-b16 --cp 2", "(model_type 'vit') has no context-parallel split"},
+                      {"vit-b16 --cp 2 --seq 196", "--seq 196: a ViT's sequence is its 197 tokens"},
                       {"bart-large --cp 2", "(model_type 'bart') has no context-parallel split"},
                       {"deberta-v3-base --cp 2", "(model_type 'deberta-v2') has no context-parallel split"},
                       {"phi-2 --seq 1004 --cp 4", "--cp 4: the sequence length 1004 must be a multiple of 2 x cp = 8"},
@@ -674,15 +674,16 @@ TEST_CASE("phi-2's parallel block under tp, sp and pp, by hand", "[parallel][tp]
     const std::int64_t layer = 2 * d + 3 * (640 * d + 640) + (d * 640 + d) + 2 * (d * d + d);
     CHECK(test::parameter_count(rank) == 12800 * d + 32 * layer + 2 * d + 12800 * d + 12800);
     CHECK(test::parameter_count(rank) == 695170560);
-    // Both branches' row-parallel outputs (dense and fc2) are all-reduced, and the embedding's rows.
-    REQUIRE(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 32);
-    CHECK(rank.tensor_parallel.all_reduce[1] == "model.layers.0.self_attn.dense");
-    CHECK(rank.tensor_parallel.all_reduce[2] == "model.layers.0.mlp.fc2");
-    // --sp: the layernorm's 512 tokens a rank are all-gathered once for both branches.
+    // Both branches' row-parallel partial sums (dense's and fc2's) are added and the sum
+    // all-reduced once a layer; and the embedding's rows.
+    REQUIRE(rank.tensor_parallel.all_reduce.size() == 1 + 32);
+    CHECK(rank.tensor_parallel.all_reduce[1] == "model.layers.0.attn_plus_mlp");
+    // --sp: the layernorm's 512 tokens a rank are all-gathered once for both branches, the sum
+    // reduce-scattered once.
     const Graph seq = split(4, true);
     CHECK(shape_of(seq, "model.layers.0.input_layernorm") == Shape{1, 512, d});
     CHECK(seq.tensor_parallel.all_gather.size() == 32 + 1);
-    CHECK(seq.tensor_parallel.reduce_scatter.size() == 1 + 2 * 32);
+    CHECK(seq.tensor_parallel.reduce_scatter.size() == 1 + 32);
     // --pp 4: 8 layers a stage; the embedding on the first, the LM head on the last.
     const Graph s3 = split(4, false, 4, 3);
     CHECK(s3.pipeline.layers == 8);
@@ -745,13 +746,167 @@ TEST_CASE("falcon under tp and sp: the fused query_key_value split by key/value 
     CHECK(shape_of(rank, "transformer.word_embeddings.weight") == Shape{16256, 4096});
     const Hardware hw = builtin_cluster("dgx-a100").hardware;
     CHECK(linear_matrix_flops(hw, rank) * 4 == linear_matrix_flops(hw, full));
-    CHECK(rank.tensor_parallel.all_reduce.size() == 1 + 2 * 2);
+    // The embedding's all-reduce, and a layer's one of the two branches' summed partials; ln_mlp's
+    // output gradient all-reduced apart from ln_attn's in backward.
+    CHECK(rank.tensor_parallel.all_reduce.size() == 1 + 2);
+    CHECK(rank.tensor_parallel.gradient_all_reduce == std::vector<std::string>{"transformer.h.0.ln_mlp", "transformer.h.1.ln_mlp"});
     const Graph seq = forward(path, 4, 1024, true);
     CHECK(seq.tensor_parallel.all_gather.size() == 2 * 2 + 1);  // ln_attn's and ln_mlp's, and ln_f's
-    CHECK(seq.tensor_parallel.reduce_scatter.size() == 1 + 2 * 2);
+    CHECK(seq.tensor_parallel.reduce_scatter.size() == 1 + 2);  // the embedding's, and a layer's sum
+    CHECK(seq.tensor_parallel.gradient_all_reduce.empty());     // the all-gathers' reduce-scatters carry them
     CHECK(shape_of(seq, "transformer.h.0.ln_attn") == Shape{1, 256, 4096});
     check_refused("analyze --mode training --seq 1024 --cluster dgx-a100 -q ",
                   {
                       {"falcon-7b --tp 2", "/num_attention_heads: --tp 2 must divide the 71 attention heads"},
                   });
+}
+
+namespace {
+
+// One rank's training step of `model` (batch 1) at tp 4 on dgx-h100, dp 1, and its analyses.
+struct TpStep {
+    Graph step;
+    Analysis single;
+    ParallelAnalysis parallel;
+    int overlapped = 0;  // backward collectives that run beside a weight gradient's GEMM
+};
+TpStep tp_step(const std::string& model, std::int64_t seq, bool sp) {
+    const Cluster c = builtin_cluster("dgx-h100");
+    TpStep s{build_training_step(forward(model, 4, seq, sp), TrainingOptions{}), {}, {}};
+    s.single = analyze(s.step, c.hardware);
+    s.parallel = analyze_parallel(s.step, s.single, c, ParallelOptions{});
+    for (const StageProfile::Blocking& b : stage_profile(s.step, s.single).blocking) s.overlapped += b.hide_s > 0;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("parallel attention and MLP: one tensor-parallel all-reduce a layer each way, by hand", "[parallel][tp][sp][hf]") {
+    // A block whose attention and MLP read the same layernorm's output and both add to the residual
+    // (falcon's parallel_attn, phi) sums the two row-parallel linears' partial sums on each rank and
+    // all-reduces the sum once (GPT-NeoX's gpt_j_residual; PaLM, Chowdhery et al. 2022 section 2,
+    // "Parallel Layers"), and backward all-reduces the shared layernorm output's gradient once (both
+    // branches' column-parallel input gradients summed first): 2 all-reduces of b x s x h a layer
+    // where the sequential block has 4 (Narayanan et al. SC21's count). Besides them: the
+    // vocabulary-parallel embedding's pair and the loss's 3 all-reduces of a float a token.
+    //
+    // Falcon-7b's shape with 32 heads of 142 (falcon-7b's own 71 heads and one multi-query group do
+    // not split over 4 ranks; the error is tested above), 2 layers, seq 1024, bf16, its parallel block
+    // against the sequential one (parallel_attn false; otherwise the same weights and work).
+    const int L = 2, n = 4;
+    const std::string par = test::tmp_path("falcon-parallel.json"), seq_block = test::tmp_path("falcon-sequential.json");
+    htmltest::spit(par, R"({"format": "roofline-model/1", "template": "falcon-7b", "config": {"multi_query": false,
+        "num_attention_heads": 32, "num_hidden_layers": 2}})");
+    htmltest::spit(seq_block, R"({"format": "roofline-model/1", "template": "falcon-7b", "config": {"multi_query": false,
+        "num_attention_heads": 32, "num_hidden_layers": 2, "parallel_attn": false}})");
+    const Cluster c = builtin_cluster("dgx-h100");
+    const CommGroup group{n, n};
+    const double bytes = 1.0 * 1024 * 4544 * 2;  // b x s x h in bf16: 9,306,112
+    const double all_reduce = collective_cost(c, Collective::all_reduce, bytes, group).time_s;
+    const double loss = 3 * collective_cost(c, Collective::all_reduce, 4.0 * 1024, group).time_s;
+    {
+        const TpStep p = tp_step(par, 1024, false), s = tp_step(seq_block, 1024, false);
+        CHECK(p.step.tensor_parallel.all_reduce[1] == "transformer.h.0.mlp_plus_attn");
+        CHECK(p.parallel.tp_example.bytes == bytes);
+        // A ring all-reduce sends 2 (n - 1) / n of its buffer from each rank (nccl-tests' bus factor).
+        CHECK(p.parallel.tp_example.busbw * p.parallel.tp_example.time_s == Approx(2.0 * (n - 1) / n * bytes).epsilon(1e-12));
+        CHECK(p.parallel.tp_collectives == 2 * L + 2 + 3);
+        CHECK(s.parallel.tp_collectives == 4 * L + 2 + 3);
+        // Every all-reduce is the same b x s x h buffer: the sums are exact up to rounding.
+        CHECK(p.parallel.tp_comm_s == Approx((2 * L + 2) * all_reduce + loss).epsilon(1e-12));
+        CHECK(s.parallel.tp_comm_s == Approx((4 * L + 2) * all_reduce + loss).epsilon(1e-12));
+        // The layers' share halves: 2 L all-reduces fewer.
+        CHECK(s.parallel.tp_comm_s - p.parallel.tp_comm_s == Approx(2 * L * all_reduce).epsilon(1e-9));
+        // Each layer's one backward all-reduce runs beside query_key_value's weight gradient
+        // (the sequential block's two beside query_key_value's and dense_h_to_4h's).
+        CHECK(p.overlapped == L);
+        CHECK(s.overlapped == 2 * L);
+        CHECK(p.parallel.compute_s - p.single.schedule.step_time_s < s.parallel.compute_s - s.single.schedule.step_time_s);
+    }
+    {
+        // --sp: one all-gather of the shared layernorm's output (its gradient's reduce-scatter
+        // backward) and one reduce-scatter of the sum (all-gather backward) a layer, where the
+        // sequential block has two of each; the re-gathers in backward likewise one a layer.
+        const TpStep p = tp_step(par, 1024, true), s = tp_step(seq_block, 1024, true);
+        CHECK(p.step.tensor_parallel.all_gather.size() == L + 1);
+        CHECK(p.step.tensor_parallel.reduce_scatter.size() == L + 1);
+        CHECK(s.step.tensor_parallel.all_gather.size() == 2 * L + 1);
+        CHECK(s.step.tensor_parallel.reduce_scatter.size() == 2 * L + 1);
+        const double gather = collective_cost(c, Collective::all_gather, bytes, group).time_s;
+        const double scatter = collective_cost(c, Collective::reduce_scatter, bytes, group).time_s;
+        const double pair = gather + scatter;
+        // Forward and backward pairs, the re-gathers, the loss's 3.
+        CHECK(p.parallel.tp_comm_s == Approx(2 * (L + 1) * pair + (L + 1) * gather + loss).epsilon(1e-12));
+        CHECK(s.parallel.tp_comm_s == Approx(2 * (2 * L + 1) * pair + (2 * L + 1) * gather + loss).epsilon(1e-12));
+    }
+    {
+        // Phi-2 (d 2560, f16, 2 of its 32 layers): the same count; a sequential block of its shape
+        // would have 4 L + 2 + 3.
+        const std::string phi = test::tmp_path("phi-2-two-layers.json");
+        htmltest::spit(phi, R"({"format": "roofline-model/1", "template": "phi-2", "config": {"num_hidden_layers": 2}})");
+        const TpStep p = tp_step(phi, 1024, false);
+        const double phi_bytes = 1.0 * 1024 * 2560 * 2;
+        CHECK(p.parallel.tp_example.bytes == phi_bytes);
+        CHECK(p.parallel.tp_collectives == 2 * L + 2 + 3);
+        CHECK(p.parallel.tp_comm_s ==
+              Approx((2 * L + 2) * collective_cost(c, Collective::all_reduce, phi_bytes, group).time_s + loss).epsilon(1e-12));
+        CHECK(p.overlapped == L);
+    }
+    {
+        // Falcon's new decoder architecture (ln_attn and ln_mlp, the falcon-40b-shaped config above):
+        // one forward all-reduce a layer, two backward (each layernorm's output gradient).
+        const std::string path = test::tmp_path("falcon-new-arch-comm.json");
+        htmltest::spit(path, R"({"format": "roofline-model/1", "template": "falcon-7b", "config": {"new_decoder_architecture": true,
+            "num_kv_heads": 8, "num_attention_heads": 64, "hidden_size": 4096, "num_hidden_layers": 2}})");
+        const TpStep p = tp_step(path, 1024, false);
+        const double b40 = 1.0 * 1024 * 4096 * 2;
+        CHECK(p.parallel.tp_collectives == 3 * L + 2 + 3);
+        CHECK(p.parallel.tp_comm_s ==
+              Approx((3 * L + 2) * collective_cost(c, Collective::all_reduce, b40, group).time_s + loss).epsilon(1e-12));
+        CHECK(p.overlapped == 2 * L);  // beside query_key_value's and dense_h_to_4h's weight gradients
+    }
+}
+
+TEST_CASE("context parallelism on vit: the patch tokens padded to 2 x cp chunks, by hand", "[parallel][cp][hf]") {
+    // ViT-B/16 at 224px: 14 x 14 = 196 patches and the class token, 197 tokens (a prime), 12 layers of
+    // 12 heads of 64, bf16 (its config names no dtype). Megatron-core cuts the sequence into 2 x cp
+    // chunks, so the tokens are padded up to a multiple of 2 x cp: cp 2 -> 200 (100 a rank), cp 3
+    // -> 198 (66), cp 4 -> 200 (50). Each layer gathers its keys and values of the padded sequence,
+    // [1, 12, padded, 64]; the rank's 100 queries against 200 keys do 100 x 200 / 197^2 of one
+    // rank's score work (a GEMM's FLOPs are proportional to queries x keys: exact up to rounding).
+    struct Case {
+        int cp;
+        std::int64_t padded;
+    };
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    const Graph one = load_model_arg("vit-b16", ModelOverrides{});
+    const Analysis a1 = analyze(one, hw);
+    const double scores = flops_of(one, a1, OpKind::attention) + flops_named(one, a1, ".scores", OpKind::matmul);
+    REQUIRE(scores > 0);
+    for (const Case& k : {Case{2, 200}, Case{3, 198}, Case{4, 200}}) {
+        INFO("cp " << k.cp);
+        ModelOverrides ov;
+        ov.cp = k.cp;
+        const Graph rank = load_model_arg("vit-b16", ov);
+        const std::int64_t tokens = k.padded / k.cp;
+        REQUIRE(rank.context_parallel.degree == k.cp);
+        CHECK(shape_of(rank, "vit.encoder.layer.0.layernorm_before") == Shape{1, tokens, 768});
+        CHECK(shape_of(rank, "cp_padding") == Shape{1, k.padded - 197, 768});
+        REQUIRE(rank.context_parallel.all_gather.size() == 2 * 12);
+        CHECK(rank.context_parallel.all_gather[0] == "vit.encoder.layer.0.attention.attention.key_gather");
+        for (const std::string& n : rank.context_parallel.all_gather) CHECK(shape_of(rank, n) == Shape{1, 12, k.padded, 64});
+        const Analysis ar = analyze(rank, hw);
+        CHECK(flops_of(rank, ar, OpKind::attention) + flops_named(rank, ar, ".scores", OpKind::matmul) ==
+              Approx(scores * static_cast<double>(tokens * k.padded) / (197.0 * 197.0)).epsilon(1e-12));
+        // The classifier reads rank 0's class token.
+        CHECK(shape_of(rank, "vit.class_token") == Shape{1, 768});
+    }
+    // The command line: training on 2 context-parallel ranks and 4 data-parallel ones; the ring
+    // form's steps, a layer: 1 forward and 2 backward (cp - 1 and cp).
+    const std::string out = test::tmp_path("vit-cp.json");
+    const auto r = test::run_cli("analyze vit-b16 --mode training --batch 32 --cluster dgx-a100 --cp 2 --dp 4 -q -o '" + out + "'");
+    REQUIRE(r.code == 0);
+    const nlohmann::json p = nlohmann::json::parse(htmltest::slurp(out))["parallel"];
+    CHECK(p["cp"] == 2);
+    CHECK(p["cp_collectives"] == 12 * (1 + 2));
 }
