@@ -96,7 +96,9 @@ void add_analyze(CLI::App& app) {
         aopt.tpu.dataflow = *dataflow == "os"   ? Dataflow::output_stationary
                             : *dataflow == "is" ? Dataflow::input_stationary
                                                 : Dataflow::weight_stationary;
-        // One chosen plan (--fuse, --recompute S): the transformed graph is what is analysed.
+        // One chosen plan (--fuse, --recompute S): the transformed graph is what is analysed. Ring
+        // and all-gather context parallelism run attention as flash attention, fused or not.
+        plan_args->flash_always = cluster != nullptr && cp_runs_flash(parallel->cp, parallel->options().cp_comm);
         std::optional<Evaluated> chosen;
         std::optional<Analysis> plain;
         if (plan_args->any())

@@ -14,9 +14,12 @@ struct PlanArgs {
     bool fuse = false;
     std::string recompute;                // empty: none
     std::vector<std::string> fuse_kinds;  // --fuse-kinds: only these group kinds (empty: all)
+    // Flash attention whether fused or not (FusionOptions::flash_always): context parallelism's
+    // ring and all-gather forms (sim/parallel.hpp cp_runs_flash), set by the command.
+    bool flash_always = false;
 
     void add_to(CLI::App* cmd, bool for_plan);
-    bool any() const { return fuse || !fuse_kinds.empty() || (!recompute.empty() && recompute != "none"); }
+    bool any() const { return fuse || !fuse_kinds.empty() || flash_always || (!recompute.empty() && recompute != "none"); }
     bool fusing() const { return fuse || !fuse_kinds.empty(); }
     FusionOptions fusion_options() const;
     // The graph transformed as asked, its fusion plan and analysis.

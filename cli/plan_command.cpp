@@ -53,6 +53,7 @@ void PlanArgs::add_to(CLI::App* cmd, bool for_plan) {
 
 FusionOptions PlanArgs::fusion_options() const {
     FusionOptions f;
+    f.flash_always = flash_always;
     if (fuse_kinds.empty()) return f;
     auto has = [&](const char* k) { return std::find(fuse_kinds.begin(), fuse_kinds.end(), k) != fuse_kinds.end(); };
     f.elementwise = has("elementwise");
@@ -122,6 +123,8 @@ void add_plan(CLI::App& app) {
         std::string job;
         if (cluster != nullptr) {
             const ParallelOptions po = parallel->options();
+            // Ring and all-gather context parallelism run attention as flash attention, fused or not.
+            opt.fusion.flash_always = cp_runs_flash(parallel->cp, po.cp_comm);
             opt.iteration = [cluster, po](const Graph& og, const Analysis& oa) {
                 const ParallelAnalysis pa = analyze_parallel(og, oa, *cluster, po);
                 return std::pair<double, std::int64_t>{pa.step_time_s, pa.peak_bytes};
@@ -163,7 +166,7 @@ void add_plan(CLI::App& app) {
                 rp = plan_layers(g, find_layers(g), best.layers);
             else if (best.recompute != "none")
                 rp = plan_strategy(g, *parse_strategy(best.recompute));
-            const Evaluated e = evaluate_option(g, h, rp, best.fuse, opt.analysis);
+            const Evaluated e = evaluate_option(g, h, rp, best.fuse, opt.analysis, opt.fusion);
             trace = chrome_trace_json(*e.graph, e.analysis.schedule);
         }
         outputs->render(doc, files, trace.empty() ? nullptr : &trace);

@@ -363,6 +363,9 @@ ojson parallel_json(const ParallelAnalysis& p) {
         j["cp_exposed_s"] = p.cp_exposed_s;
         j["cp_bytes_per_rank"] = p.cp_bytes;
         j["cp_collectives"] = p.cp_collectives;
+        // How the rank's attention runs (sim/parallel.hpp cp_runs_flash): ring and all-gather as
+        // flash attention, fused or not; Ulysses as the graph's own attention.
+        j["cp_attention"] = cp_runs_flash(p.cp, p.options.cp_comm) ? "flash" : "as analysed";
     }
     if (p.ep > 1) {
         j["ep"] = p.ep;
@@ -631,6 +634,11 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
                       p.cp_collectives, human_time(p.cp_comm_s))
                 : fmt::format(" (and {} context-parallel key/value all-gathers and their gradients' reduce-scatters, {} in all)",
                               p.cp_collectives, human_time(p.cp_comm_s));
+        const std::string cp_note =
+            cp_runs_flash(p.cp, p.options.cp_comm)
+                ? "\nnote:           context parallelism (ring/allgather) runs attention fused: ring attention needs "
+                  "the online softmax (TransformerEngine)"
+                : "";
         const std::string ep = p.ep > 1 ? fmt::format(" (and {} expert-parallel all-to-alls over {} ranks, {} in all)", p.ep_collectives,
                                                       p.ep, human_time(p.ep_comm_s))
                                         : "";
@@ -639,7 +647,7 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
             "{}{} "
             "+ exposed "
             "data-parallel "
-            "communication {} (of {} in {} collectives){}; per rank peak memory {} ({}) {} {}; MFU {:.1f}%{}\n",
+            "communication {} (of {} in {} collectives){}; per rank peak memory {} ({}) {} {}; MFU {:.1f}%{}{}\n",
             p.tp, p.cp > 1 ? fmt::format("cp {} x ", p.cp) : "", p.pp, p.options.dp, p.devices, p.cluster, p.nodes, p.nodes == 1 ? "" : "s",
             p.options.zero, p.micro_batches, p.micro_batches == 1 ? "" : "es", human_time(p.step_time_s), human_time(p.compute_s),
             p.pp > 1 ? fmt::format(" (pipeline{}: bubble {:.1f}%, sends {})",
@@ -650,7 +658,7 @@ std::string render_table(const ReportContext& ctx, const TableOptions& opt) {
             human_bytes(static_cast<double>(p.peak_bytes)), parts,
             static_cast<double>(p.peak_bytes) <= ctx.hw.device_memory().capacity_bytes.value ? "fits in" : "DOES NOT FIT in",
             human_bytes(ctx.hw.device_memory().capacity_bytes.value), 100.0 * p.mfu,
-            p.tokens_per_s > 0 ? fmt::format("; {} tokens/s", human_si(p.tokens_per_s, "")) : "");
+            p.tokens_per_s > 0 ? fmt::format("; {} tokens/s", human_si(p.tokens_per_s, "")) : "", cp_note);
     }
     return out;
 }

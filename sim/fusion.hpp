@@ -61,6 +61,11 @@ struct FusionOptions {
     // On-chip memory per SM for the flash tiles (Dao et al.'s M), bytes. 0: the spec's shared
     // memory per block.
     double flash_sram_bytes = 0;
+    // Flash attention even where the graph is not fused (sim/plan.hpp analyse_option with fuse
+    // false: the attention cores alone as flash kernels, every other op its own kernel), and with
+    // fusion whatever flash_attention says: context parallelism's ring and all-gather forms run
+    // attention so (sim/parallel.hpp cp_runs_flash).
+    bool flash_always = false;
 };
 
 // The attention core whose softmax is `softmax`: [Q K^T matmul, scale?, causal_mask?, softmax,

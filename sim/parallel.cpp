@@ -446,6 +446,8 @@ std::string_view cp_comm_name(CpComm c) {
     return "?";
 }
 
+bool cp_runs_flash(int cp, CpComm form) { return cp > 1 && form != CpComm::ulysses; }
+
 std::vector<double> ring_step_work(int cp, int rank, bool causal, CpLayout layout) {
     std::vector<double> work(static_cast<std::size_t>(std::max(cp, 0)), 1.0);
     if (!causal || cp < 1) return work;

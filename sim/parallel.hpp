@@ -48,6 +48,16 @@ enum class CpComm {
 };
 std::string_view cp_comm_name(CpComm c);
 
+// Whether a rank of `cp` context-parallel ranks exchanging keys and values as `form` runs its
+// attention as flash attention whatever --fuse says (FusionOptions::flash_always, which `analyze`,
+// `plan` and `search` set from this): ring attention accumulates each query row's softmax block by
+// block as the key/value blocks arrive, which needs the online softmax of a fused kernel
+// (TransformerEngine's AttnFuncWithCPAndKVP2P; Megatron-core requires TransformerEngine's fused
+// attention for context parallelism, its all-gather form included), so no rank ever holds a
+// (seq / cp) x seq score matrix. Ulysses runs each rank's heads over the whole sequence with the
+// rank's own attention kernel, fused or not: false. false without context parallelism (cp 1).
+bool cp_runs_flash(int cp, CpComm form);
+
 // How a causal sequence is cut for context parallelism: in 2 cp chunks, rank r holding chunks r and
 // 2 cp - 1 - r (zigzag: Megatron-core's and TransformerEngine's load balancing, what the graph's
 // ranks hold), or in cp contiguous blocks, rank r holding block r (the naive split).

@@ -89,8 +89,11 @@ Evaluated transform_option(const Graph& g, const std::optional<RecomputePlan>& r
 
 void analyse_option(Evaluated& e, const Hardware& hw, bool fuse, const AnalysisOptions& aopt, const FusionOptions& fopt) {
     AnalysisOptions a = aopt;
-    if (fuse) {
-        e.fusion = find_fusion_groups(*e.graph, hw, fopt);
+    if (fuse || fopt.flash_always) {
+        FusionOptions f = fopt;
+        if (!fuse) f.elementwise = f.gemm_epilogue = f.gemm_prologue = f.reductions = false;
+        if (fopt.flash_always) f.flash_attention = true;
+        e.fusion = find_fusion_groups(*e.graph, hw, f);
         a.fusion = &*e.fusion;
     }
     e.analysis = analyze(*e.graph, hw, a);

@@ -87,7 +87,8 @@ struct Evaluated {
     RecomputeResult recompute;  // graph moved out; clones and extra FLOPs kept
 };
 // The two halves of evaluate_option: the transformed graph (the original when recompute is
-// empty), then its fusion plan and analysis.
+// empty), then its fusion plan and analysis (fuse false: none, or the flash attention kernels
+// alone with fopt.flash_always).
 Evaluated transform_option(const Graph& g, const std::optional<RecomputePlan>& recompute);
 void analyse_option(Evaluated& e, const Hardware& hw, bool fuse, const AnalysisOptions& aopt, const FusionOptions& fopt = {});
 Evaluated evaluate_option(const Graph& g, const Hardware& hw, const std::optional<RecomputePlan>& recompute, bool fuse,

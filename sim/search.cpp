@@ -30,8 +30,9 @@ std::vector<int> divisors(int n) {
 // The stage whose analysis stands for stage s of p: the middle stages share stage 1's.
 int representative(int s, int p) { return s > 0 && s < p - 1 ? 1 : s; }
 
-using Key = std::tuple<int, int, int, int, int, int, std::string, bool>;  // tp, cp, ep, pp, stage, micro-batch, recompute, sp
-Key key_of(const StageRequest& r) { return {r.tp, r.cp, r.ep, r.pp, r.stage, r.micro_batch, r.recompute, r.sp}; }
+// tp, cp, ep, pp, stage, micro-batch, recompute, sp, flash
+using Key = std::tuple<int, int, int, int, int, int, std::string, bool, bool>;
+Key key_of(const StageRequest& r) { return {r.tp, r.cp, r.ep, r.pp, r.stage, r.micro_batch, r.recompute, r.sp, r.flash}; }
 
 struct Built {
     std::optional<StageProfile> stage;
@@ -77,7 +78,9 @@ StageBuilder template_stage_builder(const std::string& model, const ModelOverrid
                 if (!s) throw InputError("recompute strategy '" + r.recompute + "': unknown");
                 plan = plan_strategy(g, *s);
             }
-            const Evaluated e = evaluate_option(g, hw, plan, false, options);
+            FusionOptions flash;
+            flash.flash_always = r.flash;
+            const Evaluated e = evaluate_option(g, hw, plan, false, options, flash);
             return stage_profile(*e.graph, e.analysis);
         };
         // A stage of L identical layers from probes of one and two (sim/parallel.hpp compose_layers):
@@ -212,22 +215,35 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
     // hold at most the rank's share of the global batch), so they cannot fit either; they are counted
     // as pruned. Each round builds its stages once, on `jobs` threads.
     std::map<Key, Built> built;
+    // The forms a tuple runs, and whether a form's stages run attention as flash attention.
+    const auto forms_of = [&](const Tuple& t) { return t.cp > 1 ? space.cp_comm : std::vector<CpComm>{CpComm::ring}; };
     auto evaluate = [&](const Tuple& t) {
-        std::vector<const StageProfile*> stages;
-        std::string error;
-        for (int s = 0; s < t.pp && error.empty(); ++s) {
-            const Built& b = built.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc, t.sp, t.cp, t.ep}));
-            if (!b.stage) {
-                error = b.error;
-            } else {
-                stages.push_back(&*b.stage);
+        // The stages with and without flash attention (only those the tuple's forms need are built).
+        std::vector<const StageProfile*> stages_of[2];
+        std::string error_of[2];
+        for (const CpComm form : forms_of(t)) {
+            const bool flash = cp_runs_flash(t.cp, form);
+            std::vector<const StageProfile*>& stages = stages_of[flash ? 1 : 0];
+            std::string& error = error_of[flash ? 1 : 0];
+            if (!stages.empty() || !error.empty()) continue;
+            for (int s = 0; s < t.pp && error.empty(); ++s) {
+                const Built& b = built.at(key_of(StageRequest{t.tp, t.pp, representative(s, t.pp), t.mb, t.rc, t.sp, t.cp, t.ep, flash}));
+                if (!b.stage) {
+                    error = b.error;
+                } else {
+                    stages.push_back(&*b.stage);
+                }
             }
         }
         bool any_fits = false;
-        const std::vector<CpComm> forms = t.cp > 1 ? space.cp_comm : std::vector<CpComm>{CpComm::ring};
+        bool unbuilt = false;
+        const std::vector<CpComm> forms = forms_of(t);
         for (const int v : space.interleave) {
             for (const int z : space.zero)
                 for (const CpComm form : forms) {
+                    const std::vector<const StageProfile*>& stages = stages_of[cp_runs_flash(t.cp, form) ? 1 : 0];
+                    const std::string& error = error_of[cp_runs_flash(t.cp, form) ? 1 : 0];
+                    unbuilt = unbuilt || !error.empty();
                     if (!error.empty()) {
                         reject(fmt::format("model: tp {} pp {}: {}", t.tp, t.pp, error));
                         continue;
@@ -275,7 +291,7 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                     }
                 }
         }
-        return any_fits || !error.empty();  // a family that cannot be built is counted invalid at every size
+        return any_fits || unbuilt;  // a family that cannot be built is counted invalid at every size
     };
     std::map<Family, bool> alive;
     for (const auto& [k, list] : families) alive[k] = true;
@@ -292,11 +308,12 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
                 continue;
             }
             now.push_back(&t);
-            for (int s = 0; s < t.pp; ++s) {
-                if (representative(s, t.pp) != s) continue;
-                const StageRequest r{t.tp, t.pp, s, t.mb, t.rc, t.sp, t.cp, t.ep};
-                if (built.emplace(key_of(r), Built{}).second) requests.push_back(r);
-            }
+            for (const CpComm form : forms_of(t))
+                for (int s = 0; s < t.pp; ++s) {
+                    if (representative(s, t.pp) != s) continue;
+                    const StageRequest r{t.tp, t.pp, s, t.mb, t.rc, t.sp, t.cp, t.ep, cp_runs_flash(t.cp, form)};
+                    if (built.emplace(key_of(r), Built{}).second) requests.push_back(r);
+                }
         }
         std::vector<Built*> slots;
         for (const StageRequest& r : requests) slots.push_back(&built.at(key_of(r)));

@@ -63,6 +63,10 @@ struct StageRequest {
     bool sp = false;
     int cp = 1;
     int ep = 1;
+    // Attention as flash attention (FusionOptions::flash_always, nothing else fused): the stage of
+    // a ring or all-gather context-parallel form (sim/parallel.hpp cp_runs_flash); Ulysses and
+    // cp 1 run it unfused, as a stage's other ops.
+    bool flash = false;
 };
 // Builds and analyses a stage; InputError when the model cannot be split so (e.g. tp does not
 // divide the heads): every configuration that needs it is then invalid.

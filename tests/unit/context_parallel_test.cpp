@@ -10,6 +10,7 @@
 #include "sim/analysis.hpp"
 #include "sim/fusion.hpp"
 #include "sim/parallel.hpp"
+#include "sim/plan.hpp"
 #include "support.hpp"
 
 using namespace roofline;
@@ -218,4 +219,80 @@ TEST_CASE("Ulysses: four all-to-alls an attention each way, the volume by hand, 
     CHECK(j["cp_comm"] == "ulysses");
     CHECK(j["cp_collectives"] == 12 * 8);
     CHECK(j["cp_exposed_s"].get<double>() == Approx(j["cp_comm_s"].get<double>()).epsilon(1e-12));
+}
+
+TEST_CASE("ring and all-gather context parallelism run attention as flash attention without --fuse, Ulysses and cp 1 as asked",
+          "[parallel][cp][ring][ulysses]") {
+    // The 2-layer GPT above (4 heads, bf16, 4,096 tokens; dropout 0), whose training step's peak is
+    // at the loss, where every layer's saved tensors are held. Its unfused attention (Q K^T, scale,
+    // causal mask, softmax, P V) keeps the softmax's probabilities for backward: on 2
+    // context-parallel ranks [1, 4, 2048, 4096] bf16 a layer, 4 x 2048 x 4096 x 2 = 64 MiB, 2 layers
+    // = 134,217,728 bytes (exact: integers). Flash attention keeps none (it recomputes them from Q,
+    // K, V and the row statistics, sim/fusion.hpp), and a flash-only fusion changes nothing else.
+    const std::int64_t heads = 4, seq = 4096, cp = 2, layers = 2, bf16 = 2;
+    const std::int64_t scores = layers * heads * (seq / cp) * seq * bf16;
+    REQUIRE(scores == 134217728);
+    const std::string model = config_file();
+    struct Run {
+        std::int64_t peak = 0;
+        double step_s = 0;
+        std::string attention;
+    };
+    const auto run = [&](const std::string& flags) {
+        const std::string out = test::tmp_path("cp-flash.json");
+        const auto r = test::run_cli("analyze '" + model + "' --mode training --cluster dgx-a100 " + flags + " -q -o '" + out + "'");
+        REQUIRE(r.code == 0);
+        const nlohmann::json j = nlohmann::json::parse(htmltest::slurp(out))["parallel"];
+        return Run{j["peak_bytes_per_rank"].get<std::int64_t>(), j["step_time_s"].get<double>(),
+                   j.contains("cp_attention") ? j["cp_attention"].get<std::string>() : ""};
+    };
+    // Ring and all-gather without --fuse are exactly `--fuse-kinds flash` (attention fused, nothing
+    // else): the same peak to the byte and the same step (the same fusion plan, the same analysis).
+    for (const std::string comm : {"ring", "allgather"}) {
+        const Run plain = run("--cp 2 --cp-comm " + comm), flash = run("--cp 2 --cp-comm " + comm + " --fuse-kinds flash");
+        CHECK(plain.peak == flash.peak);
+        CHECK(plain.step_s == flash.step_s);
+        CHECK(plain.attention == "flash");
+    }
+    // Ulysses keeps the user's choice: without --fuse its attention holds the probabilities, the
+    // peak exactly `scores` above its flash form's and above the ring's (at the loss the ring and
+    // Ulysses both keep 1/cp of the keys and values, the first test case).
+    const Run uly = run("--cp 2 --cp-comm ulysses"), uly_flash = run("--cp 2 --cp-comm ulysses --fuse-kinds flash");
+    CHECK(uly.peak - uly_flash.peak == scores);
+    CHECK(uly.peak - run("--cp 2 --cp-comm ring").peak == scores);
+    CHECK(uly.step_s > uly_flash.step_s);  // the materialised scores' traffic
+    CHECK(uly.attention == "as analysed");
+    // cp 1 is unchanged: unfused, the whole sequence's probabilities, 2 x 4 x 4096 x 4096 x 2 bytes.
+    CHECK(run("--dp 2").peak - run("--dp 2 --fuse-kinds flash").peak == layers * heads * seq * seq * bf16);
+
+    // The same through the API (FusionOptions::flash_always, as `plan` and `search` run it): the
+    // attention cores alone as flash kernels, forward and backward, one each a layer.
+    const Hardware hw = builtin_cluster("dgx-a100").hardware;
+    ModelOverrides ov;
+    ov.cp = 2;
+    const Graph g = build_training_step(
+        load_model(nlohmann::json{{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", kConfig}}, "cp-forms-gpt", ov),
+        TrainingOptions{});
+    FusionOptions f;
+    f.flash_always = cp_runs_flash(2, CpComm::ring);
+    REQUIRE(f.flash_always);
+    const Evaluated e = evaluate_option(g, hw, std::nullopt, false, AnalysisOptions{}, f);
+    REQUIRE(e.fusion);
+    int forward = 0, backward = 0;
+    for (const FusionGroup& grp : e.fusion->groups) {
+        forward += grp.kind == FusionKind::flash_attention ? 1 : 0;
+        backward += grp.kind == FusionKind::flash_attention_backward ? 1 : 0;
+    }
+    CHECK(forward == layers);
+    CHECK(backward == layers);
+    CHECK(static_cast<int>(e.fusion->groups.size()) == forward + backward);  // nothing else fused
+    CHECK_FALSE(cp_runs_flash(2, CpComm::ulysses));
+    CHECK_FALSE(cp_runs_flash(1, CpComm::ring));
+
+    // The table says so.
+    const auto text = test::run_cli("analyze '" + model + "' --mode training --cluster dgx-a100 --cp 2 --top 1");
+    CHECK_THAT(text.out,
+               Catch::Contains("context parallelism (ring/allgather) runs attention fused: ring attention needs the online softmax"));
+    CHECK_THAT(test::run_cli("analyze '" + model + "' --mode training --cluster dgx-a100 --cp 2 --cp-comm ulysses --top 1").out,
+               !Catch::Contains("runs attention fused"));
 }
