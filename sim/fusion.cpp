@@ -369,13 +369,15 @@ FusionPlan find_groups(const Graph& g, const Hardware& hw, const FusionOptions& 
             if (core.empty()) continue;
             // A flash kernel only where it moves fewer bytes than the materialised attention: with
             // few keys and a wide head its re-reads of Q and O cost more than the scores it saves.
+            // Not a choice where the attention must run fused (FusionOptions::flash_always: ring
+            // attention's online softmax).
             FusionGroup probe;
             probe.nodes = core;
             const AttentionShape shape = attention_shape(g, probe);
             std::int64_t materialised = 0;
             for (NodeId c : core) materialised += g.work(c).bytes();
-            if (flash_forward_bytes(shape.heads, shape.sq, shape.sk, shape.d, shape.dv, shape.elt, sram_of(hw, opt), shape.causal) >
-                materialised)
+            if (!opt.flash_always && flash_forward_bytes(shape.heads, shape.sq, shape.sk, shape.d, shape.dv, shape.elt, sram_of(hw, opt),
+                                                         shape.causal) > materialised)
                 continue;
             const int fi = b.start(core.front(), FusionKind::flash_attention, core.back());
             for (std::size_t i = 1; i < core.size(); ++i) b.join(core[i], fi);
@@ -402,7 +404,7 @@ FusionPlan find_groups(const Graph& g, const Hardware& hw, const FusionOptions& 
                 if (ok) b.join(members[i], gi);
             }
             b.groups[static_cast<std::size_t>(gi)].name = b.groups[static_cast<std::size_t>(fi)].name + ".backward";
-            if (ok) {  // and the backward kernel only where it moves fewer bytes than its members
+            if (ok && !opt.flash_always) {  // and the backward kernel only where it moves fewer bytes than its members
                 const AttentionShape shape = attention_shape(g, b.groups[static_cast<std::size_t>(fi)]);
                 std::int64_t materialised = 0;
                 for (NodeId n : b.groups[static_cast<std::size_t>(gi)].nodes) materialised += g.work(n).bytes();
