@@ -52,6 +52,27 @@ bool same_values(const HostTensor& a, const HostTensor& b, double rel) {
 
 std::int64_t bytes_of(const Graph& g, const std::string& tensor) { return g.tensor(g.find_tensor(tensor)).desc.bytes(); }
 
+// One attention core on [1, 4 heads, n, d] bf16: scores = Q K^T, then (scaled_causal) a 1/sqrt(d)
+// scale and a causal mask, softmax, context = P V.
+Graph attention_graph(std::int64_t n, std::int64_t d, bool scaled_causal) {
+    Graph g;
+    const TensorId q = g.add_input("q", {{1, 4, n, d}, DType::bf16});
+    const TensorId k = g.add_input("k", {{1, 4, n, d}, DType::bf16});
+    const TensorId v = g.add_input("v", {{1, 4, n, d}, DType::bf16});
+    Attrs tb;
+    tb.set("transpose_b", true);
+    TensorId s = g.node(g.add_node("scores", OpKind::matmul, {q, k}, tb, {})).outputs[0];
+    if (scaled_causal) {
+        Attrs f;
+        f.set("factor", 1.0 / std::sqrt(static_cast<double>(d)));
+        s = g.node(g.add_node("scale", OpKind::scale, {s}, f, {})).outputs[0];
+        s = g.node(g.add_node("mask", OpKind::causal_mask, {s}, {}, {})).outputs[0];
+    }
+    const TensorId pr = g.node(g.add_node("softmax", OpKind::softmax, {s}, {}, {})).outputs[0];
+    g.mark_output(g.node(g.add_node("context", OpKind::matmul, {pr, v}, {}, {})).outputs[0]);
+    return g;
+}
+
 }  // namespace
 
 TEST_CASE("fusion: y = relu(Wx + b), z = sin(x + y) saves exactly the intermediates' round trips", "[plan][fusion]") {
@@ -100,19 +121,7 @@ TEST_CASE("fusion: flash attention's HBM bytes over the materialised version's f
     for (std::int64_t d : {64, 128}) {
         double previous = 2.0;
         for (std::int64_t n : {256, 512, 1024, 2048, 4096}) {
-            Graph g;
-            const TensorId q = g.add_input("q", {{1, 4, n, d}, DType::bf16});
-            const TensorId k = g.add_input("k", {{1, 4, n, d}, DType::bf16});
-            const TensorId v = g.add_input("v", {{1, 4, n, d}, DType::bf16});
-            Attrs tb;
-            tb.set("transpose_b", true);
-            const TensorId sc = g.node(g.add_node("scores", OpKind::matmul, {q, k}, tb, {})).outputs[0];
-            Attrs f;
-            f.set("factor", 1.0 / std::sqrt(static_cast<double>(d)));
-            const TensorId s = g.node(g.add_node("scale", OpKind::scale, {sc}, f, {})).outputs[0];
-            const TensorId m = g.node(g.add_node("mask", OpKind::causal_mask, {s}, {}, {})).outputs[0];
-            const TensorId pr = g.node(g.add_node("softmax", OpKind::softmax, {m}, {}, {})).outputs[0];
-            g.mark_output(g.node(g.add_node("context", OpKind::matmul, {pr, v}, {}, {})).outputs[0]);
+            const Graph g = attention_graph(n, d, true);
             const FusionPlan p = find_fusion_groups(g, hw);
             REQUIRE(p.groups.size() == 1);
             REQUIRE(p.groups[0].kind == FusionKind::flash_attention);
@@ -143,18 +152,6 @@ TEST_CASE("fusion: flash attention only where it moves fewer bytes, unless it mu
     // flash_forward_bytes). Context parallelism's ring runs attention fused whatever the bytes
     // (FusionOptions::flash_always, sim/parallel.hpp cp_runs_flash): there the flash group is required.
     const Hardware hw = builtin_hardware("h100-sxm");
-    auto attention = [](std::int64_t n, std::int64_t d) {
-        Graph g;
-        const TensorId q = g.add_input("q", {{1, 4, n, d}, DType::bf16});
-        const TensorId k = g.add_input("k", {{1, 4, n, d}, DType::bf16});
-        const TensorId v = g.add_input("v", {{1, 4, n, d}, DType::bf16});
-        Attrs tb;
-        tb.set("transpose_b", true);
-        const TensorId sc = g.node(g.add_node("scores", OpKind::matmul, {q, k}, tb, {})).outputs[0];
-        const TensorId pr = g.node(g.add_node("softmax", OpKind::softmax, {sc}, {}, {})).outputs[0];
-        g.mark_output(g.node(g.add_node("context", OpKind::matmul, {pr, v}, {}, {})).outputs[0]);
-        return g;
-    };
     auto flash_groups = [](const FusionPlan& p) {
         int count = 0;
         for (const FusionGroup& grp : p.groups) count += grp.kind == FusionKind::flash_attention ? 1 : 0;
@@ -165,7 +162,7 @@ TEST_CASE("fusion: flash attention only where it moves fewer bytes, unless it mu
     int refused = 0;
     for (std::int64_t n : {8, 16, 32, 64}) {
         for (std::int64_t d : {256, 512, 1024}) {
-            const Graph g = attention(n, d);
+            const Graph g = attention_graph(n, d, false);
             std::int64_t materialised = 0;
             for (NodeId node : g.topological_order()) materialised += g.work(node).bytes();
             const bool more = flash_forward_bytes(4, n, n, d, d, 2, hw.gpu->max_shared_memory_per_block_bytes.value, false) > materialised;
