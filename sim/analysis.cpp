@@ -221,6 +221,7 @@ Analysis analyze(const Graph& g, const Hardware& hw, const AnalysisOptions& opt)
         bool carrier = true;  // the node that runs a kernel (in a fused group: the anchor)
         const FusionGroup* grp = gi >= 0 ? &opt.fusion->groups[static_cast<std::size_t>(gi)] : nullptr;
         if (grp != nullptr) carrier = grp->anchor == n;
+        op.flash_attention = grp != nullptr && grp->kind == FusionKind::flash_attention;
         if (grp != nullptr && !carrier) {
             // A fused group's other nodes: the anchor carries the group's work and kernel.
             op.roofline = std::make_shared<const OpRoofline>(op_roofline(Work{}, op_compute_dtype(g, n), hw));

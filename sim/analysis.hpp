@@ -25,7 +25,8 @@ struct FusionPlan;  // sim/fusion.hpp
 // is `node` here.
 struct OpAnalysis {
     NodeId node = kNoNode;
-    int fusion_group = -1;  // with a fusion plan: the group it runs in (its anchor carries the group's work and kernel)
+    int fusion_group = -1;         // with a fusion plan: the group it runs in (its anchor carries the group's work and kernel)
+    bool flash_attention = false;  // in a flash-attention kernel's group (FusionKind::flash_attention)
     std::shared_ptr<const OpRoofline> roofline;  // never null once analysed
     std::shared_ptr<const Kernel> kernel;        // GPU kernel model (L1); null for views and on TPUs
     std::shared_ptr<const KernelCost> modelled;  // null where there is no kernel model

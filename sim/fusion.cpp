@@ -339,6 +339,16 @@ FusionPlan find_groups(const Graph& g, const Hardware& hw, const FusionOptions& 
 
 }  // namespace
 
+std::vector<NodeId> attention_cores(const Graph& g) {
+    std::vector<NodeId> out;
+    for (NodeId n : g.topological_order()) {
+        if (g.node(n).phase != Phase::forward) continue;
+        const FusionRole role = fusion_role(g, n);
+        if (role == FusionRole::attention || (role == FusionRole::softmax && !attention_core(g, n).empty())) out.push_back(n);
+    }
+    return out;
+}
+
 FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOptions& opt) {
     FusionPlan plan = find_groups(g, hw, opt, false);
     try {

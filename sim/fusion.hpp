@@ -76,6 +76,10 @@ std::vector<NodeId> attention_core(const Graph& g, NodeId softmax);
 
 FusionPlan find_fusion_groups(const Graph& g, const Hardware& hw, const FusionOptions& opt = {});
 
+// The forward attention cores of g, each by the node a flash kernel would group it around (its
+// softmax, or a single attention node), in program order.
+std::vector<NodeId> attention_cores(const Graph& g);
+
 // The fused kernel of a group (GPU specs), costed by the L1 kernel model.
 Kernel fused_kernel(const Graph& g, const FusionGroup& group, const Hardware& hw, const GpuModelOptions& opt = {});
 

@@ -11,6 +11,7 @@
 
 #include "ops/error.hpp"
 #include "ops/op_rule.hpp"
+#include "sim/fusion.hpp"
 #include "sim/roofline.hpp"
 #include "sim/views.hpp"
 
@@ -90,26 +91,28 @@ std::pair<std::int64_t, CategoryBytes> peak_of(const StageProfile& g, CpComm for
     return {peak, at};
 }
 
-// One stream in program order (sim/schedule.cpp with one stream and no fusion): a kernel starts when
+// One stream in program order (sim/schedule.cpp with one stream, fusion groups at their anchors): a kernel starts when
 // the previous one has ended and the host has issued it; an op without a kernel ends when the
 // kernel it waits for did. Sets every op's end and the step's end (the host's last issue included).
 void replay(std::vector<StageProfile::Op>& ops, double& step) {
     double gpu = 0;
     step = 0;
     for (StageProfile::Op& op : ops) {
-        if (op.kernel_s > 0) {
-            op.end_s = std::max(gpu, op.issue_s) + op.kernel_s;
-            gpu = op.end_s;
-        } else {
-            op.end_s = op.view_of >= 0 ? ops[static_cast<std::size_t>(op.view_of)].end_s : 0.0;
-        }
+        if (op.kernel_s <= 0) continue;
+        op.end_s = std::max(gpu, op.issue_s) + op.kernel_s;
+        gpu = op.end_s;
+    }
+    // Then the ops without a kernel (a fused group's members before its anchor wait for a later one).
+    for (StageProfile::Op& op : ops) {
+        if (op.kernel_s <= 0) op.end_s = op.view_of >= 0 ? ops[static_cast<std::size_t>(op.view_of)].end_s : 0.0;
         step = std::max({step, op.end_s, op.issue_s});
     }
 }
 
 // A profile's ops ready to replay: each op without a kernel ends with the latest kernel among its
-// producers, the nearest earlier kernel that ended then (view_of). Empty when replaying them does
-// not give the schedule back (more than one stream, fusion).
+// producers, the nearest earlier kernel that ended then (view_of; a fused group's member before its
+// anchor: the nearest later one). Empty when replaying them does not give the schedule back (more
+// than one stream, a fusion whose kernels do not run in program order).
 std::vector<StageProfile::Op> replayable_ops(const StageProfile& p) {
     std::vector<StageProfile::Op> ops = p.ops;
     if (p.streams != 1) return {};
@@ -121,6 +124,10 @@ std::vector<StageProfile::Op> replayable_ops(const StageProfile& p) {
                 op.view_of = static_cast<int>(j);
                 break;
             }
+        // A fused group's member before its anchor (a flash kernel's Q K^T, scale and mask) ends with
+        // the group's kernel, which runs at the anchor: the nearest later kernel that ended then.
+        for (std::size_t j = i + 1; op.view_of < 0 && j < ops.size(); ++j)
+            if (ops[j].kernel_s > 0 && ops[j].end_s == op.end_s) op.view_of = static_cast<int>(j);
     }
     std::vector<StageProfile::Op> again = ops;
     double step = 0;
@@ -506,6 +513,15 @@ StageProfile stage_profile(const Graph& g, const Analysis& a) {
     if (const auto q = g.dims.find("seq"); q != g.dims.end()) p.seq = q->second;
     for (const Tensor& t : g.tensors())
         if (t.role == TensorRole::input && t.name == "hidden") p.hidden_bytes = t.desc.bytes();
+    if (p.cp > 1) {
+        std::vector<bool> flash(g.nodes().size(), false);
+        for (const OpAnalysis& op : a.ops) flash[static_cast<std::size_t>(op.node)] = op.flash_attention;
+        for (NodeId n : attention_cores(g))
+            if (!flash[static_cast<std::size_t>(n)]) {
+                p.unfused_attention = g.node(n).name;
+                break;
+            }
+    }
     if (!g.pipeline.shared_embedding.empty())
         if (const TensorId w = g.find_tensor(g.pipeline.shared_embedding); w >= 0) p.shared_embedding_bytes = g.tensor(w).desc.bytes();
     const std::size_t n = g.nodes().size();
@@ -844,7 +860,9 @@ StageProfile compose_layers(const StageProfile& one, const StageProfile& two, in
         throw InputError(fmt::format("compose_layers: probes of {} and {} layers; expected 1 and 2", one.layers, two.layers));
     if (layers < 2) throw InputError(fmt::format("compose_layers: {} layers from probes of 2", layers));
     const std::vector<StageProfile::Op> probe = replayable_ops(two);
-    if (probe.empty()) throw InputError("compose_layers: the probe's schedule cannot be replayed (more than one stream, or fusion)");
+    if (probe.empty())
+        throw InputError(
+            "compose_layers: the probe's schedule cannot be replayed (more than one stream, or fused kernels out of program order)");
     if (std::none_of(two.ops.begin(), two.ops.end(), [](const StageProfile::Op& o) { return o.layer == 1; }))
         throw InputError("compose_layers: the probes do not name their layers (Graph::pipeline.layer_prefix)");
     const auto fail = [] { throw InputError("compose_layers: the probe's second layer is not one run of ops a phase"); };
@@ -894,11 +912,6 @@ StageProfile compose_layers(const StageProfile& one, const StageProfile& two, in
         host += issue_gap[i];
         o.issue_s = host;
         o.layer = layer;
-        if (o.view_of >= 0) {
-            const auto v = static_cast<std::size_t>(o.view_of);
-            if (copies[v].empty()) fail();
-            o.view_of = copy_of(v, two.ops[v].layer == 1 && layer >= 1 ? layer : -1);
-        }
         copies[i].push_back(static_cast<int>(p.ops.size()));
         p.ops.push_back(o);
     };
@@ -915,6 +928,22 @@ StageProfile compose_layers(const StageProfile& one, const StageProfile& two, in
             for (std::size_t j = r.begin; j < r.end; ++j) emit(j, layer);
         }
         i = r.end;
+    }
+    // Views to the copy of their kernel's op standing for the same layer (or the latest copy emitted
+    // before them; a later one for a fused group's member that precedes its anchor).
+    for (std::size_t k = 0; k < p.ops.size(); ++k) {
+        StageProfile::Op& o = p.ops[k];
+        if (o.view_of < 0) continue;
+        const auto v = static_cast<std::size_t>(o.view_of);
+        if (copies[v].empty()) fail();
+        if (two.ops[v].layer == 1 && o.layer >= 1) {
+            o.view_of = copy_of(v, o.layer);
+        } else {
+            int latest = -1;
+            for (const int c : copies[v])
+                if (static_cast<std::size_t>(c) < k || latest < 0) latest = c;
+            o.view_of = latest;
+        }
     }
     double step = 0;
     replay(p.ops, step);
@@ -978,6 +1007,12 @@ ParallelAnalysis analyze_parallel(const StageProfile& g, const Cluster& cluster,
     const long long most = cluster.max_devices();
     if (most > 0 && opt.dp > most) throw InputError(fmt::format("--dp {}: {} holds at most {} devices", opt.dp, cluster.name, most));
     if (!(opt.bucket_bytes > 0)) throw InputError("--bucket-mb: expected a positive bucket size");
+    if (cp_runs_flash(g.cp, opt.cp_comm) && !g.unfused_attention.empty())
+        throw InputError(
+            fmt::format("--cp {} ({}): attention node '{}' is not a flash kernel in the stage's analysis; ring and all-gather "
+                        "context parallelism run attention as flash attention (analyse the stage with "
+                        "FusionOptions::flash_always)",
+                        g.cp, cp_comm_name(opt.cp_comm), g.unfused_attention));
 
     ParallelAnalysis r;
     r.options = opt;

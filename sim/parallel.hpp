@@ -195,8 +195,11 @@ struct StageProfile {
     int tp = 1, cp = 1, ep = 1;             // the rank's splits (Graph::tensor_parallel, ...)
     int stages = 1, stage = 0, layers = 0;  // Graph::pipeline
     DType compute_dtype = DType::f32;
-    std::int64_t batch = 0, seq = 0;               // the graph's batch and seq dimensions (0: none)
-    std::int64_t hidden_bytes = 0;                 // the [batch, seq, d_model] activation a later stage receives
+    std::int64_t batch = 0, seq = 0;  // the graph's batch and seq dimensions (0: none)
+    std::int64_t hidden_bytes = 0;    // the [batch, seq, d_model] activation a later stage receives
+    // The first forward attention core the analysis left outside a flash kernel ("": none): ring
+    // and all-gather context parallelism need every one fused (cp_runs_flash).
+    std::string unfused_attention;
     std::int64_t shared_embedding_bytes = 0;       // the tied embedding's copy a first or last stage holds (0: none)
     double forward_end_s = 0, backward_end_s = 0;  // on the single-device schedule
     double optimizer_s = 0;                        // the optimizer phase as scheduled

@@ -241,8 +241,9 @@ SearchResult search_parallel(const Cluster& cluster, const SearchSpace& in, cons
         for (const int v : space.interleave) {
             for (const int z : space.zero)
                 for (const CpComm form : forms) {
-                    const std::vector<const StageProfile*>& stages = stages_of[cp_runs_flash(t.cp, form) ? 1 : 0];
-                    const std::string& error = error_of[cp_runs_flash(t.cp, form) ? 1 : 0];
+                    const int flash = cp_runs_flash(t.cp, form) ? 1 : 0;
+                    const std::vector<const StageProfile*>& stages = stages_of[flash];
+                    const std::string& error = error_of[flash];
                     unbuilt = unbuilt || !error.empty();
                     if (!error.empty()) {
                         reject(fmt::format("model: tp {} pp {}: {}", t.tp, t.pp, error));

@@ -28,7 +28,9 @@ StageProfile profile(const std::string& model, ModelOverrides ov, const Hardware
     const Graph g = build_training_step(load_model_arg(model, ov), t);
     std::optional<RecomputePlan> plan;
     if (recompute != "none") plan = plan_strategy(g, *parse_strategy(recompute));
-    const Evaluated e = evaluate_option(g, hw, plan, false, AnalysisOptions{});
+    FusionOptions flash;  // context parallelism's ring runs attention as flash attention (cp_runs_flash)
+    flash.flash_always = cp_runs_flash(ov.cp, CpComm::ring);
+    const Evaluated e = evaluate_option(g, hw, plan, false, AnalysisOptions{}, flash);
     return stage_profile(*e.graph, e.analysis);
 }
 

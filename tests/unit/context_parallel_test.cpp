@@ -289,6 +289,24 @@ TEST_CASE("ring and all-gather context parallelism run attention as flash attent
     CHECK_FALSE(cp_runs_flash(2, CpComm::ulysses));
     CHECK_FALSE(cp_runs_flash(1, CpComm::ring));
 
+    // analyze_parallel itself refuses a ring or all-gather stage whose attention is not flash (an
+    // API caller's unfused analysis): it would model a (seq / cp) x seq score matrix no such rank
+    // holds. Ulysses takes the analysis as it is; the flash analysis above passes every form.
+    const Cluster dgx = builtin_cluster("dgx-a100");
+    const Analysis unfused = analyze(g, hw);
+    const StageProfile plain = stage_profile(g, unfused), fused = stage_profile(g, e.analysis);
+    CHECK(plain.unfused_attention == "h0.attn.softmax");
+    CHECK(fused.unfused_attention.empty());
+    for (const CpComm form : {CpComm::ring, CpComm::all_gather}) {
+        ParallelOptions po;
+        po.cp_comm = form;
+        CHECK_THROWS_WITH(analyze_parallel(plain, dgx, po), Catch::Contains("attention node 'h0.attn.softmax' is not a flash kernel"));
+        CHECK_NOTHROW(analyze_parallel(fused, dgx, po));
+    }
+    ParallelOptions a2a;
+    a2a.cp_comm = CpComm::ulysses;
+    CHECK_NOTHROW(analyze_parallel(plain, dgx, a2a));
+
     // The table says so.
     const auto text = test::run_cli("analyze '" + model + "' --mode training --cluster dgx-a100 --cp 2 --top 1");
     CHECK_THAT(text.out,

@@ -11,7 +11,9 @@
 #include "model/autodiff.hpp"
 #include "model/model_json.hpp"
 #include "sim/analysis.hpp"
+#include "sim/fusion.hpp"
 #include "sim/parallel.hpp"
+#include "sim/plan.hpp"
 #include "support.hpp"
 
 using namespace roofline;
@@ -465,7 +467,11 @@ TEST_CASE("context parallelism on a Hugging Face decoder: a rank's tokens, the g
     ov.seq = 8192;
     ov.cp = 4;
     const Graph step = build_training_step(load_model_arg(path, ov), TrainingOptions{});
-    const Analysis as = analyze(step, c.hardware);
+    // Analysed as `analyze` runs the ring and all-gather forms (cp_runs_flash): sdpa as flash attention.
+    FusionOptions flash;
+    flash.flash_always = true;
+    const Evaluated ev = evaluate_option(step, c.hardware, std::nullopt, false, AnalysisOptions{}, flash);
+    const Analysis& as = ev.analysis;
     const ParallelAnalysis p = analyze_parallel(step, as, c, ParallelOptions{});
     CHECK(p.cp == 4);
     ParallelOptions gather;

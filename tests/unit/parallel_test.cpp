@@ -635,7 +635,11 @@ TEST_CASE("ring attention's exchange: the volume each rank sends and what attent
     const Graph step = build_training_step(
         load_model(nlohmann::json{{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", cfg}}, "long-gpt", ov),
         TrainingOptions{});
-    const Analysis a = analyze(step, c.hardware);
+    // Analysed as `analyze` runs a ring (cp_runs_flash): the attention cores as flash kernels.
+    FusionOptions flash;
+    flash.flash_always = true;
+    const Evaluated ev = evaluate_option(step, c.hardware, std::nullopt, false, AnalysisOptions{}, flash);
+    const Analysis& a = ev.analysis;
     const StageProfile prof = stage_profile(step, a);
     REQUIRE(prof.rings.size() == 2 * 4);
     double attention = 0;  // layer 0's forward attention, from the schedule
