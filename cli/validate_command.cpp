@@ -88,6 +88,7 @@ void add_validate(CLI::App& app) {
     auto csv = std::make_shared<std::string>();
     auto quiet = std::make_shared<bool>(false);
     auto terms = std::make_shared<std::vector<std::string>>();
+    auto sweeps = std::make_shared<int>(ValidateOptions{}.sweeps);
     cmd->add_option("PATH", *paths,
                     "a directory in the public layout (all its CSVs), one CSV (per-op or end_to_end.csv), or a `roofline measure` JSON")
         ->required();
@@ -111,6 +112,9 @@ void add_validate(CLI::App& app) {
     cmd->add_option("--term", *terms,
                     "NAME=VALUE: predict with this value of a fitted term instead of the compiled-in one (and start refits from "
                     "it); repeatable");
+    cmd->add_option("--sweeps", *sweeps,
+                    "coordinate-descent sweeps over the fitted terms (at most; default: " + std::to_string(ValidateOptions{}.sweeps) + ")")
+        ->check(CLI::Range(1, 100));
     cmd->add_option("--csv", *csv, "also write every case (measured, predicted, error) as CSV to this file");
     cmd->add_flag("-q,--quiet", *quiet, "print no tables");
     cmd->footer(
@@ -128,6 +132,7 @@ void add_validate(CLI::App& app) {
         opt.max_rows = *max_rows;
         opt.threads = *threads;
         opt.term_values = parse_terms(*terms);
+        opt.sweeps = *sweeps;
         check_output_targets({{"-o", *out}, {"--html", *html}, {"--csv", *csv}}, *paths);
         std::vector<ValidationCase> cases;
         const auto doc = run_validation(load_measurements(*paths, opt), opt, &cases);
