@@ -117,9 +117,12 @@ public:
     void gradient_all_reduce(const std::string& node) {
         if (t_ > 1 && !sp_) gradient_all_reduce_.push_back(node);
     }
-    std::string reduce_scatter(const std::string& name, const std::string& x) {
+    std::string reduce_scatter(const std::string& name, const std::string& x) { return reduce_scatter(name, x, shard_); }
+    // The same along axis 1 of a tensor whose rank share there is `shard` rows (the MoE layer's
+    // dispatched token copies under expert parallelism, model/templates.cpp).
+    std::string reduce_scatter(const std::string& name, const std::string& x, std::int64_t shard) {
         scatters_.push_back(
-            b_.node(name, "split", {x}, {{"axis", 1}, {"sizes", std::vector<std::int64_t>(static_cast<std::size_t>(t_), shard_)}}));
+            b_.node(name, "split", {x}, {{"axis", 1}, {"sizes", std::vector<std::int64_t>(static_cast<std::size_t>(t_), shard)}}));
         return name + ":0";
     }
     // A cross-entropy over the rank's share of the vocabulary (Megatron's vocab-parallel loss).

@@ -194,9 +194,18 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
                            std::to_string(c.top_k) +
                            " must split evenly over the experts (uniform routing; give \"expert_load\" "
                            "for any other split, or \"capacity_factor\")");
-        if (c.sp && c.ep > 1)
-            bad_config(origin, "sp",
-                       "--sp with expert parallelism (--ep) is not modelled (with --ep 1 the MoE layer's input is all-gathered)");
+        if (c.sp && c.tp > 1 && c.ep > 1) {
+            if (!c.routing.shares.empty() || c.routing.capacity_factor)
+                bad_config(origin, "sp",
+                           "--sp with expert parallelism (--ep) is modelled for uniform dropless routing only (no expert_load or "
+                           "capacity_factor)");
+            const std::int64_t shard = c.seq / c.cp / c.tp;
+            if (shard * c.top_k % c.experts != 0)
+                bad_config(origin, "experts",
+                           std::to_string(c.experts) + " experts: with --sp and --ep a rank dispatches its " + std::to_string(shard) +
+                               " sequence-parallel tokens x top_k " + std::to_string(c.top_k) +
+                               ", which must split evenly over the experts (uniform routing)");
+        }
     }
     if (c.n_layer % c.pp != 0)
         bad_config(origin, "pp", "--pp " + std::to_string(c.pp) + " must divide the " + std::to_string(c.n_layer) + " layers");
@@ -306,14 +315,25 @@ ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
         const std::string back = routed_experts(b, eps, c.experts, stream, r);
         b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
     };
-    // Uniform routing as ops: the copies regrouped [batch, seq x k / E, E, d], expert e's slice of
+    // Sequence parallelism with expert parallelism (Megatron-core's alltoall token dispatcher,
+    // MoEAlltoAllTokenDispatcher): each rank routes and dispatches only its own sequence shard's
+    // tokens (the all-to-alls carry 1/tp of the sequence), the dispatched copies are then
+    // all-gathered over the tensor-parallel group for the experts (split by tp as the dense MLP),
+    // and the experts' partial outputs are reduce-scattered back before the combining all-to-all.
+    // Without expert parallelism the MoE layer's input is all-gathered instead (below).
+    const bool sp_ep = sp && c.ep > 1 && c.experts > 0;
+    const json tokens_dim = sp_ep ? json(ss) : json("seq");
+    const std::int64_t routed_tokens = sp_ep ? ss : seq;  // the tokens a rank routes
+    // Uniform routing as ops: the copies regrouped [batch, tokens x k / E, E, d], expert e's slice of
     // axis 2 (with ep > 1 the all-to-alls are copies of the whole grouped tensor).
     auto uniform_moe = [&](const std::string& p, std::int64_t k, std::int64_t per_expert) {
         const std::int64_t E = c.experts;
-        std::string routed = b.node(p + "moe.groups", "reshape", {p + "moe.expand"}, {{"shape", {"batch", seq * k / E, E, d}}});
+        std::string routed = b.node(p + "moe.groups", "reshape", {p + "moe.expand"}, {{"shape", {"batch", routed_tokens * k / E, E, d}}});
+        const std::int64_t dispatched = sp_ep ? per_expert / t : per_expert;  // a rank's copies an expert, after the all-to-all
         if (c.ep > 1) {
             eps.exchange(p + "moe.dispatch", routed, 4);
-            routed = b.node(p + "moe.local", "reshape", {p + "moe.dispatch"}, {{"shape", {"batch", per_expert, local_experts, d}}});
+            routed = b.node(p + "moe.local", "reshape", {p + "moe.dispatch"}, {{"shape", {"batch", dispatched, local_experts, d}}});
+            if (sp_ep) routed = tps.column_input(p + "moe.gather", routed);
         }
         json outs = json::array();
         for (std::int64_t e = 0; e < local_experts; ++e) {
@@ -327,8 +347,9 @@ ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
             outs.push_back(b.node(ex + "out", "reshape", {ex + "down"}, {{"shape", {"batch", per_expert, 1, d}}}));
         }
         std::string back = b.node(p + "moe.outputs", "concat", outs, {{"axis", 2}});
+        if (sp_ep) back = tps.reduce_scatter(p + "moe.scatter", back, dispatched);
         if (c.ep > 1) back = eps.exchange(p + "moe.combine", back, 4);
-        b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", "seq", k, d}}});
+        b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", tokens_dim, k, d}}});
     };
     auto moe_mlp = [&](const std::string& p, const std::string& in) {
         const std::int64_t k = c.top_k, E = c.experts, per_expert = seq * k * c.ep / E;
@@ -337,9 +358,9 @@ ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
         b.node(p + "router.softmax", "softmax", {p + "router"}, {{"axis", -1}});
         b.node(p + "router.top_k", "reduce_max", {p + "router.softmax"}, {{"axes", {-1}}, {"keepdim", true}});
         b.node(p + "router.weights", "slice", {p + "router.softmax"}, {{"starts", {0}}, {"ends", {k}}, {"axes", {2}}});
-        b.node(p + "router.weights4", "reshape", {p + "router.weights"}, {{"shape", {"batch", "seq", k, 1}}});
-        b.node(p + "moe.copies", "reshape", {in}, {{"shape", {"batch", "seq", 1, d}}});
-        b.node(p + "moe.expand", "expand", {p + "moe.copies"}, {{"shape", {"batch", "seq", k, d}}});
+        b.node(p + "router.weights4", "reshape", {p + "router.weights"}, {{"shape", {"batch", tokens_dim, k, 1}}});
+        b.node(p + "moe.copies", "reshape", {in}, {{"shape", {"batch", tokens_dim, 1, d}}});
+        b.node(p + "moe.expand", "expand", {p + "moe.copies"}, {{"shape", {"batch", tokens_dim, k, d}}});
         if (rows.empty())
             uniform_moe(p, k, per_expert);
         else
@@ -394,10 +415,11 @@ ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
             dn = b.node(p + "mlp.down", "linear", {p + "mlp.gelu", p + "mlp.down.w", p + "mlp.down.b"});
         } else {
             // Sequence parallelism: the router and the experts (tensor-parallel as the dense MLP) run
-            // on the all-gathered sequence, their combined output reduce-scattered below.
-            dn = moe_mlp(p, sp ? gather(p + "mlp.gather", m) : m);
+            // on the all-gathered sequence, their combined output reduce-scattered below; with
+            // expert parallelism too, inside the layer around the experts (sp_ep above).
+            dn = moe_mlp(p, sp && !sp_ep ? gather(p + "mlp.gather", m) : m);
         }
-        dn = tps.row_output(p + "mlp.scatter", dn);
+        if (!sp_ep) dn = tps.row_output(p + "mlp.scatter", dn);
         dn = b.dropout(p + "mlp.resid_drop", dn, c.dropout);
         x = b.node(p + "mlp.residual", "add", {x, dn});
     }
