@@ -162,8 +162,9 @@ std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::strin
     const std::int64_t copies = m.seq * m.k;  // with routed rows: a sequence's token copies
     const std::string weights =
         b.node(p + "routing.weights", "reshape", {top}, {{"shape", routed_rows ? json{"batch", copies, 1} : json{-1, 1}}});
-    b.node(p + "dispatch.unsqueeze", "reshape", {in}, {{"shape", {"batch", "seq", 1, d}}});
-    b.node(p + "dispatch.expand", "expand", {p + "dispatch.unsqueeze"}, {{"shape", {"batch", "seq", m.k, d}}});
+    const json token_dim = m.sp ? json(m.shard) : json("seq");
+    b.node(p + "dispatch.unsqueeze", "reshape", {in}, {{"shape", {"batch", token_dim, 1, d}}});
+    b.node(p + "dispatch.expand", "expand", {p + "dispatch.unsqueeze"}, {{"shape", {"batch", token_dim, m.k, d}}});
     const std::int64_t ranks = m.ep ? m.ep->degree() : 1, local = m.experts / ranks;
     // The expert's parameters for the expert group's gradient reduction (with --ep).
     const auto expert_params = [&](const std::string& ep) {
@@ -196,6 +197,13 @@ std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::strin
     } else {
         std::string stream = b.node(p + "dispatch", "reshape", {p + "dispatch.expand"}, {{"shape", {-1, d}}});
         if (ranks > 1) stream = m.ep->exchange(p + "dispatch.all_to_all", stream, 2);
+        // Under sequence parallelism (m.sp) the copies the tensor-parallel ranks received, as
+        // [batch, copies, d] (uniform routing: a rank receives as many as it sent, shard x k a
+        // sequence), gathered along the copies (and scattered back below).
+        if (m.sp) {
+            const std::string rows3 = b.node(p + "dispatch.rows", "reshape", {stream}, {{"shape", {"batch", m.shard * m.k, d}}});
+            stream = b.node(p + "dispatch.gathered", "reshape", {m.sp->column_input(p + "dispatch.gather", rows3)}, {{"shape", {-1, d}}});
+        }
         json outs = json::array();
         for (std::int64_t e = 0; e < local; ++e) {
             const std::string ep = p + "experts." + std::to_string(e) + ".";
@@ -207,9 +215,14 @@ std::string top_k_experts(DocBuilder& b, const ConfigReader& r, const std::strin
                                      : b.node(ep + "weighted", "mul", {out, b.node(ep + "routing_weight", "slice", {weights}, rows)}));
         }
         combined = b.node(p + "combine.concat", "concat", outs, {{"axis", 0}});
+        if (m.sp) {
+            const std::string rows3 = b.node(p + "combine.rows", "reshape", {combined}, {{"shape", {"batch", -1, d}}});
+            combined = b.node(p + "combine.scattered", "reshape", {m.sp->reduce_scatter(p + "combine.scatter", rows3, m.shard * m.k)},
+                              {{"shape", {-1, d}}});
+        }
         if (ranks > 1) combined = b.node(p + "combine.weighted", "mul", {m.ep->exchange(p + "combine.all_to_all", combined, 2), weights});
     }
-    b.node(p + "combine.view", "reshape", {combined}, {{"shape", {"batch", "seq", m.k, d}}});
+    b.node(p + "combine.view", "reshape", {combined}, {{"shape", {"batch", token_dim, m.k, d}}});
     return b.node(p + "combine", "reduce_sum", {p + "combine.view"}, {{"axes", {2}}, {"keepdim", false}});
 }
 

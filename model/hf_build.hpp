@@ -138,6 +138,12 @@ struct TopKExperts {
     GatedMlpNames names;
     // Expert parallelism (--ep): the rank holds experts / degree of them (none: one rank).
     ExpertParallelSplit* ep = nullptr;
+    // Sequence parallelism with expert parallelism (Megatron-core's alltoall token dispatcher): x is
+    // the rank's sequence shard of `shard` tokens, whose copies the rank dispatches; the copies it
+    // receives are all-gathered over these tensor-parallel ranks for the experts and their partial
+    // outputs reduce-scattered back before the combining all-to-all (none: x is the whole sequence).
+    TensorParallelSplit* sp = nullptr;
+    std::int64_t shard = 0;
     // Routing other than uniform and dropless (--expert-load, --capacity-factor; model/moe_routing.hpp):
     // what each expert runs of a sequence of `seq` tokens (empty rows: uniform), and with --ep the
     // busiest rank, the one the document is.

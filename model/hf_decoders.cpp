@@ -254,8 +254,10 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
             r.fail(model_type == "qwen2_moe" ? experts_key : "model_type",
                    flag + ": " + model_type + " has no experts (mixtral and qwen2_moe split by --ep)");
         if (moe.experts % split.ep != 0) r.fail(experts_key, flag + " must divide the " + std::to_string(moe.experts) + " experts");
-        if (split.sp && t > 1)
-            throw InputError("--sp with expert parallelism (--ep) is not modelled (with --ep 1 the MoE layer's input is all-gathered)");
+        if (split.sp && t > 1 && (model_type != "mixtral" || split.routing.any() || moe.jitter))
+            throw InputError(
+                "--sp with expert parallelism (--ep) is modelled for mixtral under uniform dropless routing only (with --ep 1 "
+                "the MoE layer's input is all-gathered)");
     }
     // Routing other than uniform and dropless (--expert-load, --capacity-factor; model/moe_routing.hpp),
     // as the GPT template's: what each expert runs of a sequence of seq tokens, with --ep the
@@ -306,6 +308,10 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     ContextParallelSplit cps(b, split.cp);
     const json kv_seq = cps.kv_seq(full_seq);
     moe.ep = &expert_split;
+    // Sequence and expert parallelism together (mixtral): the MoE layer takes the rank's sequence
+    // shard and gathers the dispatched copies itself (hf_build.hpp TopKExperts::sp).
+    const bool sp_ep = sp && split.ep > 1 && moe.experts > 0;
+    if (sp_ep) moe.sp = &tps, moe.shard = seq / t;
     if (first) b.input("input_ids", {"batch", "seq"}, "int64");
     b.input("rope.cos", {"seq", dh});
     b.input("rope.sin", {"seq", dh});
@@ -349,7 +355,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         const std::string o = tps.row_output(at + "reduce_scatter",
                                              b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, o_bias));
         x = b.node(p + "attn_residual", "add", {x, b.dropout(p + "resid_attn_dropout", o, resid)});
-        const std::string m = tps.column_input(p + "mlp.all_gather", norm(p + "post_attention_layernorm", x));
+        const std::string normed = norm(p + "post_attention_layernorm", x);
+        const std::string m = sp_ep ? normed : tps.column_input(p + "mlp.all_gather", normed);
         std::string mlp;
         if (model_type == "mixtral") {
             mlp = top_k_experts(b, r, p + "block_sparse_moe.", m, d, moe);
@@ -370,7 +377,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         } else {
             mlp = gated_mlp(b, r, p + "mlp.", m, d, inter_rank, act_key, act, mlp_bias);
         }
-        mlp = tps.row_output(p + "mlp.reduce_scatter", mlp);
+        if (!sp_ep) mlp = tps.row_output(p + "mlp.reduce_scatter", mlp);
         x = b.node(p + "mlp_residual", "add", {x, b.dropout(p + "resid_mlp_dropout", mlp, resid)});
     }
     cps.write(full_seq);

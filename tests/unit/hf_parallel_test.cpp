@@ -3,6 +3,7 @@
 // published configs (model/hf_config.cpp presets).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -304,6 +305,48 @@ TEST_CASE("mixtral-8x7b at ep 8: one expert a rank, the all-to-alls and the expe
     CHECK(flops_of(rank, ar, OpKind::linear) == flops_of(full, af, OpKind::linear));
     CHECK(flops_named(rank, ar, "layers.0.block_sparse_moe.experts.0.w") == gemm);
     CHECK(shape_of(rank, "model.layers.0.block_sparse_moe.experts.0.gather") == Shape{seq * k, d});
+}
+
+TEST_CASE("mixtral-8x7b with --tp 2 --sp --ep 2: a rank dispatches its sequence shard, the copies gathered for the experts",
+          "[parallel][ep][sp][hf]") {
+    // Megatron-core's alltoall token dispatcher under sequence parallelism, at seq 512, tp 2, ep 2
+    // (4 of the 8 experts a rank): the MoE layer takes the rank's 256 tokens, not the gathered
+    // sequence; the all-to-alls carry its 256 x top-2 copies of d = 4096 bf16 values, 4 MiB (8 MiB
+    // without --sp); the received copies are all-gathered over the 2 tensor-parallel ranks to
+    // 512 x 2 x 4096 x 2 B = 8 MiB and the experts' outputs reduce-scattered back; the experts'
+    // FLOPs equal those of --tp 2 --ep 2 (the same copies reach the same experts).
+    const std::int64_t d = 4096, seq = 512, k = 2, mib = 1024 * 1024;
+    const auto build = [&](bool sp) {
+        ModelOverrides ov;
+        ov.seq = seq, ov.tp = 2, ov.sp = sp, ov.ep = 2;
+        return load_model_arg("mixtral-8x7b", ov);
+    };
+    const Graph both = build(true), tp_ep = build(false);
+    const auto out = [](const Graph& g, const std::string& node) {
+        const NodeId n = g.find_node(node);
+        REQUIRE(n != kNoNode);
+        return g.tensor(g.node(n).outputs.front()).desc;
+    };
+    const std::string p = "model.layers.0.block_sparse_moe.";
+    CHECK(out(both, p + "dispatch.all_to_all").bytes() == 4 * mib);
+    CHECK(out(both, p + "combine.all_to_all").bytes() == 4 * mib);
+    CHECK(out(tp_ep, p + "dispatch.all_to_all").bytes() == 8 * mib);
+    CHECK(out(both, p + "dispatch.gather").shape == Shape{1, seq * k, d});
+    CHECK(out(both, p + "dispatch.gather").bytes() == 8 * mib);
+    const auto& tp = both.tensor_parallel;
+    CHECK(std::count(tp.all_gather.begin(), tp.all_gather.end(), p + "dispatch.gather") == 1);
+    CHECK(std::count(tp.reduce_scatter.begin(), tp.reduce_scatter.end(), p + "combine.scatter") == 1);
+    CHECK(std::count(tp.all_gather.begin(), tp.all_gather.end(), "model.layers.0.mlp.all_gather") == 0);
+    const Hardware hw = builtin_cluster("dgx-h100").hardware;
+    const Analysis ab = analyze(both, hw), at = analyze(tp_ep, hw);
+    CHECK(flops_named(both, ab, ".experts.") == flops_named(tp_ep, at, ".experts."));
+    // qwen2_moe (a shared expert beside the routed ones) and non-uniform routing are refused.
+    check_refused(
+        "analyze --mode training --seq 256 --cluster dgx-h100 --tp 2 --sp --dp 2 --ep 2 -q ",
+        {
+            {"qwen1.5-moe-a2.7b", "--sp with expert parallelism (--ep) is modelled for mixtral under uniform dropless routing only"},
+            {"mixtral-8x7b --expert-load zipf:1", "--sp with expert parallelism (--ep) is modelled for mixtral under uniform"},
+        });
 }
 
 TEST_CASE("qwen1.5-moe-a2.7b at ep 4: 15 of 60 experts a rank, the shared expert whole", "[parallel][ep][hf]") {
