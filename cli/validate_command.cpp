@@ -89,6 +89,7 @@ void add_validate(CLI::App& app) {
     auto quiet = std::make_shared<bool>(false);
     auto terms = std::make_shared<std::vector<std::string>>();
     auto sweeps = std::make_shared<int>(ValidateOptions{}.sweeps);
+    auto fit_start = std::make_shared<std::string>("compiled");
     cmd->add_option("PATH", *paths,
                     "a directory in the public layout (all its CSVs), one CSV (per-op or end_to_end.csv), or a `roofline measure` JSON")
         ->required();
@@ -115,6 +116,10 @@ void add_validate(CLI::App& app) {
     cmd->add_option("--sweeps", *sweeps,
                     "coordinate-descent sweeps over the fitted terms (at most; default: " + std::to_string(ValidateOptions{}.sweeps) + ")")
         ->check(CLI::Range(1, 100));
+    cmd->add_option("--fit-start", *fit_start,
+                    "where fits start: compiled (the compiled-in values, default; for leave-one-out folds the all-GPU fit, which includes "
+                    "the GPU left out) or mid (each term at the geometric middle of its search range); --term overrides a term")
+        ->check(CLI::IsMember({"compiled", "mid"}));
     cmd->add_option("--csv", *csv, "also write every case (measured, predicted, error) as CSV to this file");
     cmd->add_flag("-q,--quiet", *quiet, "print no tables");
     cmd->footer(
@@ -133,6 +138,7 @@ void add_validate(CLI::App& app) {
         opt.threads = *threads;
         opt.term_values = parse_terms(*terms);
         opt.sweeps = *sweeps;
+        opt.fit_start = *fit_start == "mid" ? ValidateOptions::FitStart::mid : ValidateOptions::FitStart::compiled;
         check_output_targets({{"-o", *out}, {"--html", *html}, {"--csv", *csv}}, *paths);
         std::vector<ValidationCase> cases;
         const auto doc = run_validation(load_measurements(*paths, opt), opt, &cases);

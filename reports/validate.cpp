@@ -886,6 +886,17 @@ std::vector<double> default_values(const ValidateOptions& opt) {
     return v;
 }
 
+// Where the fits start (ValidateOptions::fit_start).
+std::vector<double> start_values(const ValidateOptions& opt) {
+    if (opt.fit_start == ValidateOptions::FitStart::compiled) return default_values(opt);
+    std::vector<double> v;
+    for (const FittedTerm& t : fitted_terms()) {
+        const auto it = opt.term_values.find(std::string(t.name));
+        v.push_back(it != opt.term_values.end() ? it->second : std::sqrt(t.lo * t.hi));
+    }
+    return v;
+}
+
 bool term_applies(const FittedTerm& t, const ValidationCase& c) {
     std::string_view rest = t.families;
     while (!rest.empty()) {
@@ -944,8 +955,10 @@ struct FitResult {
 
 constexpr double kLogTolerance = 0.01;  // a fitted value to 1%
 
+// Fits every term on the pool's cases by coordinate descent from `start`; `before` is the objective
+// at `reference` (the compiled-in values, or --term's).
 FitResult fit_terms(const Predictor& p, const std::vector<ValidationCase>& cases, const std::vector<std::size_t>& pool,
-                    const std::vector<double>& start, const ValidateOptions& opt) {
+                    const std::vector<double>& start, const std::vector<double>& reference, const ValidateOptions& opt) {
     const auto terms = fitted_terms();
     std::vector<std::vector<std::size_t>> term_cases(terms.size());
     std::set<std::size_t> all;
@@ -976,7 +989,7 @@ FitResult fit_terms(const Predictor& p, const std::vector<ValidationCase>& cases
     FitResult r;
     r.values = start;
     r.cases = union_cases.size();
-    r.before = cost(union_cases, start);
+    r.before = cost(union_cases, reference);
     for (int sweep = 0; sweep < std::max(1, opt.sweeps); ++sweep) {
         double moved = 0;
         for (std::size_t t = 0; t < terms.size(); ++t) {
@@ -1157,6 +1170,7 @@ ordered_json document(const MeasurementSet& set, const ValidateOptions& opt, con
                        {"fit_sample", opt.fit_sample},
                        {"fit_sample_e2e", opt.fit_sample_e2e},
                        {"sweeps", opt.sweeps},
+                       {"fit_start", opt.fit_start == ValidateOptions::FitStart::mid ? "mid" : "compiled"},
                        {"dtype", "f32"},
                        {"runtime", "eager"},
                        {"e2e_train_optimizer", std::string(optimizer_name(backward_only_optimizer<Optimizer>()))},
@@ -1334,7 +1348,7 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
         c.set = !pool ? "held-out" : opt.leave_one_out ? "validation" : "fit";
     }
     const Predictor p(cases, thread_count(opt), opt.hosts);
-    const std::vector<double> defaults = default_values(opt);
+    const std::vector<double> defaults = default_values(opt), start = start_values(opt);
     predict_all(set, p, defaults);
     std::vector<std::size_t> pool;
     std::set<std::string> pool_gpus;
@@ -1353,7 +1367,7 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
         for (const std::string& gpu : pool_gpus) {
             std::vector<std::size_t> train, test;
             for (std::size_t i : pool) (cases[i].gpu == gpu ? test : train).push_back(i);
-            const FitResult fit = fit_terms(p, cases, train, defaults, opt);
+            const FitResult fit = fit_terms(p, cases, train, start, defaults, opt);
             std::vector<std::string> kernels;
             const std::vector<double> pred = p.run(test, fit.values, nullptr, true, &kernels);
             for (std::size_t k = 0; k < test.size(); ++k) {
@@ -1366,7 +1380,7 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
     }
     ordered_json fit_doc;
     if (opt.fit) {
-        const FitResult fit = fit_terms(p, cases, pool, defaults, opt);
+        const FitResult fit = fit_terms(p, cases, pool, start, defaults, opt);
         ordered_json gl = ordered_json::array();
         for (const std::string& g : pool_gpus) gl.push_back(g);
         fit_doc = {{"gpus", gl},

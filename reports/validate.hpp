@@ -41,6 +41,10 @@ struct ValidateOptions {
     std::vector<std::string> fitting_gpus = default_fitting_gpus();
     unsigned threads = 0;  // prediction threads (0: hardware concurrency); results do not depend on it
     int sweeps = 2;        // coordinate-descent sweeps over the fitted terms (at most)
+    // Where the fits start (--fit-start): the compiled-in values (for leave-one-out folds those are
+    // the all-GPU fit, the left-out GPU included), or each term's geometric middle of its search
+    // range (nothing learned from any GPU); a term_values entry starts that term at its value.
+    enum class FitStart { compiled, mid } fit_start = FitStart::compiled;
     // Cases per (GPU, op) a fit uses, evenly spaced (0: all): the objective is a median, which a
     // hundred cases estimate to a few percent; the left-out GPU is always predicted on all its cases.
     std::size_t fit_sample = 100;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "html_support.hpp"
 #include "ops/error.hpp"
@@ -154,15 +155,20 @@ TEST_CASE("validate: the CLI exits 2 naming the file and row of a bad file", "[v
 TEST_CASE("validate: --term sets a fitted term, and a bad one is exit 2", "[validate][cli]") {
     const std::string d = fresh_dir("validate-term");
     spit(d + "/bmm.csv", "OPName,Latency_ms,Device,B,M,N,K\nbmm,0.2,Tesla T4,64,256,8,256\n");
-    const auto unknown = test::run_cli("validate '" + d + "/bmm.csv' -q --term no_such_term=1");
-    CHECK(unknown.code == 2);
-    CHECK_THAT(unknown.out, Catch::Contains("--term: unknown term 'no_such_term' (fitted terms: eager_op_host_s,"));
-    const auto range = test::run_cli("validate '" + d + "/bmm.csv' -q --term simt_gemm_efficiency=1.5");
-    CHECK(range.code == 2);
-    CHECK_THAT(range.out, Catch::Contains("--term simt_gemm_efficiency: '1.5' is not a number in [0.3, 1], the term's range"));
-    const auto form = test::run_cli("validate '" + d + "/bmm.csv' -q --term simt_gemm_efficiency");
-    CHECK(form.code == 2);
-    CHECK_THAT(form.out, Catch::Contains("--term: expected NAME=VALUE"));
+    // Each bad flag: exit 2, the message naming it.
+    const std::pair<const char*, const char*> bad[] = {
+        {"--term no_such_term=1", "--term: unknown term 'no_such_term' (fitted terms: eager_op_host_s,"},
+        {"--term simt_gemm_efficiency=1.5", "--term simt_gemm_efficiency: '1.5' is not a number in [0.3, 1], the term's range"},
+        {"--term simt_gemm_efficiency", "--term: expected NAME=VALUE"},
+        {"--fit-start middle", "--fit-start"},
+        {"--sweeps 0", "--sweeps"},
+    };
+    for (const auto& [flags, message] : bad) {
+        INFO(flags);
+        const auto r = test::run_cli("validate '" + d + "/bmm.csv' -q " + flags);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.out, Catch::Contains(message));
+    }
     // A short reduction (N = 8) over 64 x 256 x 256 outputs on a T4 is bound by the batched store
     // cap: at 0.5 bytes per SM clock (its lowest) the call is slower than at 8 (its highest).
     ValidateOptions lo = fake_options({{"Tesla T4", "t4"}}), hi = lo;
@@ -315,6 +321,21 @@ TEST_CASE("validate --leave-one-out gpu recovers a fitted term's known value", "
         CHECK(g["set"] == "validation");
         CHECK(g["median_abs_error_pct"].get<double>() < 2.0);  // predicted with the refitted value
     }
+    // Started from the middle of every term's range (--fit-start mid; simt_gemm_efficiency at
+    // sqrt(0.3 x 1) = 0.548, and every other term too) instead of the compiled-in values: the fit
+    // reaches the data as closely (validation medians under 2%), but along a valley. The
+    // fragment-load cost starts at 0.447 instead of its compiled 0.598 and trades against the
+    // efficiency, so the efficiency lands within 5% of 0.6 rather than 2% (0.581 when written:
+    // the start dependence docs/ACCURACY.md measures). The objective before fitting is still the
+    // compiled-in values'.
+    ValidateOptions mid = opt;
+    mid.fit_start = ValidateOptions::FitStart::mid;
+    const ordered_json from_mid = roofline::run_validation(roofline::load_measurements({d}, mid), mid);
+    CHECK(from_mid["settings"]["fit_start"] == "mid");
+    for (const auto& f : from_mid["folds"]) CHECK(f["values"]["simt_gemm_efficiency"].get<double>() == Approx(0.6).epsilon(0.05));
+    CHECK(from_mid["fit"]["values"]["simt_gemm_efficiency"].get<double>() == Approx(0.6).epsilon(0.05));
+    for (const auto& g : from_mid["by_family"]) CHECK(g["median_abs_error_pct"].get<double>() < 2.0);
+    CHECK(from_mid["fit"]["objective_default"].get<double>() == Approx(doc["fit"]["objective_default"].get<double>()).epsilon(1e-12));
     // Without the fit, the defaults predict: the in-sample ("fit") set.
     opt.leave_one_out = false;
     opt.fit = false;
