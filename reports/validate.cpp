@@ -876,26 +876,22 @@ private:
 // ---------------------------------------------------------------------------------------------
 // Fitting.
 
-std::vector<double> default_values(const ValidateOptions& opt) {
+// Each fitted term's value: --term's where given, else the compiled-in one, or with `mid` the
+// geometric middle of the term's search range (ValidateOptions::fit_start).
+std::vector<double> term_values(const ValidateOptions& opt, bool mid) {
     AnalysisOptions o;
     std::vector<double> v;
     for (const FittedTerm& t : fitted_terms()) {
         const auto it = opt.term_values.find(std::string(t.name));
-        v.push_back(it != opt.term_values.end() ? it->second : t.ref(o));
+        v.push_back(it != opt.term_values.end() ? it->second : mid ? std::sqrt(t.lo * t.hi) : t.ref(o));
     }
     return v;
 }
 
+std::vector<double> default_values(const ValidateOptions& opt) { return term_values(opt, false); }
+
 // Where the fits start (ValidateOptions::fit_start).
-std::vector<double> start_values(const ValidateOptions& opt) {
-    if (opt.fit_start == ValidateOptions::FitStart::compiled) return default_values(opt);
-    std::vector<double> v;
-    for (const FittedTerm& t : fitted_terms()) {
-        const auto it = opt.term_values.find(std::string(t.name));
-        v.push_back(it != opt.term_values.end() ? it->second : std::sqrt(t.lo * t.hi));
-    }
-    return v;
-}
+std::vector<double> start_values(const ValidateOptions& opt) { return term_values(opt, opt.fit_start == ValidateOptions::FitStart::mid); }
 
 bool term_applies(const FittedTerm& t, const ValidationCase& c) {
     std::string_view rest = t.families;

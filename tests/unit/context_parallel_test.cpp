@@ -35,15 +35,18 @@ struct Step {
     StageProfile profile;
 };
 
-// The training step of one rank of `cp` context-parallel ranks, with flash attention (--fuse).
-Step step_of(int cp, const Hardware& hw) {
+// The training step of one rank of `cp` context-parallel ranks.
+Graph training_step(int cp) {
     ModelOverrides ov;
     ov.cp = cp;
-    Step s{build_training_step(
-               load_model(nlohmann::json{{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", kConfig}}, "cp-forms-gpt", ov),
-               TrainingOptions{}),
-           {},
-           {}};
+    return build_training_step(
+        load_model(nlohmann::json{{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", kConfig}}, "cp-forms-gpt", ov),
+        TrainingOptions{});
+}
+
+// That step with flash attention (--fuse).
+Step step_of(int cp, const Hardware& hw) {
+    Step s{training_step(cp), {}, {}};
     const FusionPlan plan = find_fusion_groups(s.graph, hw);
     AnalysisOptions o;
     o.fusion = &plan;
@@ -268,11 +271,7 @@ TEST_CASE("ring and all-gather context parallelism run attention as flash attent
     // The same through the API (FusionOptions::flash_always, as `plan` and `search` run it): the
     // attention cores alone as flash kernels, forward and backward, one each a layer.
     const Hardware hw = builtin_cluster("dgx-a100").hardware;
-    ModelOverrides ov;
-    ov.cp = 2;
-    const Graph g = build_training_step(
-        load_model(nlohmann::json{{"format", "roofline-model/1"}, {"template", "gpt"}, {"config", kConfig}}, "cp-forms-gpt", ov),
-        TrainingOptions{});
+    const Graph g = training_step(2);
     FusionOptions f;
     f.flash_always = cp_runs_flash(2, CpComm::ring);
     REQUIRE(f.flash_always);
