@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -100,14 +102,10 @@ void add_plan(CLI::App& app) {
     cmd->footer("Example: roofline plan gpt2-small --hw a100-sxm-40gb --memory-budget 30GiB --batch-sweep -o plan.json --html plan.html\n");
     cmd->callback([=] {
         // With --cluster every option is ranked by the job's iteration and its peak per rank
-        // (analyze_parallel on the option's graph); pipelines are planned by `search`.
+        // (analyze_parallel on the option's graph; with --pp analyze_pipeline on every stage's).
         check_output_targets({{"-o", *out}, {"--html", outputs->html}, {"--csv", outputs->csv}, {"--trace", outputs->trace}},
                              {args->model, *hw, parallel->cluster, runtime->host});
         const Cluster* cluster = parallel->resolve(*hw);
-        if (cluster != nullptr && parallel->pp > 1)
-            throw InputError("plan --pp " + std::to_string(parallel->pp) +
-                             ": plan ranks one rank's options; for a pipeline use `roofline search --tp T --pp P --gpus N` (that layout's "
-                             "micro-batch, recompute, ZeRO and interleaving)");
         if (cluster != nullptr && *sweep) throw InputError("--batch-sweep: not with --cluster (use `roofline search --micro-batches`)");
         if (parallel->sp && parallel->tp < 2)
             throw InputError("--sp: sequence parallelism shards across tensor-parallel ranks; add --tp > 1");
@@ -116,20 +114,49 @@ void add_plan(CLI::App& app) {
         args->cp = parallel->cp;
         args->ep = parallel->ep;
         args->routing = parallel->routing;
+        args->pp = parallel->pp;
+        args->stage = 0;
         const Hardware h = cluster != nullptr ? cluster->hardware : resolve_hardware(*hw);
         TrainingOptions t;
         Graph g = args->build(&t);
         PlanOptions opt;
+        std::vector<std::unique_ptr<Graph>> stage_graphs;  // plan --pp: the other stages (opt.other_stages)
         std::string job;
         if (cluster != nullptr) {
             const ParallelOptions po = parallel->options();
             // Ring and all-gather context parallelism run attention as flash attention, fused or not.
             opt.fusion.flash_always = cp_runs_flash(parallel->cp, po.cp_comm);
-            opt.iteration = [cluster, po](const Graph& og, const Analysis& oa) {
-                const ParallelAnalysis pa = analyze_parallel(og, oa, *cluster, po);
-                return std::pair<double, std::int64_t>{pa.step_time_s, pa.peak_bytes};
-            };
-            job = fmt::format("{}: tp {}{} x dp {}, ZeRO {}", cluster->name, parallel->tp, parallel->sp ? " (sp)" : "", po.dp, po.zero);
+            const int pp = parallel->pp;
+            if (pp > 1) {
+                // The pipeline's distinct stages: the first (g), stage 2 standing for every middle
+                // stage (identical but for their layers' names), the last.
+                for (int s : pp > 2 ? std::vector<int>{1, pp - 1} : std::vector<int>{1}) {
+                    args->stage = s;
+                    stage_graphs.push_back(std::make_unique<Graph>(args->build(nullptr)));
+                    opt.other_stages.push_back(stage_graphs.back().get());
+                }
+                args->stage = 0;
+                opt.stage_weights = pp > 2 ? std::vector<int>{1, pp - 2, 1} : std::vector<int>{1, 1};
+                opt.pipeline = [cluster, po, pp](const std::vector<const Evaluated*>& es) {
+                    std::vector<StageProfile> distinct;
+                    for (const Evaluated* e : es) distinct.push_back(stage_profile(*e->graph, e->analysis));
+                    std::vector<const StageProfile*> stages;
+                    for (int s = 0; s < pp; ++s) stages.push_back(&distinct[s == 0 ? 0 : s == pp - 1 ? distinct.size() - 1 : 1]);
+                    const ParallelAnalysis pa = analyze_pipeline(stages, *cluster, po);
+                    return std::pair<double, std::int64_t>{pa.step_time_s, pa.peak_bytes};
+                };
+            } else {
+                if (parallel->interleave > 1) throw InputError("--interleave " + std::to_string(parallel->interleave) + ": needs --pp > 1");
+                opt.iteration = [cluster, po](const Graph& og, const Analysis& oa) {
+                    const ParallelAnalysis pa = analyze_parallel(og, oa, *cluster, po);
+                    return std::pair<double, std::int64_t>{pa.step_time_s, pa.peak_bytes};
+                };
+            }
+            job = fmt::format("{}: tp {}{}{} x dp {}, ZeRO {}", cluster->name, parallel->tp, parallel->sp ? " (sp)" : "",
+                              pp > 1 ? fmt::format(" x pp {}{}", pp,
+                                                   parallel->interleave > 1 ? fmt::format(" (interleave {})", parallel->interleave) : "")
+                                     : "",
+                              po.dp, po.zero);
         }
         if (!budget->empty()) opt.memory_budget_bytes = parse_bytes(*budget, "--memory-budget");
         opt.analysis.schedule.streams = *streams;
@@ -178,6 +205,7 @@ void add_plan(CLI::App& app) {
         if (!*quiet) print(written);
         keep_until_exit(std::move(p));
         keep_until_exit(std::move(g));
+        keep_until_exit(std::move(stage_graphs));
     });
 }
 

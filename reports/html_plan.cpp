@@ -201,9 +201,10 @@ std::string fusion_section(const ojson& doc, const HtmlLimits& lim) {
               num_cell(human_bytes(b), b), num_cell(fmt::format("{:.0f}", l), l), num_cell(human_bytes(m), m), num_cell(human_time(t), t)},
              true});
     }
-    const std::string head = fmt::format("{} fusion groups save {} of HBM traffic, {} launches and {} in all.", groups.size(),
-                                         human_bytes(num_at(f, "hbm_bytes_saved")), static_cast<long long>(num_at(f, "launches_saved")),
-                                         human_time(num_at(f, "time_saved_s")));
+    const std::string head =
+        fmt::format("{} fusion groups{} save {} of HBM traffic, {} launches and {} in all.", groups.size(),
+                    f.contains("graph") ? " of the first pipeline stage" : "", human_bytes(num_at(f, "hbm_bytes_saved")),
+                    static_cast<long long>(num_at(f, "launches_saved")), human_time(num_at(f, "time_saved_s")));
     return section("fusion", "Fusion groups", note(head) + table("fusion", cols, rows));
 }
 

@@ -115,6 +115,7 @@ ojson plan_json(const PlanReportContext& ctx) {
         inter += grp.intermediate_bytes;
         saved += s.time_saved_s();
     }
+    if (p.stages > 1) fusion["graph"] = "first stage";  // plan --pp: the groups of the first stage's graph
     fusion["groups"] = groups;
     fusion["hbm_bytes_saved"] = bytes;
     fusion["launches_saved"] = launches;
@@ -169,8 +170,9 @@ std::string render_plan_table(const PlanReportContext& ctx, std::size_t top) {
             launches += s.group.launches_saved;
             saved += s.time_saved_s();
         }
-        out += fmt::format("fusion: {} groups save {} of device-memory traffic, {} launches and {} of kernel time\n", p.groups.size(),
-                           human_bytes(static_cast<double>(bytes)), launches, human_time(saved));
+        out += fmt::format("fusion{}: {} groups save {} of device-memory traffic, {} launches and {} of kernel time\n",
+                           p.stages > 1 ? " (the first stage's graph)" : "", p.groups.size(), human_bytes(static_cast<double>(bytes)),
+                           launches, human_time(saved));
     }
     if (ctx.sweep != nullptr) {
         out += "batch sweep (largest batch that fits the budget):\n";

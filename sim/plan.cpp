@@ -6,6 +6,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "ops/error.hpp"
@@ -37,21 +38,44 @@ std::string layer_label(const std::vector<LayerChoice>& c) {
     return s;
 }
 
-PlanOption summarise(const Evaluated& e, const std::string& name, bool fuse, const std::string& recompute, const PlanOptions& opt) {
+// An option summarised from its evaluation on every stage (one, without --pp).
+PlanOption summarise(const std::vector<const Evaluated*>& es, const std::string& name, bool fuse, const std::string& recompute,
+                     const PlanOptions& opt) {
+    const Evaluated& e = *es.front();
     PlanOption o;
     o.name = name;
     o.fuse = fuse;
     o.recompute = recompute;
     o.step_time_s = e.analysis.schedule.step_time_s;
     o.peak_bytes = e.analysis.memory.peak_bytes;
-    if (opt.iteration) std::tie(o.step_time_s, o.peak_bytes) = opt.iteration(*e.graph, e.analysis);
-    o.flops = e.analysis.total.flops();
-    o.extra_flops = e.recompute.extra_flops;
-    o.recomputed_ops = e.recompute.clones;
-    o.saved_activation_bytes = e.analysis.memory.saved_activation_bytes;
-    for (const OpAnalysis& op : e.analysis.ops) o.kernels += duration(op) > 0 ? 1 : 0;
-    o.fused_groups = e.fusion ? static_cast<std::int64_t>(e.fusion->groups.size()) : 0;
+    if (opt.pipeline)
+        std::tie(o.step_time_s, o.peak_bytes) = opt.pipeline(es);
+    else if (opt.iteration)
+        std::tie(o.step_time_s, o.peak_bytes) = opt.iteration(*e.graph, e.analysis);
+    for (std::size_t k = 0; k < es.size(); ++k) {
+        const Evaluated& s = *es[k];
+        const std::int64_t w = k < opt.stage_weights.size() ? opt.stage_weights[k] : 1;
+        o.flops += w * s.analysis.total.flops();
+        o.extra_flops += w * s.recompute.extra_flops;
+        o.recomputed_ops += w * s.recompute.clones;
+        o.saved_activation_bytes += w * s.analysis.memory.saved_activation_bytes;
+        for (const OpAnalysis& op : s.analysis.ops) o.kernels += duration(op) > 0 ? w : 0;
+        o.fused_groups += s.fusion ? w * static_cast<std::int64_t>(s.fusion->groups.size()) : 0;
+    }
     return o;
+}
+
+// Megatron-LM's block recomputation for a pipeline (--recompute-method block --recompute-num-layers
+// k): the first k layers of every stage recomputed in full, the rest kept or recomputed selectively.
+std::vector<std::vector<LayerChoice>> block_mixes(std::size_t layers) {
+    std::vector<std::vector<LayerChoice>> mixes;
+    for (std::size_t k = 1; k < layers; ++k)
+        for (LayerChoice rest : {LayerChoice::keep, LayerChoice::selective}) {
+            std::vector<LayerChoice> c(layers, rest);
+            std::fill(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), LayerChoice::full);
+            mixes.push_back(c);
+        }
+    return mixes;
 }
 
 }  // namespace
@@ -113,31 +137,50 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
     p.budget_bytes = opt.memory_budget_bytes.value_or(p.capacity_bytes);
     if (!opt.unfused && !opt.fused) throw InputError("plan: neither unfused nor fused options asked for");
 
-    const Evaluated base = evaluate_option(g, hw, std::nullopt, false, opt.analysis, opt.fusion);
-    p.baseline = summarise(base, "baseline", false, "none", opt);
+    // The graphs every option is applied to: g, then (plan --pp) the pipeline's other stages.
+    std::vector<const Graph*> graphs{&g};
+    graphs.insert(graphs.end(), opt.other_stages.begin(), opt.other_stages.end());
+    const std::size_t ns = graphs.size();
+    if (ns > 1 && !opt.pipeline) throw std::logic_error("make_plan: other stages without a pipeline iteration");
+    std::vector<Evaluated> bases(ns);
+    std::vector<const Evaluated*> base_ptrs;
+    for (std::size_t k = 0; k < ns; ++k) {
+        bases[k] = evaluate_option(*graphs[k], hw, std::nullopt, false, opt.analysis, opt.fusion);
+        base_ptrs.push_back(&bases[k]);
+    }
+    const Evaluated& base = bases.front();
+    p.stages = 0;
+    for (std::size_t k = 0; k < ns; ++k) p.stages += k < opt.stage_weights.size() ? opt.stage_weights[k] : 1;
+    p.baseline = summarise(base_ptrs, "baseline", false, "none", opt);
 
     struct Candidate {
         std::string name, recompute;
-        std::optional<RecomputePlan> plan;
+        std::vector<std::optional<RecomputePlan>> plans;  // one per graph
         std::vector<LayerChoice> layers;
     };
     std::vector<Candidate> candidates;
     if (!p.training) {
-        candidates.push_back({"none", "none", std::nullopt, {}});
+        candidates.push_back({"none", "none", std::vector<std::optional<RecomputePlan>>(ns), {}});
     } else {
         for (RecomputeStrategy s : opt.strategies) {
             const std::string n(strategy_name(s));
-            candidates.push_back(
-                {n, n, s == RecomputeStrategy::none ? std::nullopt : std::optional<RecomputePlan>(plan_strategy(g, s)), {}});
+            std::vector<std::optional<RecomputePlan>> plans(ns);
+            if (s != RecomputeStrategy::none)
+                for (std::size_t k = 0; k < ns; ++k) plans[k] = plan_strategy(*graphs[k], s);
+            candidates.push_back({n, n, std::move(plans), {}});
         }
-        const std::vector<Layer> layers = find_layers(g);
-        const auto nl = static_cast<std::int64_t>(layers.size());
-        if (opt.search_layers && nl > 0) {
+        std::vector<std::vector<Layer>> layers;
+        for (const Graph* sg : graphs) layers.push_back(find_layers(*sg));
+        const auto nl = static_cast<std::int64_t>(layers.front().size());
+        const bool same = std::all_of(layers.begin(), layers.end(), [&](const auto& l) { return l.size() == layers.front().size(); });
+        if (opt.search_layers && nl > 0 && same) {
             std::vector<std::vector<LayerChoice>> mixes;
             const double combos = std::pow(3.0, static_cast<double>(nl));
-            if (combos <= static_cast<double>(opt.exhaustive_limit)) {
+            if (ns > 1) {
+                mixes = block_mixes(layers.front().size());
+            } else if (combos <= static_cast<double>(opt.exhaustive_limit)) {
                 for (std::int64_t code = 0; code < static_cast<std::int64_t>(combos); ++code) {
-                    std::vector<LayerChoice> c(layers.size());
+                    std::vector<LayerChoice> c(layers.front().size());
                     std::int64_t x = code;
                     for (auto& ci : c) {
                         ci = static_cast<LayerChoice>(x % 3);
@@ -149,25 +192,30 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
             } else {
                 for (int i = 1; i < opt.mix_steps; ++i) {
                     const auto k = static_cast<std::size_t>(std::llround(static_cast<double>(i) * static_cast<double>(nl) / opt.mix_steps));
-                    if (k == 0 || k >= layers.size()) continue;
+                    if (k == 0 || k >= layers.front().size()) continue;
                     for (LayerChoice rest : {LayerChoice::keep, LayerChoice::selective}) {
-                        std::vector<LayerChoice> c(layers.size(), rest);
+                        std::vector<LayerChoice> c(layers.front().size(), rest);
                         std::fill(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), LayerChoice::full);
                         mixes.push_back(c);
                     }
                 }
             }
-            for (auto& c : mixes) candidates.push_back({layer_label(c), "layers", plan_layers(g, layers, c), c});
+            for (auto& c : mixes) {
+                std::vector<std::optional<RecomputePlan>> plans;
+                for (std::size_t k = 0; k < ns; ++k) plans.emplace_back(plan_layers(*graphs[k], layers[k], c));
+                candidates.push_back({layer_label(c), "layers", std::move(plans), c});
+            }
         }
     }
 
     // Each candidate is independent: evaluate them on worker threads, results kept in candidate
-    // order (unfused options first, then fused). A candidate's recomputed graph is built once and
+    // order (unfused options first, then fused). A candidate's recomputed graphs are built once and
     // analysed with fusion off and on.
     const std::size_t nc = candidates.size();
     const std::size_t fused_base = opt.unfused ? nc : 0;
     p.options.resize(fused_base + (opt.fused ? nc : 0));
     std::vector<GroupSaving> groups;
+    std::vector<std::vector<std::vector<NodeId>>> recomputed(nc);  // per candidate and graph: the nodes cloned, sorted
     std::atomic<std::size_t> next{0};
     std::mutex error_lock;
     std::exception_ptr error;
@@ -178,26 +226,40 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
         for (std::size_t i = next++; i < nc; i = next++) {
             try {
                 const Candidate& c = candidates[i];
-                Evaluated plain = transform_option(g, c.plan);
+                const bool recomputes = c.plans.front().has_value();
+                std::vector<Evaluated> plain(ns);
+                std::vector<const Evaluated*> plain_ptrs;
+                for (std::size_t k = 0; k < ns; ++k) {
+                    plain[k] = transform_option(*graphs[k], c.plans[k]);
+                    if (opt.unfused && c.plans[k]) analyse_option(plain[k], hw, false, aopt, opt.fusion);
+                    plain_ptrs.push_back(c.plans[k] ? &plain[k] : &bases[k]);
+                    std::vector<NodeId> cloned = plain[k].recompute.cloned;
+                    std::sort(cloned.begin(), cloned.end());
+                    recomputed[i].push_back(std::move(cloned));
+                }
                 if (opt.unfused) {
-                    if (c.plan) analyse_option(plain, hw, false, aopt, opt.fusion);
-                    p.options[i] = summarise(c.plan ? plain : base, c.name, false, c.recompute, opt);
+                    p.options[i] = summarise(plain_ptrs, c.name, false, c.recompute, opt);
                     p.options[i].layers = c.layers;
                 }
                 if (!opt.fused) continue;
-                Evaluated fused;
-                fused.graph = plain.graph;
-                fused.recompute.clones = plain.recompute.clones;
-                fused.recompute.extra_flops = plain.recompute.extra_flops;
-                analyse_option(fused, hw, true, aopt, opt.fusion);
-                p.options[fused_base + i] = summarise(fused, "fuse + " + c.name, true, c.recompute, opt);
+                std::vector<Evaluated> fused(ns);
+                std::vector<const Evaluated*> fused_ptrs;
+                for (std::size_t k = 0; k < ns; ++k) {
+                    fused[k].graph = plain[k].graph;
+                    fused[k].recompute.clones = plain[k].recompute.clones;
+                    fused[k].recompute.extra_flops = plain[k].recompute.extra_flops;
+                    fused[k].recompute.cloned = plain[k].recompute.cloned;
+                    analyse_option(fused[k], hw, true, aopt, opt.fusion);
+                    fused_ptrs.push_back(&fused[k]);
+                }
+                p.options[fused_base + i] = summarise(fused_ptrs, "fuse + " + c.name, true, c.recompute, opt);
                 p.options[fused_base + i].layers = c.layers;
-                if (!c.plan && fused.fusion) {
-                    // What each group of the plain graph saves: the members' kernels against the fused one.
-                    for (const FusionGroup& grp : fused.fusion->groups) {
+                if (!recomputes && fused.front().fusion) {
+                    // What each group of the plain (first stage's) graph saves: the members' kernels against the fused one.
+                    for (const FusionGroup& grp : fused.front().fusion->groups) {
                         GroupSaving s{grp, 0, 0};
                         for (NodeId n : grp.nodes) s.unfused_time_s += duration(base.analysis.ops[static_cast<std::size_t>(n)]);
-                        s.fused_time_s = duration(fused.analysis.ops[static_cast<std::size_t>(grp.anchor)]);
+                        s.fused_time_s = duration(fused.front().analysis.ops[static_cast<std::size_t>(grp.anchor)]);
                         groups.push_back(std::move(s));
                     }
                 }
@@ -214,6 +276,17 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
     for (std::thread& t : pool) t.join();
     if (error) std::rethrow_exception(error);
     p.groups = std::move(groups);
+    // A mix that recomputes the same nodes as an earlier option is left out (selective choices
+    // where the attention saves nothing to recompute, e.g. one fused attention op).
+    std::vector<PlanOption> kept;
+    for (std::size_t j = 0; j < p.options.size(); ++j) {
+        const std::size_t i = j % nc;  // the candidate: unfused options first, then fused
+        bool repeat = false;
+        for (std::size_t e = j - j % nc; e < j && candidates[i].recompute == "layers" && !repeat; ++e)
+            repeat = recomputed[e % nc] == recomputed[i];
+        if (!repeat) kept.push_back(std::move(p.options[j]));
+    }
+    p.options = std::move(kept);
     for (PlanOption& o : p.options) {
         o.fits = o.peak_bytes <= p.budget_bytes;
         o.time_overhead_s = o.step_time_s - p.baseline.step_time_s;

@@ -30,10 +30,10 @@ struct PlanOption {
     std::int64_t memory_saved_bytes = 0;  // baseline peak minus this peak
     std::int64_t saved_activation_bytes = 0;
     std::int64_t recomputed_ops = 0;
-    std::int64_t kernels = 0;  // kernel launches of the step
-    std::int64_t fused_groups = 0;
-    bool fits = true;     // peak <= budget (or device capacity)
-    bool pareto = false;  // on the (peak memory, step time) frontier
+    std::int64_t kernels = 0;       // kernel launches of the step
+    std::int64_t fused_groups = 0;  // with --pp: summed over the stages, as kernels
+    bool fits = true;               // peak <= budget (or device capacity)
+    bool pareto = false;            // on the (peak memory, step time) frontier
 };
 
 struct GroupSaving {
@@ -42,6 +42,8 @@ struct GroupSaving {
     double fused_time_s = 0;
     double time_saved_s() const { return unfused_time_s - fused_time_s; }
 };
+
+struct Evaluated;
 
 struct PlanOptions {
     std::optional<std::int64_t> memory_budget_bytes;  // default: the device's memory
@@ -63,6 +65,16 @@ struct PlanOptions {
     // its graph and analysis (the iteration of the job on the cluster, the peak per rank), not the
     // single device's. Called from the option threads: it must be safe to call concurrently.
     std::function<std::pair<double, std::int64_t>(const Graph&, const Analysis&)> iteration;
+    // plan --pp: the pipeline's other distinct stage graphs (make_plan's graph is the first stage),
+    // e.g. stage 1 standing for every middle stage, then the last. Every option is applied to each
+    // stage (a per-layer mix as Megatron-LM's block recomputation: the same choice for the i-th
+    // layer of every stage, the first k layers recomputed), and `pipeline` gives the option's
+    // iteration and peak per rank from the stages' evaluations (first stage first). FLOPs, kernels
+    // and saved activations are then summed over the stages, each weighted by stage_weights (how
+    // many stages it stands for; default 1). Called from the option threads.
+    std::vector<const Graph*> other_stages;
+    std::vector<int> stage_weights;
+    std::function<std::pair<double, std::int64_t>(const std::vector<const Evaluated*>&)> pipeline;
 };
 
 struct Plan {
@@ -72,7 +84,8 @@ struct Plan {
     std::int64_t budget_bytes = 0;
     std::int64_t capacity_bytes = 0;
     bool training = false;
-    std::vector<GroupSaving> groups;  // the fusion groups of the plain graph and what each saves
+    std::vector<GroupSaving> groups;  // the fusion groups of the plain graph (with --pp: the first stage's) and what each saves
+    int stages = 1;                   // pipeline stages the options were applied to (plan --pp)
 };
 
 Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt = {});

@@ -1,5 +1,7 @@
 #include "sim/recompute.hpp"
 
+#include <cctype>
+
 // Boost's adjacency-list edge iterators trip GCC 12's -Wmaybe-uninitialized (a false positive
 // inside boost/graph/detail/adj_list_edge_iterator.hpp).
 #pragma GCC diagnostic push
@@ -47,9 +49,23 @@ void require_training(const Graph& g) {
                          ": recomputation needs a training step (--mode training): an inference graph keeps nothing for a backward pass");
 }
 
-std::string layer_key(const std::string& name) {
-    const auto cut = name.find_first_of("./");
-    return cut == std::string::npos ? std::string() : name.substr(0, cut);
+// The layer a node's name places it in: the name up to and including its first path component
+// ending in a digit ("h3.attn.qkv" -> "h3", "model.layers.3.mlp.up_proj" -> "model.layers.3",
+// "/encoder/layer.3/attention" -> "/encoder/layer.3"); with numbered = false (a graph whose names
+// number nothing), its first component ("attn.q" -> "attn"). Empty: outside any layer.
+std::string layer_key(const std::string& name, bool numbered) {
+    if (!numbered) {
+        const auto cut = name.find_first_of("./");
+        return cut == std::string::npos ? std::string() : name.substr(0, cut);
+    }
+    std::size_t begin = 0;
+    while (begin < name.size()) {
+        const std::size_t end = std::min(name.find_first_of("./", begin), name.size());
+        if (end > begin && std::isdigit(static_cast<unsigned char>(name[end - 1])) != 0)
+            return end == name.size() ? std::string() : name.substr(0, end);  // a node named by its layer alone is no layer's part
+        begin = end + 1;
+    }
+    return {};
 }
 
 bool consumed_outside(const Graph& g, NodeId n, const std::vector<bool>& inside) {
@@ -86,11 +102,13 @@ bool never_recomputed(OpKind k) { return traits_of(k).keep_when_recomputing; }
 }  // namespace
 
 std::vector<Layer> find_layers(const Graph& g) {
+    bool numbered = false;
+    for (const Node& node : g.nodes()) numbered = numbered || (node.phase == Phase::forward && !layer_key(node.name, true).empty());
     std::vector<Layer> layers;
     for (NodeId n : g.topological_order()) {
         const Node& node = g.node(n);
         if (node.phase != Phase::forward) continue;
-        const std::string key = layer_key(node.name);
+        const std::string key = layer_key(node.name, numbered);
         if (key.empty()) continue;
         if (layers.empty() || layers.back().name != key) layers.push_back(Layer{key, {}});
         layers.back().nodes.push_back(n);
@@ -255,6 +273,7 @@ RecomputeResult apply_recompute(const Graph& g, const RecomputePlan& plan) {
         out.set_phase(c, Phase::backward);
         out.set_recomputes(c, nmap[static_cast<std::size_t>(p)]);
         r.origin.push_back(p);
+        r.cloned.push_back(p);
         ++r.clones;
         r.extra_flops = checked_add(r.extra_flops, g.work(p).flops(), "recomputed FLOPs");
         for (std::size_t i = 0; i < node.outputs.size(); ++i) cmap[static_cast<std::size_t>(node.outputs[i])] = out.node(c).outputs[i];

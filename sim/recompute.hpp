@@ -42,8 +42,11 @@ inline constexpr RecomputeStrategy kAllStrategies[] = {RecomputeStrategy::none, 
 bool is_training_step(const Graph& g);
 
 // Forward layers: maximal runs of forward nodes whose names share a prefix ending at the first
-// '.' or '/' ("h3.attn.qkv" -> "h3"), in program order, with at least two nodes; nodes outside any
-// layer (embeddings, the head, the loss) are never recomputed by the per-layer strategies.
+// '.'- or '/'-separated component that ends in a digit ("h3.attn.qkv" -> "h3",
+// "model.layers.3.mlp.up_proj" -> "model.layers.3"), in program order, with at least two nodes;
+// in a graph whose names number nothing, the prefix ending at the first '.' or '/' ("attn.q" ->
+// "attn"). Nodes outside any layer (embeddings, the head, the loss) are never recomputed by the
+// per-layer strategies.
 struct Layer {
     std::string name;
     std::vector<NodeId> nodes;  // forward nodes, program order
@@ -67,6 +70,7 @@ RecomputePlan plan_mincut(const Graph& g);
 struct RecomputeResult {
     Graph graph;
     std::vector<NodeId> origin;    // per node of the new graph: the original node (a clone: the node it recomputes)
+    std::vector<NodeId> cloned;    // the original nodes recomputed, in the order their clones were added
     std::int64_t clones = 0;       // recomputed node executions
     std::int64_t extra_flops = 0;  // FLOPs of the clones
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "html_support.hpp"
@@ -503,12 +504,63 @@ TEST_CASE("plan --cluster ranks each option by the job's iteration and its peak 
     CHECK(p["settings"]["parallel"] == "dgx-a100: tp 4 (sp) x dp 2, ZeRO 1");
     CHECK(p["baseline"]["step_time_s"].get<double>() == Approx(a["parallel"]["step_time_s"].get<double>()).epsilon(1e-12));
     CHECK(p["baseline"]["peak_bytes"].get<std::int64_t>() == a["parallel"]["peak_bytes_per_rank"].get<std::int64_t>());
-    const auto pp = test::run_cli("plan gpt2-small --cluster dgx-a100 --pp 2 -q");
-    CHECK(pp.code == 2);
-    CHECK_THAT(pp.out, Catch::Contains("use `roofline search --tp T --pp P"));
+    const auto nopp = test::run_cli("plan gpt2-small --cluster dgx-a100 --dp 2 --interleave 2 -q");
+    CHECK(nopp.code == 2);
+    CHECK_THAT(nopp.out, Catch::Contains("--interleave 2: needs --pp > 1"));
     const auto sweep = test::run_cli("plan gpt2-small --cluster dgx-a100 --dp 2 --batch-sweep -q");
     CHECK(sweep.code == 2);
     CHECK_THAT(sweep.out, Catch::Contains("--batch-sweep: not with --cluster"));
+}
+
+TEST_CASE("plan --pp applies each option to every pipeline stage and ranks it by the pipeline's iteration", "[parallel][plan]") {
+    // GPT-2 small (12 layers) on 2 tensor-parallel x 4 pipeline x 2 data-parallel ranks, 8
+    // micro-batches a rank: every option is the same fusion and recomputation on each stage's graph
+    // (the middle stages stand for each other), so an option's iteration and peak per rank are
+    // exactly what analyze --pp reports for that option (analyze builds every stage itself). The
+    // per-layer mixes are Megatron-LM's block recomputation: the first k of the stage's 3 layers
+    // recomputed in full, the rest kept or recomputed selectively, k = 1, 2 (4 mixes).
+    const std::string plan = test::tmp_path("plan-pp.json");
+    const std::string job = "gpt2-small --mode training --batch 2 --seq 256 --cluster dgx-a100 --tp 2 --pp 4 --dp 2 --global-batch 32 -q";
+    REQUIRE(test::run_cli("plan " + job + " -o '" + plan + "'").code == 0);
+    const auto p = nlohmann::json::parse(htmltest::slurp(plan));
+    CHECK(p["settings"]["parallel"] == "dgx-a100: tp 2 x pp 4 x dp 2, ZeRO 0");
+    CHECK(p["fusion"]["graph"] == "first stage");
+    auto iteration_of = [&](const std::string& extra) {
+        const std::string report = test::tmp_path("analyze-pp.json");
+        REQUIRE(test::run_cli("analyze " + job + extra + " -o '" + report + "'").code == 0);
+        return nlohmann::json::parse(htmltest::slurp(report))["parallel"];
+    };
+    const auto base = iteration_of("");
+    CHECK(p["baseline"]["step_time_s"].get<double>() == Approx(base["step_time_s"].get<double>()).epsilon(1e-12));
+    CHECK(p["baseline"]["peak_bytes"].get<std::int64_t>() == base["peak_bytes_per_rank"].get<std::int64_t>());
+    std::map<std::string, nlohmann::json> by_name;
+    int mixes = 0;
+    for (const auto& o : p["options"]) {
+        by_name[o["name"].get<std::string>()] = o;
+        mixes += o["recompute"] == "layers" && o["fuse"] == false;
+    }
+    CHECK(mixes == 4);
+    REQUIRE(by_name.count("full on 1/3 layers [F--]") == 1);
+    REQUIRE(by_name.count("fuse + full") == 1);
+    const auto full = iteration_of(" --fuse --recompute full");
+    CHECK(by_name["fuse + full"]["step_time_s"].get<double>() == Approx(full["step_time_s"].get<double>()).epsilon(1e-12));
+    CHECK(by_name["fuse + full"]["peak_bytes"].get<std::int64_t>() == full["peak_bytes_per_rank"].get<std::int64_t>());
+    // Recomputing costs time and saves memory on the pipeline as on one device: full recompute of
+    // one layer of each stage lies between none and full on both.
+    const auto& none = by_name["none"];
+    const auto& one = by_name["full on 1/3 layers [F--]"];
+    const auto& all = by_name["full"];
+    CHECK(none["step_time_s"].get<double>() < one["step_time_s"].get<double>());
+    CHECK(one["step_time_s"].get<double>() < all["step_time_s"].get<double>());
+    CHECK(none["peak_bytes"].get<std::int64_t>() > one["peak_bytes"].get<std::int64_t>());
+    CHECK(one["peak_bytes"].get<std::int64_t>() > all["peak_bytes"].get<std::int64_t>());
+    // Extra FLOPs: one micro-batch's through the 4 stages; one layer of 3 a stage is a third of full.
+    CHECK(one["extra_flops"].get<double>() == Approx(all["extra_flops"].get<double>() / 3).epsilon(1e-9));
+    const auto sweep = test::run_cli("plan gpt2-small --cluster dgx-a100 --pp 2 --batch-sweep -q");
+    CHECK(sweep.code == 2);
+    const auto odd = test::run_cli("plan gpt2-small --cluster dgx-a100 --pp 5 -q");
+    CHECK(odd.code == 2);
+    CHECK_THAT(odd.out, Catch::Contains("--pp 5"));
 }
 
 TEST_CASE("context parallelism: a rank's share of each sequence, keys and values gathered, balanced causal work", "[parallel][cp]") {

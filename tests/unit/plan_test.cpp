@@ -356,6 +356,9 @@ TEST_CASE("plan: the budget planner's frontier equals brute force over every per
     std::set<std::pair<std::int64_t, double>> planned;
     for (std::size_t i : plan.frontier) planned.insert({plan.options[i].peak_bytes, plan.options[i].step_time_s});
     CHECK(planned == brute);
+    std::string names;
+    for (const PlanOption& o : plan.options) names += o.name + " | ";
+    INFO(names);
     CHECK(plan.options.size() == 2 * (5 + 6));
     // The result does not depend on how many threads evaluated it.
     PlanOptions one;
