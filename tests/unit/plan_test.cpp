@@ -322,6 +322,31 @@ TEST_CASE("plan: pareto_frontier keeps exactly the non-dominated points", "[plan
     CHECK(f == std::vector<std::size_t>{6, 1, 0, 2});
 }
 
+TEST_CASE("recompute: layers of Hugging Face names are their numbered prefix, so full recompute keeps each layer's input", "[plan]") {
+    // llama-2-7b names its ops model.layers.<i>.<...>, its embedding model.embed_tokens and its
+    // final norm model.norm: 32 layers, the embedding, norm and head in none. Before the numbered
+    // prefix, "model" made one layer of the whole stack, and full recomputation (keep that one
+    // layer's input) saved almost nothing; per layer it keeps one [batch, seq, d_model] input a
+    // layer, so the activations saved for backward drop by far more than half (the attention and
+    // MLP intermediates are about 20 x that input a layer in 16-bit).
+    ModelOverrides ov;
+    ov.batch = 1;
+    ov.seq = 128;
+    const Graph g = train(load_model_arg("llama-2-7b", ov));
+    const std::vector<Layer> layers = find_layers(g);
+    REQUIRE(layers.size() == 32);
+    CHECK(layers.front().name == "model.layers.0");
+    CHECK(layers.back().name == "model.layers.31");
+    for (const Layer& l : layers)
+        for (NodeId n : l.nodes) CHECK(g.node(n).name.rfind(l.name + ".", 0) == 0);
+    const Hardware hw = builtin_hardware("h100-sxm");
+    const Evaluated none = evaluate_option(g, hw, std::nullopt, false, {});
+    const Evaluated full = evaluate_option(g, hw, plan_strategy(g, RecomputeStrategy::full), false, {});
+    INFO("saved for backward: " << none.analysis.memory.saved_activation_bytes << " B without, "
+                                << full.analysis.memory.saved_activation_bytes << " B with full recompute");
+    CHECK(full.analysis.memory.saved_activation_bytes * 4 < none.analysis.memory.saved_activation_bytes);
+}
+
 TEST_CASE("plan: the budget planner's frontier equals brute force over every per-layer choice", "[plan]") {
     // Two layers: 3^2 choices (keep / selective / full per layer) x fusion off / on, plus the sqrt
     // and min-cut strategies, each a real transformed graph. The planner's frontier must be exactly
