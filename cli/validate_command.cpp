@@ -89,7 +89,7 @@ void add_validate(CLI::App& app) {
     auto quiet = std::make_shared<bool>(false);
     auto terms = std::make_shared<std::vector<std::string>>();
     auto sweeps = std::make_shared<int>(ValidateOptions{}.sweeps);
-    auto fit_start = std::make_shared<std::string>("compiled");
+    auto fit_start = std::make_shared<std::string>();
     cmd->add_option("PATH", *paths,
                     "a directory in the public layout (all its CSVs), one CSV (per-op or end_to_end.csv), or a `roofline measure` JSON")
         ->required();
@@ -117,8 +117,9 @@ void add_validate(CLI::App& app) {
                     "coordinate-descent sweeps over the fitted terms (at most; default: " + std::to_string(ValidateOptions{}.sweeps) + ")")
         ->check(CLI::Range(1, 100));
     cmd->add_option("--fit-start", *fit_start,
-                    "where fits start: compiled (the compiled-in values, default; for leave-one-out folds the all-GPU fit, which includes "
-                    "the GPU left out) or mid (each term at the geometric middle of its search range); --term overrides a term")
+                    "where fits start: mid (each term at the geometric middle of its search range; default for the leave-one-out folds, "
+                    "whose start must hold nothing of the GPU left out) or compiled (the compiled-in values, the all-GPU fit; default for "
+                    "--fit); --term overrides a term")
         ->check(CLI::IsMember({"compiled", "mid"}));
     cmd->add_option("--csv", *csv, "also write every case (measured, predicted, error) as CSV to this file");
     cmd->add_flag("-q,--quiet", *quiet, "print no tables");
@@ -138,7 +139,7 @@ void add_validate(CLI::App& app) {
         opt.threads = *threads;
         opt.term_values = parse_terms(*terms);
         opt.sweeps = *sweeps;
-        opt.fit_start = *fit_start == "mid" ? ValidateOptions::FitStart::mid : ValidateOptions::FitStart::compiled;
+        if (!fit_start->empty()) opt.fit_start = *fit_start == "mid" ? ValidateOptions::FitStart::mid : ValidateOptions::FitStart::compiled;
         check_output_targets({{"-o", *out}, {"--html", *html}, {"--csv", *csv}}, *paths);
         std::vector<ValidationCase> cases;
         const auto doc = run_validation(load_measurements(*paths, opt), opt, &cases);

@@ -890,8 +890,12 @@ std::vector<double> term_values(const ValidateOptions& opt, bool mid) {
 
 std::vector<double> default_values(const ValidateOptions& opt) { return term_values(opt, false); }
 
-// Where the fits start (ValidateOptions::fit_start).
-std::vector<double> start_values(const ValidateOptions& opt) { return term_values(opt, opt.fit_start == ValidateOptions::FitStart::mid); }
+// Where a fit starts (ValidateOptions::fit_start).
+std::vector<double> start_values(const ValidateOptions& opt, ValidateOptions::FitStart start) {
+    return term_values(opt, start == ValidateOptions::FitStart::mid);
+}
+
+const char* start_name(ValidateOptions::FitStart s) { return s == ValidateOptions::FitStart::mid ? "mid" : "compiled"; }
 
 bool term_applies(const FittedTerm& t, const ValidationCase& c) {
     std::string_view rest = t.families;
@@ -1166,7 +1170,7 @@ ordered_json document(const MeasurementSet& set, const ValidateOptions& opt, con
                        {"fit_sample", opt.fit_sample},
                        {"fit_sample_e2e", opt.fit_sample_e2e},
                        {"sweeps", opt.sweeps},
-                       {"fit_start", opt.fit_start == ValidateOptions::FitStart::mid ? "mid" : "compiled"},
+                       {"fit_start", start_name(opt.leave_one_out ? opt.fold_start() : opt.all_gpu_start())},
                        {"dtype", "f32"},
                        {"runtime", "eager"},
                        {"e2e_train_optimizer", std::string(optimizer_name(backward_only_optimizer<Optimizer>()))},
@@ -1344,7 +1348,7 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
         c.set = !pool ? "held-out" : opt.leave_one_out ? "validation" : "fit";
     }
     const Predictor p(cases, thread_count(opt), opt.hosts);
-    const std::vector<double> defaults = default_values(opt), start = start_values(opt);
+    const std::vector<double> defaults = default_values(opt);
     predict_all(set, p, defaults);
     std::vector<std::size_t> pool;
     std::set<std::string> pool_gpus;
@@ -1363,7 +1367,7 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
         for (const std::string& gpu : pool_gpus) {
             std::vector<std::size_t> train, test;
             for (std::size_t i : pool) (cases[i].gpu == gpu ? test : train).push_back(i);
-            const FitResult fit = fit_terms(p, cases, train, start, defaults, opt);
+            const FitResult fit = fit_terms(p, cases, train, start_values(opt, opt.fold_start()), defaults, opt);
             std::vector<std::string> kernels;
             const std::vector<double> pred = p.run(test, fit.values, nullptr, true, &kernels);
             for (std::size_t k = 0; k < test.size(); ++k) {
@@ -1376,10 +1380,11 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
     }
     ordered_json fit_doc;
     if (opt.fit) {
-        const FitResult fit = fit_terms(p, cases, pool, start, defaults, opt);
+        const FitResult fit = fit_terms(p, cases, pool, start_values(opt, opt.all_gpu_start()), defaults, opt);
         ordered_json gl = ordered_json::array();
         for (const std::string& g : pool_gpus) gl.push_back(g);
         fit_doc = {{"gpus", gl},
+                   {"start", start_name(opt.all_gpu_start())},
                    {"cases", fit.cases},
                    {"values", values_json(fit.values)},
                    {"objective_default", fit.before},

@@ -309,11 +309,20 @@ TEST_CASE("validate --leave-one-out gpu recovers a fitted term's known value", "
     }
     opt.leave_one_out = true;
     opt.fit = true;
+    // By default the folds start from the middle of every term's range (nothing of the GPU left
+    // out: simt_gemm_efficiency at sqrt(0.3 x 1) = 0.548, every other term too) and --fit from the
+    // compiled-in values. From mid-range the fit reaches the data as closely (validation medians
+    // under 2%), but along a valley: the fragment-load cost starts at 0.447 instead of its compiled
+    // 0.598 and trades against the efficiency, so the efficiency lands within 5% of 0.6 rather than
+    // 2% (the start dependence docs/ACCURACY.md measures). The objective before fitting is the
+    // compiled-in values' either way.
     const ordered_json doc = roofline::run_validation(roofline::load_measurements({d}, opt), opt);
+    CHECK(doc["settings"]["fit_start"] == "mid");
+    CHECK(doc["fit"]["start"] == "compiled");
     REQUIRE(doc["folds"].size() == 3);
     for (const auto& f : doc["folds"]) {
         INFO(f.dump());
-        CHECK(f["values"]["simt_gemm_efficiency"].get<double>() == Approx(0.6).epsilon(0.02));
+        CHECK(f["values"]["simt_gemm_efficiency"].get<double>() == Approx(0.6).epsilon(0.05));
     }
     CHECK(doc["fit"]["values"]["simt_gemm_efficiency"].get<double>() == Approx(0.6).epsilon(0.02));
     CHECK(doc["fit"]["objective_fitted"].get<double>() < doc["fit"]["objective_default"].get<double>());
@@ -321,21 +330,14 @@ TEST_CASE("validate --leave-one-out gpu recovers a fitted term's known value", "
         CHECK(g["set"] == "validation");
         CHECK(g["median_abs_error_pct"].get<double>() < 2.0);  // predicted with the refitted value
     }
-    // Started from the middle of every term's range (--fit-start mid; simt_gemm_efficiency at
-    // sqrt(0.3 x 1) = 0.548, and every other term too) instead of the compiled-in values: the fit
-    // reaches the data as closely (validation medians under 2%), but along a valley. The
-    // fragment-load cost starts at 0.447 instead of its compiled 0.598 and trades against the
-    // efficiency, so the efficiency lands within 5% of 0.6 rather than 2% (0.581 when written:
-    // the start dependence docs/ACCURACY.md measures). The objective before fitting is still the
-    // compiled-in values'.
-    ValidateOptions mid = opt;
-    mid.fit_start = ValidateOptions::FitStart::mid;
-    const ordered_json from_mid = roofline::run_validation(roofline::load_measurements({d}, mid), mid);
-    CHECK(from_mid["settings"]["fit_start"] == "mid");
-    for (const auto& f : from_mid["folds"]) CHECK(f["values"]["simt_gemm_efficiency"].get<double>() == Approx(0.6).epsilon(0.05));
-    CHECK(from_mid["fit"]["values"]["simt_gemm_efficiency"].get<double>() == Approx(0.6).epsilon(0.05));
-    for (const auto& g : from_mid["by_family"]) CHECK(g["median_abs_error_pct"].get<double>() < 2.0);
-    CHECK(from_mid["fit"]["objective_default"].get<double>() == Approx(doc["fit"]["objective_default"].get<double>()).epsilon(1e-12));
+    // Started from the compiled-in values (--fit-start compiled), the folds land within 2%.
+    ValidateOptions compiled = opt;
+    compiled.fit_start = ValidateOptions::FitStart::compiled;
+    const ordered_json from_compiled = roofline::run_validation(roofline::load_measurements({d}, compiled), compiled);
+    CHECK(from_compiled["settings"]["fit_start"] == "compiled");
+    for (const auto& f : from_compiled["folds"]) CHECK(f["values"]["simt_gemm_efficiency"].get<double>() == Approx(0.6).epsilon(0.02));
+    for (const auto& g : from_compiled["by_family"]) CHECK(g["median_abs_error_pct"].get<double>() < 2.0);
+    CHECK(from_compiled["fit"]["objective_default"].get<double>() == Approx(doc["fit"]["objective_default"].get<double>()).epsilon(1e-12));
     // Without the fit, the defaults predict: the in-sample ("fit") set.
     opt.leave_one_out = false;
     opt.fit = false;
@@ -530,6 +532,9 @@ TEST_CASE("accuracy: no GPU x family gets worse than the committed record, leave
     const ordered_json doc = accuracy_doc();
     const ordered_json record = ordered_json::parse(slurp(test::source_path("tests/data/public/neusight-accuracy-record.json")));
     INFO(roofline::render_validation(doc));
+    // The record holds for the procedure it was made with (the folds' start and sweeps).
+    REQUIRE(doc["settings"]["fit_start"] == record["procedure"]["fit_start"]);
+    REQUIRE(doc["settings"]["sweeps"] == record["procedure"]["sweeps"]);
     auto find = [&](const char* table, const std::string& gpu, const std::string& family) -> const ordered_json* {
         for (const auto& r : doc[table])
             if (r["gpu"] == gpu && r["set"] == "validation" && (family.empty() || r["family"] == family)) return &r;
