@@ -254,10 +254,10 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
             r.fail(model_type == "qwen2_moe" ? experts_key : "model_type",
                    flag + ": " + model_type + " has no experts (mixtral and qwen2_moe split by --ep)");
         if (moe.experts % split.ep != 0) r.fail(experts_key, flag + " must divide the " + std::to_string(moe.experts) + " experts");
-        if (split.sp && t > 1 && (model_type != "mixtral" || split.routing.any() || moe.jitter))
+        if (split.sp && t > 1 && (split.routing.any() || moe.jitter))
             throw InputError(
-                "--sp with expert parallelism (--ep) is modelled for mixtral under uniform dropless routing only (with --ep 1 "
-                "the MoE layer's input is all-gathered)");
+                "--sp with expert parallelism (--ep) is modelled for mixtral and qwen2_moe under uniform dropless routing only (with "
+                "--ep 1 the MoE layer's input is all-gathered)");
     }
     // Routing other than uniform and dropless (--expert-load, --capacity-factor; model/moe_routing.hpp),
     // as the GPT template's: what each expert runs of a sequence of seq tokens, with --ep the
@@ -308,8 +308,8 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     ContextParallelSplit cps(b, split.cp);
     const json kv_seq = cps.kv_seq(full_seq);
     moe.ep = &expert_split;
-    // Sequence and expert parallelism together (mixtral): the MoE layer takes the rank's sequence
-    // shard and gathers the dispatched copies itself (hf_build.hpp TopKExperts::sp).
+    // Sequence and expert parallelism together (mixtral, qwen2_moe): the MoE layer takes the rank's
+    // sequence shard and gathers the dispatched copies itself (hf_build.hpp TopKExperts::sp).
     const bool sp_ep = sp && split.ep > 1 && moe.experts > 0;
     if (sp_ep) moe.sp = &tps, moe.shard = seq / t;
     if (first) b.input("input_ids", {"batch", "seq"}, "int64");
@@ -356,14 +356,24 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
                                              b.linear(at + "o_proj", merge_heads(b, at + "attn", ctx, "seq", hq * dh), hq * dh, d, o_bias));
         x = b.node(p + "attn_residual", "add", {x, b.dropout(p + "resid_attn_dropout", o, resid)});
         const std::string normed = norm(p + "post_attention_layernorm", x);
-        const std::string m = sp_ep ? normed : tps.column_input(p + "mlp.all_gather", normed);
+        // A dense layer between the sparse ones (qwen2_moe's mlp_only_layers, decoder_sparse_step)
+        // gathers its input and scatters its output as without expert parallelism.
+        const bool layer_sp_ep = sp_ep && (model_type == "mixtral" || sparse(l));
+        const std::string m = layer_sp_ep ? normed : tps.column_input(p + "mlp.all_gather", normed);
         std::string mlp;
         if (model_type == "mixtral") {
             mlp = top_k_experts(b, r, p + "block_sparse_moe.", m, d, moe);
         } else if (sparse(l)) {
             const std::string mp = p + "mlp.";
             const std::string routed = top_k_experts(b, r, mp, m, d, moe);
-            const std::string shared = gated_mlp(b, r, mp + "shared_expert.", m, d, shared_inter, act_key, act, false);
+            // With sp and ep the routed experts take the rank's sequence shard; the shared expert is a
+            // tensor-parallel MLP as the dense one, its input all-gathered over tp and its output
+            // reduce-scattered back to the shard, where the gate (per token) scales it (Megatron-core's
+            // SharedExpertMLP under sequence parallelism).
+            std::string shared =
+                gated_mlp(b, r, mp + "shared_expert.", layer_sp_ep ? tps.column_input(mp + "shared_expert.all_gather", m) : m, d,
+                          shared_inter, act_key, act, false);
+            if (layer_sp_ep) shared = tps.row_output(mp + "shared_expert.reduce_scatter", shared);
             const std::string gate =
                 b.node(mp + "shared_expert_gate.sigmoid", "sigmoid", {b.linear(mp + "shared_expert_gate", m, d, 1, false)});
             mlp = b.node(mp + "add_shared", "add", {routed, b.node(mp + "shared_expert.scaled", "mul", {gate, shared})});
@@ -377,7 +387,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         } else {
             mlp = gated_mlp(b, r, p + "mlp.", m, d, inter_rank, act_key, act, mlp_bias);
         }
-        if (!sp_ep) mlp = tps.row_output(p + "mlp.reduce_scatter", mlp);
+        if (!layer_sp_ep) mlp = tps.row_output(p + "mlp.reduce_scatter", mlp);
         x = b.node(p + "mlp_residual", "add", {x, b.dropout(p + "resid_mlp_dropout", mlp, resid)});
     }
     cps.write(full_seq);

@@ -60,6 +60,40 @@ struct Bad {
     const char* message;
 };
 // Each `prefix` + args exits 2 with its message.
+// One rank's forward graph of a mixture-of-experts template at seq, tp 2, ep 2, with or without --sp.
+Graph moe_rank(const std::string& model, std::int64_t seq, bool sp) {
+    ModelOverrides ov;
+    ov.seq = seq, ov.tp = 2, ov.sp = sp, ov.ep = 2;
+    return load_model_arg(model, ov);
+}
+
+// The first output of the named node.
+TensorDesc output_of(const Graph& g, const std::string& node) {
+    const NodeId n = g.find_node(node);
+    REQUIRE(n != kNoNode);
+    return g.tensor(g.node(n).outputs.front()).desc;
+}
+
+// Megatron-core's alltoall dispatcher under --sp at tp 2, ep 2 (bf16): the all-to-alls of the MoE
+// layer at prefix p carry the rank's seq / 2 tokens' k copies of d values, half of what they carry
+// without --sp, and the received copies are all-gathered over tp to the whole sequence's (one
+// all-gather and one reduce-scatter a layer), the layer's input not gathered; the experts' FLOPs
+// equal those without --sp.
+void check_sp_dispatch(const Graph& both, const Graph& tp_ep, const std::string& p, std::int64_t seq, std::int64_t k, std::int64_t d,
+                       const std::string& input_gather) {
+    const std::int64_t shard = seq / 2 * k * d * 2;
+    CHECK(output_of(both, p + "dispatch.all_to_all").bytes() == shard);
+    CHECK(output_of(both, p + "combine.all_to_all").bytes() == shard);
+    CHECK(output_of(tp_ep, p + "dispatch.all_to_all").bytes() == 2 * shard);
+    CHECK(output_of(both, p + "dispatch.gather").shape == Shape{1, seq * k, d});
+    const auto& tp = both.tensor_parallel;
+    CHECK(std::count(tp.all_gather.begin(), tp.all_gather.end(), p + "dispatch.gather") == 1);
+    CHECK(std::count(tp.reduce_scatter.begin(), tp.reduce_scatter.end(), p + "combine.scatter") == 1);
+    CHECK(std::count(tp.all_gather.begin(), tp.all_gather.end(), input_gather) == 0);
+    const Hardware hw = builtin_cluster("dgx-h100").hardware;
+    CHECK(flops_named(both, analyze(both, hw), ".experts.") == flops_named(tp_ep, analyze(tp_ep, hw), ".experts."));
+}
+
 void check_refused(const std::string& prefix, std::initializer_list<Bad> bad) {
     for (const Bad& b : bad) {
         INFO(b.args);
@@ -316,37 +350,66 @@ TEST_CASE("mixtral-8x7b with --tp 2 --sp --ep 2: a rank dispatches its sequence 
     // 512 x 2 x 4096 x 2 B = 8 MiB and the experts' outputs reduce-scattered back; the experts'
     // FLOPs equal those of --tp 2 --ep 2 (the same copies reach the same experts).
     const std::int64_t d = 4096, seq = 512, k = 2, mib = 1024 * 1024;
-    const auto build = [&](bool sp) {
-        ModelOverrides ov;
-        ov.seq = seq, ov.tp = 2, ov.sp = sp, ov.ep = 2;
-        return load_model_arg("mixtral-8x7b", ov);
-    };
-    const Graph both = build(true), tp_ep = build(false);
-    const auto out = [](const Graph& g, const std::string& node) {
-        const NodeId n = g.find_node(node);
-        REQUIRE(n != kNoNode);
-        return g.tensor(g.node(n).outputs.front()).desc;
-    };
+    const Graph both = moe_rank("mixtral-8x7b", seq, true), tp_ep = moe_rank("mixtral-8x7b", seq, false);
     const std::string p = "model.layers.0.block_sparse_moe.";
-    CHECK(out(both, p + "dispatch.all_to_all").bytes() == 4 * mib);
-    CHECK(out(both, p + "combine.all_to_all").bytes() == 4 * mib);
-    CHECK(out(tp_ep, p + "dispatch.all_to_all").bytes() == 8 * mib);
-    CHECK(out(both, p + "dispatch.gather").shape == Shape{1, seq * k, d});
-    CHECK(out(both, p + "dispatch.gather").bytes() == 8 * mib);
-    const auto& tp = both.tensor_parallel;
-    CHECK(std::count(tp.all_gather.begin(), tp.all_gather.end(), p + "dispatch.gather") == 1);
-    CHECK(std::count(tp.reduce_scatter.begin(), tp.reduce_scatter.end(), p + "combine.scatter") == 1);
-    CHECK(std::count(tp.all_gather.begin(), tp.all_gather.end(), "model.layers.0.mlp.all_gather") == 0);
-    const Hardware hw = builtin_cluster("dgx-h100").hardware;
-    const Analysis ab = analyze(both, hw), at = analyze(tp_ep, hw);
-    CHECK(flops_named(both, ab, ".experts.") == flops_named(tp_ep, at, ".experts."));
-    // qwen2_moe (a shared expert beside the routed ones) and non-uniform routing are refused.
+    CHECK(output_of(both, p + "dispatch.all_to_all").bytes() == 4 * mib);
+    CHECK(output_of(both, p + "dispatch.gather").bytes() == 8 * mib);
+    check_sp_dispatch(both, tp_ep, p, seq, k, d, "model.layers.0.mlp.all_gather");
+    // Non-uniform routing is refused.
     check_refused(
         "analyze --mode training --seq 256 --cluster dgx-h100 --tp 2 --sp --dp 2 --ep 2 -q ",
         {
-            {"qwen1.5-moe-a2.7b", "--sp with expert parallelism (--ep) is modelled for mixtral under uniform dropless routing only"},
-            {"mixtral-8x7b --expert-load zipf:1", "--sp with expert parallelism (--ep) is modelled for mixtral under uniform"},
+            {"mixtral-8x7b --expert-load zipf:1",
+             "--sp with expert parallelism (--ep) is modelled for mixtral and qwen2_moe under uniform"},
+            {"qwen1.5-moe-a2.7b --capacity-factor 1.25", "--sp with expert parallelism (--ep) is modelled for mixtral and qwen2_moe"},
         });
+}
+
+TEST_CASE("qwen1.5-moe-a2.7b with --tp 2 --sp --ep 2: the routed experts as mixtral's, the shared expert a sequence-parallel MLP",
+          "[parallel][ep][sp][hf]") {
+    // Qwen1.5-MoE-A2.7B at seq 256, tp 2, ep 2 (30 of the 60 experts a rank, top-4, d = 2048, bf16):
+    // the routed experts take the rank's 128 tokens, so the all-to-alls carry 128 x 4 copies x 2048
+    // x 2 B = 2 MiB (4 MiB without --sp) and the received copies are gathered to 256 x 4 x 2048 x
+    // 2 B = 4 MiB. The shared expert (5632 features, 2816 a rank) is the dense MLP's kind of
+    // tensor-parallel MLP: its input, the rank's shard, all-gathered to [1, 256, 2048] (1 MiB) and
+    // its output reduce-scattered back, where the per-token gate scales it (Megatron-core's
+    // SharedExpertMLP); the layer's input is not gathered for the routed experts. Experts' and shared
+    // expert's FLOPs equal those of --tp 2 --ep 2 (the same tokens reach them).
+    const std::int64_t d = 2048, seq = 256, k = 4, mib = 1024 * 1024;
+    const Graph both = moe_rank("qwen1.5-moe-a2.7b", seq, true), tp_ep = moe_rank("qwen1.5-moe-a2.7b", seq, false);
+    const auto out = output_of;
+    const std::string p = "model.layers.0.mlp.";
+    CHECK(out(both, p + "dispatch.all_to_all").bytes() == 2 * mib);
+    check_sp_dispatch(both, tp_ep, p, seq, k, d, p + "all_gather");
+    CHECK(out(both, p + "shared_expert.all_gather").shape == Shape{1, seq, d});
+    CHECK(out(both, p + "shared_expert.all_gather").bytes() == 1 * mib);
+    CHECK(out(both, p + "shared_expert.reduce_scatter").shape == Shape{1, seq / 2, d});
+    CHECK(out(both, p + "add_shared").shape == Shape{1, seq / 2, d});
+    const auto& tp = both.tensor_parallel;
+    const auto count = [](const std::vector<std::string>& v, const std::string& name) { return std::count(v.begin(), v.end(), name); };
+    CHECK(count(tp.all_gather, p + "shared_expert.all_gather") == 1);
+    CHECK(count(tp.reduce_scatter, p + "shared_expert.reduce_scatter") == 1);
+    CHECK(count(tp.reduce_scatter, p + "reduce_scatter") == 0);
+    const Hardware hw = builtin_cluster("dgx-h100").hardware;
+    const Analysis ab = analyze(both, hw), at = analyze(tp_ep, hw);
+    // The shared expert's GEMMs run on the gathered sequence either way; its gate's scaling on the
+    // rank's 128 tokens instead of 256 (24 layers x 128 x 2048 multiplies fewer).
+    CHECK(flops_named(both, ab, ".shared_expert.", OpKind::linear) == flops_named(tp_ep, at, ".shared_expert.", OpKind::linear));
+    CHECK(flops_named(tp_ep, at, ".shared_expert.scaled") - flops_named(both, ab, ".shared_expert.scaled") == 24.0 * 128 * d);
+    // The job runs end to end on a cluster.
+    CHECK(test::run_cli("analyze qwen1.5-moe-a2.7b --mode training --seq 256 --cluster dgx-h100 --tp 2 --sp --dp 2 --ep 2 -q").code == 0);
+    // A dense layer between sparse ones (mlp_only_layers [1]) gathers its input and scatters its
+    // output as without expert parallelism.
+    const std::string path = test::tmp_path("qwen-moe-dense-layer.json");
+    htmltest::spit(path, R"({"format": "roofline-model/1", "template": "qwen1.5-moe-a2.7b",
+                            "config": {"num_hidden_layers": 2, "mlp_only_layers": [1]}})");
+    ModelOverrides ov;
+    ov.seq = seq, ov.tp = 2, ov.sp = true, ov.ep = 2;
+    const Graph mixed = load_model_arg(path, ov);
+    CHECK(count(mixed.tensor_parallel.all_gather, "model.layers.1.mlp.all_gather") == 1);
+    CHECK(count(mixed.tensor_parallel.reduce_scatter, "model.layers.1.mlp.reduce_scatter") == 1);
+    CHECK(count(mixed.tensor_parallel.all_gather, "model.layers.0.mlp.all_gather") == 0);
+    CHECK(out(mixed, "model.layers.1.mlp.reduce_scatter").shape == Shape{1, seq / 2, d});
 }
 
 TEST_CASE("qwen1.5-moe-a2.7b at ep 4: 15 of 60 experts a rank, the shared expert whole", "[parallel][ep][hf]") {
