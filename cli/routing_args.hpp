@@ -19,8 +19,9 @@ struct RoutingArgs {
         cmd->add_option(
             "--expert-load", expert_load,
             "routing of the experts (a GPT template's, mixtral's, qwen2_moe's) instead of uniform: uniform, zipf:S (expert i gets a share "
-            "proportional to 1 / (i + 1)^S) or one share per expert (e.g. 4,2,1,1); with --ep the busiest rank is "
-            "modelled and MFU counts the mean rank's work");
+            "proportional to 1 / (i + 1)^S) or one share per expert (e.g. 4,2,1,1), or one of those per layer separated by ';' "
+            "(e.g. zipf:1.2;uniform;4,2,1,1 for 3 layers); with --ep the busiest rank of every layer is modelled and MFU counts the "
+            "mean rank's work");
         cmd->add_option("--capacity-factor", capacity_factor,
                         "expert capacity of the experts (a GPT template's, mixtral's, qwen2_moe's): each takes at most ceil(F x tokens x "
                         "top_k / experts) token "

@@ -262,6 +262,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     // Routing other than uniform and dropless (--expert-load, --capacity-factor; model/moe_routing.hpp),
     // as the GPT template's: what each expert runs of a sequence of seq tokens, with --ep the
     // busiest rank's experts.
+    std::vector<Routing> routes;  // per layer of the model
     if (split.routing.any()) {
         const char* flag = !split.routing.text.empty()     ? "--expert-load"
                            : split.routing.capacity_factor ? "--capacity-factor"
@@ -270,10 +271,17 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
             r.fail(model_type == "qwen2_moe" ? "num_experts" : "model_type",
                    std::string(flag) + ": " + model_type + " has no experts to route to (mixtral and qwen2_moe route their tokens)");
         resolve_expert_load(split.routing, moe.experts, routing_flags());
+        check_expert_layers(split.routing, layers, routing_flags());  // one load per layer (a dense layer's unused)
         moe.seq = seq;
-        moe.routing = route_tokens(split.routing, moe.experts, seq, moe.k);
-        moe.busiest = busiest_rank(moe.routing.rows, split.ep);
+        routes = route_layers(split.routing, 0, layers, moe.experts, seq, moe.k);
     }
+    // The routes of the layers with experts in [l0, l1) (empty: uniform everywhere).
+    const auto sparse_routes = [&](std::int64_t l0, std::int64_t l1) {
+        std::vector<Routing> out;
+        for (std::int64_t l = l0; l < l1 && !routes.empty(); ++l)
+            if (model_type == "mixtral" || sparse(l)) out.push_back(routes[static_cast<std::size_t>(l)]);
+        return out;
+    };
 
     DocBuilder b;
     std::string desc = "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
@@ -282,7 +290,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     if (moe.experts > 0) {
         desc += ", top-" + std::to_string(moe.k) + " of " + std::to_string(moe.experts) + " experts of " + std::to_string(moe.inter);
         if (shared_inter > 0) desc += " and a shared expert of " + std::to_string(shared_inter);
-        desc += split.routing.any() ? "; " + routing_text(split.routing, moe.routing, moe.experts, seq, moe.k)
+        desc += split.routing.any() ? "; " + layers_routing_text(split.routing, 0, sparse_routes(0, layers), moe.experts, seq, moe.k)
                                     : "; UNIFORM routing assumed (each expert runs batch * seq * k / experts rows, rounded)";
     } else {
         desc += ", MLP " + std::to_string(inter);
@@ -290,7 +298,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     if (split.ep > 1) {
         desc += "; rank of " + std::to_string(split.ep) + "-way expert parallelism (" + std::to_string(moe.experts / split.ep) + " of " +
                 std::to_string(moe.experts) + " experts";
-        if (!moe.routing.rows.empty()) desc += busiest_text(moe.busiest, moe.experts / split.ep, split.ep, seq * moe.k);
+        desc += expert_rank_text(sparse_routes(0, layers), moe.experts / split.ep, split.ep, seq * moe.k);
         desc += ")";
     }
     if (window > 0) desc += "; sliding window " + std::to_string(window) + " not modelled (full causal attention)";
@@ -361,11 +369,17 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         const bool layer_sp_ep = sp_ep && (model_type == "mixtral" || sparse(l));
         const std::string m = layer_sp_ep ? normed : tps.column_input(p + "mlp.all_gather", normed);
         std::string mlp;
+        // This layer's routing (ExpertRouting::per_layer) and, with --ep, its busiest rank.
+        TopKExperts layer_moe = moe;
+        if (!routes.empty()) {
+            layer_moe.routing = routes[static_cast<std::size_t>(l)];
+            layer_moe.busiest = busiest_rank(layer_moe.routing.rows, split.ep);
+        }
         if (model_type == "mixtral") {
-            mlp = top_k_experts(b, r, p + "block_sparse_moe.", m, d, moe);
+            mlp = top_k_experts(b, r, p + "block_sparse_moe.", m, d, layer_moe);
         } else if (sparse(l)) {
             const std::string mp = p + "mlp.";
-            const std::string routed = top_k_experts(b, r, mp, m, d, moe);
+            const std::string routed = top_k_experts(b, r, mp, m, d, layer_moe);
             // With sp and ep the routed experts take the rank's sequence shard; the shared expert is a
             // tensor-parallel MLP as the dense one, its input all-gathered over tp and its output
             // reduce-scattered back to the shard, where the gate (per token) scales it (Megatron-core's
@@ -391,7 +405,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         x = b.node(p + "mlp_residual", "add", {x, b.dropout(p + "resid_mlp_dropout", mlp, resid)});
     }
     cps.write(full_seq);
-    expert_split.write(moe.routing.rows.empty() ? std::nullopt : std::optional<double>(load_factor(moe.busiest, split.ep, seq * moe.k)));
+    expert_split.write(routed_load_factor(sparse_routes(stage.l0, stage.l1), split.ep, seq * moe.k));
     // A tied embedding: the first stage's lookup table and the last stage's copy (lm_head.weight).
     const auto final_norm = [&] { return tps.column_input("model.norm.all_gather", norm("model.norm", x)); };
     return finish_decoder(b, tps, split, stage, head, final_norm, x, tied ? "model.embed_tokens.weight" : "", d, vocab_rank);

@@ -655,6 +655,19 @@ namespace {
 // --expert-load as the config's "expert_load": comma-separated numbers as an array, any other
 // text as a string (the template checks both and names the key).
 json expert_load_config(const std::string& text) {
+    if (text.find(';') != std::string::npos) {  // one load per layer: L0;L1;...
+        json layers = json::array();
+        for (std::size_t at = 0; at <= text.size();) {
+            const std::size_t semi = std::min(text.find(';', at), text.size());
+            const std::string item = text.substr(at, semi - at);
+            if (item.empty() || item.find(';') != std::string::npos)
+                throw InputError("--expert-load: layer " + std::to_string(layers.size()) +
+                                 "'s load is empty (expected L0;L1;... one load a layer)");
+            layers.push_back(expert_load_config(item));
+            at = semi + 1;
+        }
+        return layers;
+    }
     if (text.find_first_not_of("0123456789.,eE+- ") != std::string::npos) return text;
     json shares = json::array();
     for (std::size_t at = 0; at <= text.size();) {

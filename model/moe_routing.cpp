@@ -13,9 +13,29 @@ namespace roofline {
 using nlohmann::json;
 
 void parse_expert_load(const json& v, ExpertRouting& r, const RoutingWhere& where) {
-    const char* expected = "expected an array of one non-negative share per expert, \"uniform\" or \"zipf:S\" (S >= 0)";
+    const char* expected =
+        "expected an array of one non-negative share per expert, \"uniform\", \"zipf:S\" (S >= 0), or an array of those, one per layer";
     r.shares.clear();
     r.zipf.reset();
+    r.per_layer.clear();
+    if (v.is_array() && !v.empty() && (v.front().is_array() || v.front().is_string())) {
+        for (std::size_t l = 0; l < v.size(); ++l) {
+            const std::string at = "expert_load/" + std::to_string(l);
+            if (!v[l].is_array() && !v[l].is_string())
+                throw InputError(where(at) + "expected layer " + std::to_string(l) +
+                                 "'s load: an array of shares, \"uniform\" or \"zipf:S\", got " + v[l].dump());
+            if (v[l].is_array() && !v[l].empty() && (v[l].front().is_array() || v[l].front().is_string()))
+                throw InputError(where(at) + "expected layer " + std::to_string(l) + "'s load (one split of the experts), got " +
+                                 v[l].dump());
+            ExpertRouting layer;
+            // Keys inside the layer's load are named from its own path: expert_load/<l>[/<i>].
+            parse_expert_load(v[l], layer,
+                              [&](const std::string& key) { return where(at + key.substr(std::string("expert_load").size())); });
+            r.per_layer.push_back(std::move(layer));
+        }
+        r.text = "per layer (" + std::to_string(v.size()) + " loads)";
+        return;
+    }
     if (v.is_string()) {
         r.text = v.get<std::string>();
         if (r.text == "uniform") return;
@@ -42,7 +62,29 @@ double parse_capacity_factor(const json& v, const RoutingWhere& where) {
     return v.get<double>();
 }
 
+ExpertRouting ExpertRouting::layer(std::int64_t l) const {
+    if (per_layer.empty()) return *this;
+    ExpertRouting r = per_layer.at(static_cast<std::size_t>(l));
+    r.capacity_factor = capacity_factor;
+    r.pad_to_capacity = pad_to_capacity;
+    return r;
+}
+
+void check_expert_layers(const ExpertRouting& r, std::int64_t layers, const RoutingWhere& where) {
+    if (!r.per_layer.empty() && static_cast<std::int64_t>(r.per_layer.size()) != layers)
+        throw InputError(where("expert_load") + "expected one load per layer (" + std::to_string(layers) + "), got " +
+                         std::to_string(r.per_layer.size()));
+}
+
 void resolve_expert_load(ExpertRouting& r, std::int64_t experts, const RoutingWhere& where) {
+    for (std::size_t l = 0; l < r.per_layer.size(); ++l) {
+        const std::string at = "expert_load/" + std::to_string(l);
+        ExpertRouting& layer = r.per_layer[l];
+        resolve_expert_load(layer, experts,
+                            [&](const std::string& key) { return where(at + key.substr(std::string("expert_load").size())); });
+        // A uniform layer among routed ones: one share each, so that every layer has its rows.
+        if (layer.shares.empty()) layer.shares.assign(static_cast<std::size_t>(experts), 1.0);
+    }
     if (r.zipf) {
         r.shares.clear();
         for (std::int64_t e = 0; e < experts; ++e) r.shares.push_back(std::pow(static_cast<double>(e + 1), -*r.zipf));
@@ -128,6 +170,28 @@ std::string routing_text(const ExpertRouting& spec, const Routing& r, std::int64
            " the mean";
 }
 
+std::vector<Routing> route_layers(const ExpertRouting& spec, std::int64_t l0, std::int64_t l1, std::int64_t experts, std::int64_t tokens,
+                                  std::int64_t k) {
+    std::vector<Routing> routes;
+    for (std::int64_t l = l0; l < l1; ++l) routes.push_back(route_tokens(spec.layer(l), experts, tokens, k));
+    return routes;
+}
+
+std::string layers_routing_text(const ExpertRouting& spec, std::int64_t l0, const std::vector<Routing>& routes, std::int64_t experts,
+                                std::int64_t tokens, std::int64_t k) {
+    if (spec.per_layer.empty() || routes.empty())
+        return routing_text(spec, routes.empty() ? Routing{} : routes.front(), experts, tokens, k);
+    std::size_t worst = 0;
+    std::int64_t most = 0;
+    for (std::size_t l = 0; l < routes.size(); ++l) {
+        const std::int64_t m = routes[l].rows.empty() ? 0 : *std::max_element(routes[l].rows.begin(), routes[l].rows.end());
+        if (m > most) most = m, worst = l;
+    }
+    const auto l = l0 + static_cast<std::int64_t>(worst);
+    return "routing " + spec.text + "; the busiest, layer " + std::to_string(l) + ": " +
+           routing_text(spec.layer(l), routes[worst], experts, tokens, k);
+}
+
 BusiestRank busiest_rank(const std::vector<std::int64_t>& rows, std::int64_t ep) {
     BusiestRank best;
     const auto local = static_cast<std::int64_t>(rows.size()) / std::max<std::int64_t>(1, ep);
@@ -143,9 +207,33 @@ double load_factor(const BusiestRank& busiest, std::int64_t ep, std::int64_t cop
     return std::max(1.0, static_cast<double>(busiest.rows * ep) / static_cast<double>(copies));
 }
 
+double load_factor(const std::vector<Routing>& routes, std::int64_t ep, std::int64_t copies) {
+    std::int64_t busiest = 0;
+    for (const Routing& r : routes) busiest += r.rows.empty() ? copies / std::max<std::int64_t>(1, ep) : busiest_rank(r.rows, ep).rows;
+    return std::max(1.0, static_cast<double>(busiest * ep) /
+                             static_cast<double>(copies * static_cast<std::int64_t>(std::max<std::size_t>(1, routes.size()))));
+}
+
 std::string busiest_text(const BusiestRank& busiest, std::int64_t local, std::int64_t ep, std::int64_t copies) {
     return "; the busiest rank: experts " + std::to_string(busiest.first_local) + "-" + std::to_string(busiest.first_local + local - 1) +
            ", " + times_text(static_cast<double>(busiest.rows * ep) / static_cast<double>(copies)) + " the mean copies";
+}
+
+namespace {
+bool any_routed(const std::vector<Routing>& routes) {
+    return std::any_of(routes.begin(), routes.end(), [](const Routing& r) { return !r.rows.empty(); });
+}
+}  // namespace
+
+std::optional<double> routed_load_factor(const std::vector<Routing>& routes, std::int64_t ep, std::int64_t copies) {
+    return any_routed(routes) ? std::optional<double>(load_factor(routes, ep, copies)) : std::nullopt;
+}
+
+std::string expert_rank_text(const std::vector<Routing>& routes, std::int64_t local, std::int64_t ep, std::int64_t copies) {
+    if (!any_routed(routes)) return "";
+    const bool same = std::all_of(routes.begin(), routes.end(), [&](const Routing& r) { return r.rows == routes.front().rows; });
+    if (same) return busiest_text(busiest_rank(routes.front().rows, ep), local, ep, copies);
+    return "; each layer's busiest rank: " + times_text(load_factor(routes, ep, copies)) + " the mean copies over these layers";
 }
 
 std::string routed_experts(DocBuilder& b, ExpertParallelSplit& eps, std::int64_t experts, const std::string& stream_in,

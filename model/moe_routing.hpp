@@ -32,17 +32,29 @@ struct ExpertRouting {
     // GShard, Switch and DeepSpeed-MoE dispatch (fixed shapes; Megatron-core's
     // moe_pad_expert_input_to_capacity); the all-to-alls carry the whole buffer.
     bool pad_to_capacity = false;
+    // One load per layer (config "expert_load" as an array of loads, each an array of shares,
+    // "uniform" or "zipf:S"; --expert-load L0;L1;...): routers differ from layer to layer, and a
+    // layer's experts run what its own load sends them (resolved, "uniform" is one share each).
+    // Empty: every layer routes by `shares`.
+    std::vector<ExpertRouting> per_layer;
 
     // Anything other than uniform dropless routing asked for.
     bool any() const { return !text.empty() || capacity_factor.has_value() || pad_to_capacity; }
+    // Every layer routes uniformly (no shares, no per-layer loads).
+    bool uniform() const { return shares.empty() && per_layer.empty(); }
+    // Layer l's routing: its own load with this routing's capacity, or this routing itself.
+    ExpertRouting layer(std::int64_t l) const;
 };
 
 // Where a bad value is: `where(key)` is the message's prefix for key "expert_load",
 // "expert_load/<i>" (its i-th share) or "capacity_factor"; the error is InputError(prefix + what).
 using RoutingWhere = std::function<std::string(const std::string& key)>;
 
-// "expert_load" into r: an array of non-negative shares (not all zero), "uniform" or "zipf:S" (S >= 0).
+// "expert_load" into r: an array of non-negative shares (not all zero), "uniform" or "zipf:S" (S >= 0),
+// or an array of those, one per layer (ExpertRouting::per_layer).
 void parse_expert_load(const nlohmann::json& v, ExpertRouting& r, const RoutingWhere& where);
+// Per-layer loads: one per layer of the model's `layers` (InputError naming "expert_load" otherwise).
+void check_expert_layers(const ExpertRouting& r, std::int64_t layers, const RoutingWhere& where);
 // A capacity factor: a finite number > 0.
 double parse_capacity_factor(const nlohmann::json& v, const RoutingWhere& where);
 // Once the experts are known: zipf expanded into shares, and one share per expert required.
@@ -66,6 +78,12 @@ Routing route_tokens(const ExpertRouting& r, std::int64_t experts, std::int64_t 
 
 // "uniform routing", or the load given and what it makes of the busiest expert, and the capacity's drops.
 std::string routing_text(const ExpertRouting& spec, const Routing& r, std::int64_t experts, std::int64_t tokens, std::int64_t k);
+// Layers l0 .. l1 - 1 routed (route_tokens of each layer's routing), and their text: routing_text
+// for one load; for per-layer loads the number of layers and the busiest expert of the busiest one.
+std::vector<Routing> route_layers(const ExpertRouting& spec, std::int64_t l0, std::int64_t l1, std::int64_t experts, std::int64_t tokens,
+                                  std::int64_t k);
+std::string layers_routing_text(const ExpertRouting& spec, std::int64_t l0, const std::vector<Routing>& routes, std::int64_t experts,
+                                std::int64_t tokens, std::int64_t k);
 // "2.91x": a ratio with two decimals.
 std::string times_text(double ratio);
 
@@ -77,8 +95,18 @@ struct BusiestRank {
     std::int64_t first_local = 0, rows = 0;
 };
 BusiestRank busiest_rank(const std::vector<std::int64_t>& rows, std::int64_t ep);
+// What an expert-parallel rank's description adds about its load over the layers routed: nothing
+// when all are uniform; busiest_text of the one load; for loads that differ by layer, each layer's
+// busiest rank taken together (the document runs every layer's busiest rank's experts).
+std::string expert_rank_text(const std::vector<Routing>& routes, std::int64_t local, std::int64_t ep, std::int64_t copies);
 // The busiest rank's expert work over the mean rank's (model/graph.hpp ExpertParallel::load_factor).
 double load_factor(const BusiestRank& busiest, std::int64_t ep, std::int64_t copies);
+// Over several layers (each of `copies` token copies a sequence; a layer routed uniformly, its rows
+// empty, runs the mean): the busiest ranks' summed rows over the mean's, the ratio of the expert work
+// the document (every layer's busiest rank) runs to the mean rank's.
+double load_factor(const std::vector<Routing>& routes, std::int64_t ep, std::int64_t copies);
+// That load factor when some layer is routed by rows (the document's ExpertParallel::load_factor), else none.
+std::optional<double> routed_load_factor(const std::vector<Routing>& routes, std::int64_t ep, std::int64_t copies);
 // "; the busiest rank: experts 0-1, 2.91x the mean copies" for the description (`local` experts a rank).
 std::string busiest_text(const BusiestRank& busiest, std::int64_t local, std::int64_t ep, std::int64_t copies);
 

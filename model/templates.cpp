@@ -188,14 +188,18 @@ GptConfig gpt_config(const std::string& preset, const json& cfg, const std::stri
         if (c.experts % c.ep != 0)
             bad_config(origin, "ep", "--ep " + std::to_string(c.ep) + " must divide the " + std::to_string(c.experts) + " experts");
         resolve_expert_load(c.routing, c.experts, config_key(origin));
-        if (c.routing.shares.empty() && !c.routing.capacity_factor && (c.seq / c.cp) * c.top_k % c.experts != 0)
+        check_expert_layers(c.routing, c.n_layer, config_key(origin));
+        // Layers routed differently are not identical: a stage is built whole, not composed from
+        // probes of one and two layers (sim/parallel.hpp compose_layers).
+        if (!c.routing.per_layer.empty()) c.stage_layers = 0;
+        if (c.routing.uniform() && !c.routing.capacity_factor && (c.seq / c.cp) * c.top_k % c.experts != 0)
             bad_config(origin, "experts",
                        std::to_string(c.experts) + " experts: a rank's " + std::to_string(c.seq / c.cp) + " tokens x top_k " +
                            std::to_string(c.top_k) +
                            " must split evenly over the experts (uniform routing; give \"expert_load\" "
                            "for any other split, or \"capacity_factor\")");
         if (c.sp && c.tp > 1 && c.ep > 1) {
-            if (!c.routing.shares.empty() || c.routing.capacity_factor)
+            if (!c.routing.uniform() || c.routing.capacity_factor)
                 bad_config(origin, "sp",
                            "--sp with expert parallelism (--ep) is modelled for uniform dropless routing only (no expert_load or "
                            "capacity_factor)");
@@ -232,13 +236,13 @@ ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
     // mean of its output) so that autodiff builds its backward, as the next stage's gradient would seed it.
     const bool first = c.stage == 0, last = c.stage == c.pp - 1;
     const std::int64_t per_stage = c.stage_layers > 0 ? c.stage_layers : c.n_layer / c.pp, l0 = c.stage * per_stage, l1 = l0 + per_stage;
-    // What each expert runs of a rank's sequence (empty: uniform and dropless).
-    const Routing route = route_tokens(c.routing, c.experts, c.seq / c.cp, c.top_k);
+    // What each expert runs of a rank's sequence, layer by layer (empty rows: uniform and dropless).
+    const std::vector<Routing> routes = route_layers(c.routing, l0, l1, c.experts, c.seq / c.cp, c.top_k);
     DocBuilder b(c.pp == 1 ? name : name + " (stage " + std::to_string(c.stage + 1) + " of " + std::to_string(c.pp) + ")");
     b.doc()["description"] = "GPT decoder: " + std::to_string(c.n_layer) + " layers, d_model " + std::to_string(d) + ", " +
                              std::to_string(c.n_head) + " heads, vocab " + std::to_string(c.vocab) +
                              (c.experts > 0 ? ", " + std::to_string(c.experts) + " experts (top-" + std::to_string(c.top_k) + ", " +
-                                                  routing_text(c.routing, route, c.experts, c.seq / c.cp, c.top_k) + ")"
+                                                  layers_routing_text(c.routing, l0, routes, c.experts, c.seq / c.cp, c.top_k) + ")"
                                             : "");
     // Context parallelism: a rank holds seq / cp tokens (its "seq"); attention's keys and values are
     // gathered from the group (model/graph.hpp ContextParallel): a concat of the rank's shard
@@ -289,20 +293,18 @@ ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
     // Routing by c.routing (not uniform, or a capacity): each expert runs rows[e] of a sequence's
     // seq x k copies. With expert parallelism the document is the busiest rank's (model/moe_routing.hpp
     // busiest_rank), which receives ep x its experts' rows per sequence.
-    const std::vector<std::int64_t>& rows = route.rows;
-    const BusiestRank busiest = busiest_rank(rows, c.ep);
     const auto expert_params = [&](const std::string& ex) {
         for (const auto& [w, shape] : {std::pair<std::string, json>{"up.w", {ff, d}}, {"up.b", {ff}}, {"down.w", {d, ff}}, {"down.b", {d}}})
             eps.expert_param(b.param(ex + w, shape));
     };
     // Non-uniform routing as ops (model/moe_routing.hpp routed_experts): the k copies of each token
     // as one stream of seq x k rows, each expert a contiguous block of them.
-    auto routed_moe = [&](const std::string& p, std::int64_t k) {
+    auto routed_moe = [&](const std::string& p, std::int64_t k, const Routing& route) {
         RoutedExperts r;
         r.prefix = p + "moe.";
         r.copies = seq * k;
         r.routing = &route;
-        r.busiest = busiest;
+        r.busiest = busiest_rank(route.rows, c.ep);
         r.expert_prefix = [&](std::int64_t j) { return p + "moe.expert_" + std::to_string(j) + "."; };
         r.expert = [&](std::int64_t, const std::string& ex, const std::string& tokens) {
             expert_params(ex);
@@ -351,7 +353,7 @@ ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
         if (c.ep > 1) back = eps.exchange(p + "moe.combine", back, 4);
         b.node(p + "moe.tokens", "reshape", {back}, {{"shape", {"batch", tokens_dim, k, d}}});
     };
-    auto moe_mlp = [&](const std::string& p, const std::string& in) {
+    auto moe_mlp = [&](const std::string& p, const std::string& in, const Routing& route) {
         const std::int64_t k = c.top_k, E = c.experts, per_expert = seq * k * c.ep / E;
         b.param(p + "router.w", {E, d});
         b.node(p + "router", "linear", {in, p + "router.w"});
@@ -361,10 +363,10 @@ ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
         b.node(p + "router.weights4", "reshape", {p + "router.weights"}, {{"shape", {"batch", tokens_dim, k, 1}}});
         b.node(p + "moe.copies", "reshape", {in}, {{"shape", {"batch", tokens_dim, 1, d}}});
         b.node(p + "moe.expand", "expand", {p + "moe.copies"}, {{"shape", {"batch", tokens_dim, k, d}}});
-        if (rows.empty())
+        if (route.rows.empty())
             uniform_moe(p, k, per_expert);
         else
-            routed_moe(p, k);
+            routed_moe(p, k, route);
         b.node(p + "moe.weighted", "mul", {p + "moe.tokens", p + "router.weights4"});
         return b.node(p + "mlp.moe", "reduce_sum", {p + "moe.weighted"}, {{"axes", {2}}});
     };
@@ -417,7 +419,7 @@ ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
             // Sequence parallelism: the router and the experts (tensor-parallel as the dense MLP) run
             // on the all-gathered sequence, their combined output reduce-scattered below; with
             // expert parallelism too, inside the layer around the experts (sp_ep above).
-            dn = moe_mlp(p, sp && !sp_ep ? gather(p + "mlp.gather", m) : m);
+            dn = moe_mlp(p, sp && !sp_ep ? gather(p + "mlp.gather", m) : m, routes[static_cast<std::size_t>(l - l0)]);
         }
         if (!sp_ep) dn = tps.row_output(p + "mlp.scatter", dn);
         dn = b.dropout(p + "mlp.resid_drop", dn, c.dropout);
@@ -447,11 +449,10 @@ ModelDoc expand_gpt(const std::string& name, const GptConfig& c) {
         if (c.tied_embeddings && (first || last)) b.doc()["pipeline"]["shared_embedding"] = first ? "wte" : "lm_head.w";
     }
     if (c.ep > 1) {
-        eps.write(rows.empty() ? std::nullopt : std::optional<double>(load_factor(busiest, c.ep, seq * c.top_k)));
         b.doc()["description"] = b.doc()["description"].get<std::string>() + "; rank of " + std::to_string(c.ep) +
                                  "-way expert parallelism (" + std::to_string(local_experts) + " of " + std::to_string(c.experts) +
-                                 " experts" + (rows.empty() ? std::string() : busiest_text(busiest, local_experts, c.ep, seq * c.top_k)) +
-                                 ")";
+                                 " experts" + expert_rank_text(routes, local_experts, c.ep, seq * c.top_k) + ")";
+        eps.write(routed_load_factor(routes, c.ep, seq * c.top_k));
     }
     cps.write(c.seq);
     tps.write();

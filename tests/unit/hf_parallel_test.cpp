@@ -493,6 +493,18 @@ TEST_CASE("mixtral's experts under --expert-load and --capacity-factor, by hand"
                                   {"pad_to_capacity", true}}}};
     CHECK(shape_of(load_model(gpt, "gpt-moe", {}), "h0.moe.expert_3.tokens") == Shape{1, 20, 768});
 
+    // One load a layer (--expert-load L0;L1;L2;L3): layer 0 skewed as above, layers 1-3 uniform. The
+    // document runs every layer's busiest rank: 164 copies in layer 0, 128 in the others; load
+    // factor (164 + 3 x 128) / (4 x 128) = 1.0703.
+    const Graph layered = routed(model, 2, 64, "4,1,1,1,1,1,1,1;uniform;uniform;uniform");
+    const Analysis al = analyze(layered, hw);
+    CHECK(flops_named(layered, al, layer0, OpKind::linear) == 164 * per_copy);
+    CHECK(flops_named(layered, al, "layers.1.block_sparse_moe.experts.", OpKind::linear) == 128 * per_copy);
+    CHECK(layered.expert_parallel.load_factor == Approx((164.0 + 3 * 128) / (4 * 128)).epsilon(1e-12));
+    CHECK_THAT(layered.description, Catch::Contains("routing per layer (4 loads); the busiest, layer 0"));
+    check_refused("analyze '" + model + "' --seq 64 -q ",
+                  {{"--expert-load 'zipf:1;uniform'", "--expert-load: expected one load per layer (4), got 2"}});
+
     // A training step builds and the command line takes the flags.
     ModelOverrides ov;
     ov.seq = 64;

@@ -746,6 +746,13 @@ static Step moe_step(const Cluster& c, std::int64_t experts, int ep, const std::
     return s;
 }
 
+// The rows (axis 1) of a node's first output: the token copies an expert's GEMM runs.
+static std::int64_t rows(const Step& s, const std::string& node) {
+    const NodeId n = s.g.find_node(node);
+    REQUIRE(n != kNoNode);
+    return s.g.tensor(s.g.node(n).outputs[0]).desc.shape.at(1);
+}
+
 TEST_CASE("expert parallelism: a rank's share of the experts, all-to-all dispatch and combine, expert gradients kept local",
           "[parallel][ep]") {
     // GPT-2 medium with 8 experts of top-2 MoE MLPs (uniform routing), batch 4 x 1024, on 8
@@ -825,11 +832,6 @@ TEST_CASE("expert parallelism with non-uniform routing: the busiest rank, its al
     // One rank holding every expert: the same work as uniform routing, split unevenly.
     const Step uniform1 = step("", 1), skewed1 = step("4,1,1,1,1,1,1,1", 1);
     CHECK(pass_flops(skewed1) == Approx(pass_flops(uniform1)).epsilon(1e-9));
-    auto rows = [](const Step& s, const std::string& node) {
-        const NodeId n = s.g.find_node(node);
-        REQUIRE(n != kNoNode);
-        return s.g.tensor(s.g.node(n).outputs[0]).desc.shape.at(1);
-    };
     CHECK(rows(skewed1, "h0.moe.expert_0.up") == 745);
     CHECK(rows(skewed1, "h0.moe.expert_1.up") == 187);
     CHECK(rows(skewed1, "h0.moe.expert_7.up") == 186);
@@ -852,7 +854,7 @@ TEST_CASE("expert parallelism with non-uniform routing: the busiest rank, its al
     // A share per expert, non-negative, not all zero; a dense model has none to route.
     CHECK_THROWS_WITH(step("1,2,3", 1), Catch::Contains("/config/expert_load: expected one share per expert (8), got 3"));
     CHECK_THROWS_WITH(step("0,0,0,0,0,0,0,0", 1), Catch::Contains("the shares sum to 0"));
-    CHECK_THROWS_WITH(step("zipf:-1", 1), Catch::Contains("\"zipf:S\" (S >= 0), got \"zipf:-1\""));
+    CHECK_THROWS_WITH(step("zipf:-1", 1), Catch::Contains("\"zipf:S\" (S >= 0), or an array of those, one per layer, got \"zipf:-1\""));
     const auto dense = test::run_cli("analyze gpt2-small --expert-load zipf:1 -q");
     CHECK(dense.code == 2);
     CHECK_THAT(dense.out, Catch::Contains("/config/expert_load: the model has no experts"));
@@ -860,6 +862,52 @@ TEST_CASE("expert parallelism with non-uniform routing: the busiest rank, its al
     CHECK(hf.code == 2);
     // A Hugging Face model without experts (mixtral and qwen2_moe take it: hf_parallel_test.cpp).
     CHECK_THAT(hf.out, Catch::Contains("/config/model_type: --expert-load: llama has no experts to route to"));
+}
+
+TEST_CASE("routing that differs from layer to layer: each layer's own load, every layer's busiest rank", "[parallel][ep]") {
+    // The same GPT-2 medium MoE (24 layers, 8 experts, top-2, batch 4 x 1024) with layer 0 routed
+    // 4:1:1:1:1:1:1:1 and the other 23 uniformly (--expert-load L0;L1;...). On 8 expert-parallel
+    // ranks, layer 0's busiest rank runs 8 x 745 = 5,960 copies a sequence (as when every layer is
+    // skewed) and each uniform layer's 2,048; the document runs every layer's busiest rank, so its
+    // load factor is (5960 + 23 x 2048) / (24 x 2048) = 1.0796, and its step lies between the
+    // uniform one and the one skewed in every layer. A stage of such layers is built whole (its
+    // layers are not identical): search ranks it as analyze gives it.
+    const Cluster c = builtin_cluster("dgx-a100");
+    std::string per_layer = "4,1,1,1,1,1,1,1";
+    for (int l = 1; l < 24; ++l) per_layer += ";uniform";
+    const Step mixed = moe_step(c, 8, 8, per_layer), skewed = moe_step(c, 8, 8, "4,1,1,1,1,1,1,1"), uniform = moe_step(c, 8, 8, "");
+    CHECK(rows(mixed, "h0.moe.expert_0.up") == 5960);
+    CHECK(rows(mixed, "h1.moe.expert_0.up") == 2048);
+    CHECK(rows(skewed, "h1.moe.expert_0.up") == 5960);
+    CHECK(mixed.g.expert_parallel.load_factor == Approx((5960.0 + 23 * 2048) / (24 * 2048)).epsilon(1e-12));
+    CHECK(mixed.g.expert_parallel.all_to_all.size() == 2 * 24);
+    CHECK(mixed.a.schedule.step_time_s > uniform.a.schedule.step_time_s);
+    CHECK(mixed.a.schedule.step_time_s < skewed.a.schedule.step_time_s);
+    // One load a layer: 23 for 24 layers names the count; an empty layer's load names the layer.
+    CHECK_THROWS_WITH(moe_step(c, 8, 1, per_layer.substr(0, per_layer.rfind(';'))),
+                      Catch::Contains("/config/expert_load: expected one load per layer (24), got 23"));
+    CHECK_THROWS_WITH(moe_step(c, 8, 1, "uniform;;uniform"), Catch::Contains("--expert-load: layer 1's load is empty"));
+    std::string short_layer = "zipf:1;1,2,3";
+    for (int l = 2; l < 24; ++l) short_layer += ";uniform";
+    CHECK_THROWS_WITH(moe_step(c, 8, 1, short_layer), Catch::Contains("/config/expert_load/1: expected one share per expert (8), got 3"));
+    // Search over such a model: the stage is built whole and the configuration is analyze's.
+    const std::string model = test::tmp_path("moe-per-layer.json");
+    htmltest::spit(model, R"({"format": "roofline-model/1", "template": "gpt", "config": {"preset": "gpt2-medium", "n_layer": 2,
+                              "experts": 8, "top_k": 2, "dropout": 0}})");
+    const std::string out = test::tmp_path("moe-per-layer-search.json"), one = test::tmp_path("moe-per-layer-analyze.json");
+    const std::string load = " --seq 1024 --expert-load '4,1,1,1,1,1,1,1;uniform' -q";
+    REQUIRE(test::run_cli("search '" + model +
+                          "' --gpus 8 --cluster dgx-a100 --global-batch 16 --tp 1 --pp 1 --ep 8 --micro-batches 2 "
+                          "--recompute none --zero 0 --interleave 1 --sp off" +
+                          load + " -o '" + out + "'")
+                .code == 0);
+    REQUIRE(test::run_cli("analyze '" + model + "' --mode training --batch 2 --cluster dgx-a100 --dp 8 --ep 8 --global-batch 16" + load +
+                          " -o '" + one + "'")
+                .code == 0);
+    const auto searched = nlohmann::json::parse(htmltest::slurp(out)), analysed = nlohmann::json::parse(htmltest::slurp(one));
+    REQUIRE(!searched["candidates"].empty());
+    CHECK(searched["candidates"][0]["step_time_s"].get<double>() ==
+          Approx(analysed["parallel"]["step_time_s"].get<double>()).epsilon(1e-9));
 }
 
 TEST_CASE("expert capacity: copies over capacity dropped, padded buffers run and sent whole", "[parallel][ep]") {
@@ -874,11 +922,6 @@ TEST_CASE("expert capacity: copies over capacity dropped, padded buffers run and
     //  - shares 3,1,1,1,1,1,0,0 at F = 1: 2048 x 3/8 = 768 copies to expert 0 clipped to 256 (512
     //    dropped, 25% of the copies), 256 to experts 1-5, none to 6 and 7.
     const Cluster c = builtin_cluster("dgx-a100");
-    auto rows = [](const Step& s, const std::string& node) {
-        const NodeId n = s.g.find_node(node);
-        REQUIRE(n != kNoNode);
-        return s.g.tensor(s.g.node(n).outputs[0]).desc.shape.at(1);
-    };
     auto expert_flops = [](const Step& s) {  // forward and backward (an expert's optimizer step does not scale)
         double f = 0;
         for (std::size_t i = 0; i < s.g.nodes().size(); ++i)
