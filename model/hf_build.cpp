@@ -297,7 +297,14 @@ DenseSplit dense_split(const ConfigReader& r, std::int64_t default_seq, const st
 RoutingWhere routing_flags() {
     return [](const std::string& key) {
         if (key == "capacity_factor") return std::string("--capacity-factor: ");
-        if (key.rfind("expert_load/", 0) == 0) return "--expert-load: share " + key.substr(12) + ": ";
+        if (key.rfind("expert_load/", 0) == 0) {
+            // "expert_load/i": the i-th entry (a share, or with loads per layer layer i's load);
+            // "expert_load/l/i": share i of layer l's load.
+            const std::string rest = key.substr(12);
+            const std::size_t slash = rest.find('/');
+            if (slash == std::string::npos) return "--expert-load: entry " + rest + ": ";
+            return "--expert-load: layer " + rest.substr(0, slash) + ", share " + rest.substr(slash + 1) + ": ";
+        }
         return std::string("--expert-load: ");
     };
 }

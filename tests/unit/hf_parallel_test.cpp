@@ -502,8 +502,11 @@ TEST_CASE("mixtral's experts under --expert-load and --capacity-factor, by hand"
     CHECK(flops_named(layered, al, "layers.1.block_sparse_moe.experts.", OpKind::linear) == 128 * per_copy);
     CHECK(layered.expert_parallel.load_factor == Approx((164.0 + 3 * 128) / (4 * 128)).epsilon(1e-12));
     CHECK_THAT(layered.description, Catch::Contains("routing per layer (4 loads); the busiest, layer 0"));
-    check_refused("analyze '" + model + "' --seq 64 -q ",
-                  {{"--expert-load 'zipf:1;uniform'", "--expert-load: expected one load per layer (4), got 2"}});
+    check_refused(
+        "analyze '" + model + "' --seq 64 -q ",
+        {{"--expert-load 'zipf:1;uniform'", "--expert-load: expected one load per layer (4), got 2"},
+         {"--expert-load '1,2;uniform;uniform;uniform'", "--expert-load: entry 0: expected one share per expert (8), got 2"},
+         {"--expert-load 'uniform;1,-1,1,1,1,1,1,1;uniform;uniform'", "--expert-load: layer 1, share 1: expected a non-negative number"}});
 
     // A training step builds and the command line takes the flags.
     ModelOverrides ov;
@@ -536,7 +539,7 @@ TEST_CASE("routing option errors name the flag", "[parallel][moe][hf][errors]") 
                   {
                       {"llama-2-7b --expert-load zipf:1", "--expert-load: llama has no experts to route to"},
                       {"mixtral-8x7b --expert-load 1,2", "--expert-load: expected one share per expert (8), got 2"},
-                      {"mixtral-8x7b --expert-load 1,-1,1,1,1,1,1,1", "--expert-load: share 1: expected a non-negative number"},
+                      {"mixtral-8x7b --expert-load 1,-1,1,1,1,1,1,1", "--expert-load: entry 1: expected a non-negative number"},
                       {"mixtral-8x7b --expert-load zipf:x", "--expert-load: expected an array of one non-negative share per expert"},
                       {"mixtral-8x7b --pad-to-capacity", "--pad-to-capacity: padding to capacity needs a capacity"},
                       {"falcon-7b --capacity-factor 1.25", "(model_type 'falcon') has no experts it routes"},
