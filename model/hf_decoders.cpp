@@ -283,6 +283,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
         return out;
     };
 
+    const std::vector<Routing> model_routes = sparse_routes(0, layers);
     DocBuilder b;
     std::string desc = "Hugging Face " + head.architecture + ": " + std::to_string(layers) + " layers, hidden " + std::to_string(d) + ", " +
                        std::to_string(heads) + " heads (" + std::to_string(kv_heads) + " key/value heads) of " + std::to_string(dh) +
@@ -290,7 +291,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     if (moe.experts > 0) {
         desc += ", top-" + std::to_string(moe.k) + " of " + std::to_string(moe.experts) + " experts of " + std::to_string(moe.inter);
         if (shared_inter > 0) desc += " and a shared expert of " + std::to_string(shared_inter);
-        desc += split.routing.any() ? "; " + layers_routing_text(split.routing, 0, sparse_routes(0, layers), moe.experts, seq, moe.k)
+        desc += split.routing.any() ? "; " + layers_routing_text(split.routing, 0, model_routes, moe.experts, seq, moe.k)
                                     : "; UNIFORM routing assumed (each expert runs batch * seq * k / experts rows, rounded)";
     } else {
         desc += ", MLP " + std::to_string(inter);
@@ -298,7 +299,7 @@ json build_llama(const ConfigReader& r, const json& cfg, const std::string& mode
     if (split.ep > 1) {
         desc += "; rank of " + std::to_string(split.ep) + "-way expert parallelism (" + std::to_string(moe.experts / split.ep) + " of " +
                 std::to_string(moe.experts) + " experts";
-        desc += expert_rank_text(sparse_routes(0, layers), moe.experts / split.ep, split.ep, seq * moe.k);
+        desc += expert_rank_text(model_routes, moe.experts / split.ep, split.ep, seq * moe.k);
         desc += ")";
     }
     if (window > 0) desc += "; sliding window " + std::to_string(window) + " not modelled (full causal attention)";

@@ -12,6 +12,15 @@ namespace roofline {
 
 using nlohmann::json;
 
+namespace {
+// Where a key inside layer l's load is: "expert_load/<l>" plus the key's own path below "expert_load".
+RoutingWhere layer_where(const RoutingWhere& where, std::size_t l) {
+    return [&where, at = "expert_load/" + std::to_string(l)](const std::string& key) {
+        return where(at + key.substr(std::string("expert_load").size()));
+    };
+}
+}  // namespace
+
 void parse_expert_load(const json& v, ExpertRouting& r, const RoutingWhere& where) {
     const char* expected =
         "expected an array of one non-negative share per expert, \"uniform\", \"zipf:S\" (S >= 0), or an array of those, one per layer";
@@ -28,9 +37,7 @@ void parse_expert_load(const json& v, ExpertRouting& r, const RoutingWhere& wher
                 throw InputError(where(at) + "expected layer " + std::to_string(l) + "'s load (one split of the experts), got " +
                                  v[l].dump());
             ExpertRouting layer;
-            // Keys inside the layer's load are named from its own path: expert_load/<l>[/<i>].
-            parse_expert_load(v[l], layer,
-                              [&](const std::string& key) { return where(at + key.substr(std::string("expert_load").size())); });
+            parse_expert_load(v[l], layer, layer_where(where, l));
             r.per_layer.push_back(std::move(layer));
         }
         r.text = "per layer (" + std::to_string(v.size()) + " loads)";
@@ -78,10 +85,8 @@ void check_expert_layers(const ExpertRouting& r, std::int64_t layers, const Rout
 
 void resolve_expert_load(ExpertRouting& r, std::int64_t experts, const RoutingWhere& where) {
     for (std::size_t l = 0; l < r.per_layer.size(); ++l) {
-        const std::string at = "expert_load/" + std::to_string(l);
         ExpertRouting& layer = r.per_layer[l];
-        resolve_expert_load(layer, experts,
-                            [&](const std::string& key) { return where(at + key.substr(std::string("expert_load").size())); });
+        resolve_expert_load(layer, experts, layer_where(where, l));
         // A uniform layer among routed ones: one share each, so that every layer has its rows.
         if (layer.shares.empty()) layer.shares.assign(static_cast<std::size_t>(experts), 1.0);
     }

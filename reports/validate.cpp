@@ -1364,10 +1364,11 @@ ordered_json run_validation(MeasurementSet set, const ValidateOptions& opt, std:
             for (const std::string& g : pool_gpus) have += (have.empty() ? "" : ", ") + g;
             throw InputError("--leave-one-out gpu needs cases of at least two fitting GPUs (have: " + (have.empty() ? "none" : have) + ")");
         }
+        const std::vector<double> fold_start = start_values(opt, opt.fold_start());
         for (const std::string& gpu : pool_gpus) {
             std::vector<std::size_t> train, test;
             for (std::size_t i : pool) (cases[i].gpu == gpu ? test : train).push_back(i);
-            const FitResult fit = fit_terms(p, cases, train, start_values(opt, opt.fold_start()), defaults, opt);
+            const FitResult fit = fit_terms(p, cases, train, fold_start, defaults, opt);
             std::vector<std::string> kernels;
             const std::vector<double> pred = p.run(test, fit.values, nullptr, true, &kernels);
             for (std::size_t k = 0; k < test.size(); ++k) {

@@ -65,11 +65,11 @@ PlanOption summarise(const std::vector<const Evaluated*>& es, const std::string&
     return o;
 }
 
-// Megatron-LM's block recomputation for a pipeline (--recompute-method block --recompute-num-layers
-// k): the first k layers of every stage recomputed in full, the rest kept or recomputed selectively.
-std::vector<std::vector<LayerChoice>> block_mixes(std::size_t layers) {
+// The first k of `layers` recomputed in full, the rest kept or recomputed selectively, for each k
+// (Megatron-LM's block recomputation, --recompute-method block --recompute-num-layers k).
+std::vector<std::vector<LayerChoice>> block_mixes(std::size_t layers, const std::vector<std::size_t>& ks) {
     std::vector<std::vector<LayerChoice>> mixes;
-    for (std::size_t k = 1; k < layers; ++k)
+    for (std::size_t k : ks)
         for (LayerChoice rest : {LayerChoice::keep, LayerChoice::selective}) {
             std::vector<LayerChoice> c(layers, rest);
             std::fill(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), LayerChoice::full);
@@ -176,11 +176,14 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
         if (opt.search_layers && nl > 0 && same) {
             std::vector<std::vector<LayerChoice>> mixes;
             const double combos = std::pow(3.0, static_cast<double>(nl));
+            const std::size_t size = layers.front().size();
+            std::vector<std::size_t> ks;  // block mixes' k: every k on a pipeline's stages, else the quartiles
             if (ns > 1) {
-                mixes = block_mixes(layers.front().size());
+                for (std::size_t k = 1; k < size; ++k) ks.push_back(k);
+                mixes = block_mixes(size, ks);
             } else if (combos <= static_cast<double>(opt.exhaustive_limit)) {
                 for (std::int64_t code = 0; code < static_cast<std::int64_t>(combos); ++code) {
-                    std::vector<LayerChoice> c(layers.front().size());
+                    std::vector<LayerChoice> c(size);
                     std::int64_t x = code;
                     for (auto& ci : c) {
                         ci = static_cast<LayerChoice>(x % 3);
@@ -192,13 +195,9 @@ Plan make_plan(const Graph& g, const Hardware& hw, const PlanOptions& opt) {
             } else {
                 for (int i = 1; i < opt.mix_steps; ++i) {
                     const auto k = static_cast<std::size_t>(std::llround(static_cast<double>(i) * static_cast<double>(nl) / opt.mix_steps));
-                    if (k == 0 || k >= layers.front().size()) continue;
-                    for (LayerChoice rest : {LayerChoice::keep, LayerChoice::selective}) {
-                        std::vector<LayerChoice> c(layers.front().size(), rest);
-                        std::fill(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), LayerChoice::full);
-                        mixes.push_back(c);
-                    }
+                    if (k > 0 && k < size) ks.push_back(k);
                 }
+                mixes = block_mixes(size, ks);
             }
             for (auto& c : mixes) {
                 std::vector<std::optional<RecomputePlan>> plans;
